@@ -1,0 +1,99 @@
+"""Where sibling distributions plug into core, without core importing them eagerly.
+
+Core never imports ``tensordict.memmap``, ``tensordict.nn``, ``tensordict.distributed``
+or ``tensordict.tensorclass`` at import time. Two mechanisms reach them on demand:
+
+* :data:`LAZY_TOP_LEVEL` maps top-level ``tensordict.<name>`` attributes that a sibling
+  owns to ``(subpackage, attribute)``; core's module ``__getattr__`` resolves them.
+* :func:`forward` is what the short forwarder methods on ``TensorDictBase`` call: it
+  imports the owning subpackage on first use and calls the named hook there.
+
+When the sibling is not installed, both raise :class:`ModuleNotFoundError` naming the
+exact ``pip install`` that fixes it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+#: subpackage -> distribution name on PyPI.
+DISTRIBUTIONS: dict[str, str] = {
+    "memmap": "tensordict-memmap",
+    "nn": "tensordict-nn",
+    "distributed": "tensordict-distributed",
+    "tensorclass": "tensorclass",
+}
+
+#: top-level name -> (subpackage, attribute in that subpackage).
+LAZY_TOP_LEVEL: dict[str, tuple[str, str]] = {
+    "MemoryMappedTensor": ("memmap", "MemoryMappedTensor"),
+    "PersistentTensorDict": ("memmap", "PersistentTensorDict"),
+    "memmap": ("memmap", "memmap"),
+    "save": ("memmap", "save"),
+    "load": ("memmap", "load"),
+    "load_memmap": ("memmap", "load_memmap"),
+    "is_memmap": ("memmap", "is_memmap"),
+    "from_h5": ("memmap", "from_h5"),
+    "from_module": ("nn", "from_module"),
+    "from_modules": ("nn", "from_modules"),
+    "TensorDictParams": ("nn", "TensorDictParams"),
+    "as_tensordict_module": ("nn", "as_tensordict_module"),
+    "tensorclass": ("tensorclass", "tensorclass"),
+    "TensorClass": ("tensorclass", "TensorClass"),
+    "from_dataclass": ("tensorclass", "from_dataclass"),
+}
+
+
+def missing_sibling_error(subpackage: str, what: str) -> ModuleNotFoundError:
+    """The error raised when ``what`` needs a sibling distribution that is not installed.
+
+    >>> err = missing_sibling_error("memmap", "TensorDict.memmap")
+    >>> "pip install tensordict-memmap" in str(err)
+    True
+    """
+    dist = DISTRIBUTIONS[subpackage]
+    err = ModuleNotFoundError(
+        f"{what} is provided by the '{dist}' distribution, which is not installed. "
+        f"Install it with: pip install {dist}"
+    )
+    err.name = f"tensordict.{subpackage}"
+    return err
+
+
+def import_sibling(subpackage: str, what: str) -> ModuleType:
+    """Import ``tensordict.<subpackage>`` or raise the clear install error.
+
+    >>> import_sibling("no-such", "x")  # doctest: +IGNORE_EXCEPTION_DETAIL
+    Traceback (most recent call last):
+    KeyError: 'no-such'
+    """
+    name = f"tensordict.{subpackage}"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as err:
+        if err.name == name:
+            raise missing_sibling_error(subpackage, what) from None
+        raise
+
+
+def sibling_attr(subpackage: str, attr: str, what: str) -> Any:
+    """Return ``tensordict.<subpackage>.<attr>``, importing the sibling on first use.
+
+    A sibling that is installed but does not provide ``attr`` yet raises
+    :class:`NotImplementedError` naming the distribution and the attribute.
+    """
+    module = import_sibling(subpackage, what)
+    try:
+        return getattr(module, attr)
+    except AttributeError:
+        raise NotImplementedError(
+            f"{what}: the installed '{DISTRIBUTIONS[subpackage]}' does not provide "
+            f"'{attr}' yet"
+        ) from None
+
+
+def forward(subpackage: str, hook: str, what: str, *args: Any, **kwargs: Any) -> Any:
+    """Call ``tensordict.<subpackage>.<hook>(*args, **kwargs)`` (the forwarder body)."""
+    return sibling_attr(subpackage, hook, what)(*args, **kwargs)
