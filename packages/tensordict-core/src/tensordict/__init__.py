@@ -19,6 +19,40 @@ from tensordict._siblings import sibling_attr as _sibling_attr
 
 __version__ = "0.1.0"
 
+from tensordict import _ops, utils
+from tensordict._functional import cat, stack
+from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._repr import td_repr as _td_repr
+from tensordict._td import TensorDict
+from tensordict.base import (
+    TensorDictBase,
+    get_defaults_to_none,
+    is_tensor_collection,
+    set_get_defaults_to_none,
+)
+from tensordict.utils import is_batchedtensor
+
+_ops.install(TensorDictBase)
+TensorDictBase.__repr__ = _td_repr  # type: ignore[method-assign]
+
+__all__ = [
+    "NestedKey",
+    "NonTensorData",
+    "TensorDict",
+    "TensorDictBase",
+    "cat",
+    "get_defaults_to_none",
+    "is_batchedtensor",
+    "is_non_tensor",
+    "is_tensor_collection",
+    "set_get_defaults_to_none",
+    "stack",
+    "unravel_key",
+    "unravel_key_list",
+    "utils",
+]
+
 
 def __getattr__(name: str) -> Any:
     try:

@@ -1,0 +1,194 @@
+"""Nested keys: a ``str`` or an arbitrarily nested tuple of strings.
+
+``("a", ("b", ("c",)))`` names the same entry as ``("a", "b", "c")``; unravelling turns
+any nested form into the flat one (a one-element tuple becomes its string).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple, Union
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict.base import TensorDictBase
+
+NestedKey = Union[str, Tuple["NestedKey", ...]]
+
+
+def _flatten_into(key: Any, out: list) -> None:
+    for part in key:
+        if type(part) is str:
+            out.append(part)
+        elif isinstance(part, tuple):
+            _flatten_into(part, out)
+        elif isinstance(part, str):
+            out.append(str(part))
+        else:
+            raise TypeError(
+                f"Nested keys are made of strings and tuples of strings; got {part!r} "
+                f"(type {type(part).__name__}) inside key {key!r}."
+            )
+
+
+def unravel_key(key: NestedKey) -> NestedKey:
+    """Flatten a nested key: strings stay strings, tuples become flat tuples of strings.
+
+    >>> unravel_key(("a", ("b", ("c",))))
+    ('a', 'b', 'c')
+    >>> unravel_key(("a",))
+    'a'
+    >>> unravel_key("a")
+    'a'
+    """
+    if type(key) is str:
+        return key
+    if isinstance(key, str):
+        return str(key)
+    if not isinstance(key, tuple):
+        raise TypeError(
+            f"Nested keys are strings or tuples of strings; got {key!r} "
+            f"(type {type(key).__name__})."
+        )
+    out: list = []
+    _flatten_into(key, out)
+    if not out:
+        raise KeyError("An empty tuple is not a valid key.")
+    if len(out) == 1:
+        return out[0]
+    return tuple(out)
+
+
+def unravel_key_list(keys: Any) -> list:
+    """Unravel every key of a list (see :func:`unravel_key`).
+
+    >>> unravel_key_list(["a", ("b", ("c",)), ("d",)])
+    ['a', ('b', 'c'), 'd']
+    """
+    return [unravel_key(key) for key in keys]
+
+
+def is_nested_key(key: Any) -> bool:
+    """Whether ``key`` is a valid (possibly nested) key.
+
+    >>> is_nested_key(("a", ("b",))), is_nested_key(("a", 1))
+    (True, False)
+    """
+    if isinstance(key, str):
+        return True
+    if isinstance(key, tuple) and key:
+        return all(is_nested_key(part) for part in key)
+    return False
+
+
+def key_as_tuple(key: NestedKey) -> tuple:
+    """``unravel_key`` that always returns a tuple.
+
+    >>> key_as_tuple("a"), key_as_tuple(("a", ("b",)))
+    (('a',), ('a', 'b'))
+    """
+    if type(key) is str:
+        return (key,)
+    key = unravel_key(key)
+    return (key,) if type(key) is str else key
+
+
+class TensorDictKeysView:
+    """A live view of the keys of a tensordict.
+
+    ``include_nested`` walks into nested tensordicts (yielding tuple keys);
+    ``leaves_only`` drops keys whose value is a tensor collection; ``is_leaf`` (a
+    callable on the value's type) decides what counts as a leaf; ``sort`` orders keys.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(())}})
+    >>> list(td.keys(include_nested=True))
+    ['a', 'b', ('b', 'c')]
+    >>> ("b", "c") in td.keys(include_nested=True), ("b", ("c",)) in td.keys(True)
+    (True, True)
+    """
+
+    __slots__ = ("_td", "include_nested", "leaves_only", "is_leaf", "sort")
+
+    def __init__(
+        self,
+        td: TensorDictBase,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        sort: bool = False,
+    ) -> None:
+        self._td = td
+        self.include_nested = include_nested
+        self.leaves_only = leaves_only
+        self.is_leaf = is_leaf
+        self.sort = sort
+
+    def __iter__(self) -> Iterator[NestedKey]:
+        if not self.include_nested and not self.leaves_only and not self.sort:
+            return iter(self._td._tensordict)
+        keys = self._iter(self._td, ())
+        if self.sort:
+            return iter(sorted(keys, key=_sort_key))
+        return keys
+
+    def _iter(self, td: Any, prefix: tuple) -> Iterator[NestedKey]:
+        from tensordict.base import _is_leaf_default
+
+        is_leaf = self.is_leaf or _is_leaf_default
+        for key, value in td._tensordict.items():
+            full = prefix + (key,) if prefix else key
+            leaf = is_leaf(type(value))
+            if leaf or not self.leaves_only:
+                yield full
+            if not leaf and self.include_nested:
+                yield from self._iter(value, prefix + (key,))
+
+    def __len__(self) -> int:
+        if not self.include_nested and not self.leaves_only:
+            return len(self._td._tensordict)
+        return sum(1 for _ in self)
+
+    def __contains__(self, key: Any) -> bool:
+        if type(key) is str:
+            if key in self._td._tensordict:
+                return self._leaf_ok(self._td._tensordict[key])
+            return False
+        if not isinstance(key, tuple):
+            return False
+        try:
+            path = key_as_tuple(key)
+        except (TypeError, KeyError):
+            return False
+        if len(path) > 1 and not self.include_nested:
+            return False
+        td = self._td
+        for part in path[:-1]:
+            sub = td._tensordict.get(part)
+            if sub is None or not hasattr(sub, "_tensordict"):
+                return False
+            td = sub
+        if path[-1] not in td._tensordict:
+            return False
+        return self._leaf_ok(td._tensordict[path[-1]])
+
+    def _leaf_ok(self, value: Any) -> bool:
+        if not self.leaves_only:
+            return True
+        from tensordict.base import _is_leaf_default
+
+        return (self.is_leaf or _is_leaf_default)(type(value))
+
+    def __repr__(self) -> str:
+        return f"_TensorDictKeysView({list(self)},\n    include_nested={self.include_nested}, leaves_only={self.leaves_only})"
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return set(self) == set(other)  # type: ignore[arg-type]
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _sort_key(key: NestedKey) -> str:
+    return key if type(key) is str else ".".join(key)

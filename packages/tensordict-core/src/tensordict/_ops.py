@@ -1,0 +1,397 @@
+"""Families of tensor methods, declared from tables and installed on ``TensorDictBase``.
+
+Every method here maps one torch operation over the tensor leaves. Leaves are gathered
+into one flat list (``_flat_tensors``), the operation runs once over the list — as a
+single ``torch._foreach_*`` call when torch has one — and the results are put back in
+the same structure (``_rebuild``). Non-tensor values are carried over unchanged.
+
+Tables:
+
+* :data:`UNARY` — pointwise math, each with its in-place ``_`` twin;
+* :data:`BINARY` — ops taking a tensordict, tensor or scalar operand, with ``_`` twins;
+* :data:`BINARY_NO_INPLACE` — binary ops offered without an in-place twin;
+* :data:`CASTS` — dtype conversion methods;
+* :data:`OPERATORS` — Python operators and the method each one calls.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from tensordict.base import TensorDictBase, is_tensor_collection
+from tensordict._keys import unravel_key
+from tensordict._shape import normalize_dim
+
+_Tensor = torch.Tensor
+
+UNARY: tuple[str, ...] = (
+    "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
+    "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal",
+    "round", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+)
+
+#: name -> number of tensor-like operands (the first one may be a tensordict).
+BINARY: dict[str, int] = {
+    "add": 1, "sub": 1, "mul": 1, "div": 1, "pow": 1, "maximum": 1, "minimum": 1,
+    "clamp_min": 1, "clamp_max": 1, "lerp": 2, "addcmul": 2, "addcdiv": 2,
+}
+
+BINARY_NO_INPLACE: dict[str, int] = {
+    "mod": 1, "bitwise_and": 1, "bitwise_or": 1, "bitwise_xor": 1, "logical_and": 1,
+    "logical_or": 1, "logical_xor": 1, "eq": 1, "ne": 1, "lt": 1, "le": 1, "gt": 1, "ge": 1,
+    "floor_divide": 1, "remainder": 1,
+}
+
+CASTS: dict[str, torch.dtype] = {
+    "float": torch.float32, "double": torch.float64, "half": torch.float16,
+    "bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
+    "float64": torch.float64, "int": torch.int32, "int8": torch.int8, "int16": torch.int16,
+    "int32": torch.int32, "int64": torch.int64, "long": torch.int64, "short": torch.int16,
+    "uint8": torch.uint8, "uint16": torch.uint16, "uint32": torch.uint32,
+    "uint64": torch.uint64, "bool": torch.bool, "complex32": torch.complex32,
+    "complex64": torch.complex64, "complex128": torch.complex128,
+}
+
+#: method name -> torch function name, where they differ.
+_TORCH_NAMES: dict[str, str] = {"mod": "remainder"}
+
+#: Python operator -> (method name, reflected). Reflected ops swap the operands.
+OPERATORS: dict[str, tuple[str, bool]] = {
+    "__add__": ("add", False), "__radd__": ("add", False), "__iadd__": ("add_", False),
+    "__sub__": ("sub", False), "__rsub__": ("sub", True), "__isub__": ("sub_", False),
+    "__mul__": ("mul", False), "__rmul__": ("mul", False), "__imul__": ("mul_", False),
+    "__truediv__": ("div", False), "__rtruediv__": ("div", True), "__itruediv__": ("div_", False),
+    "__pow__": ("pow", False), "__rpow__": ("pow", True), "__ipow__": ("pow_", False),
+    "__mod__": ("mod", False), "__rmod__": ("mod", True),
+    "__floordiv__": ("floor_divide", False), "__rfloordiv__": ("floor_divide", True),
+    "__and__": ("bitwise_and", False), "__rand__": ("bitwise_and", False),
+    "__or__": ("bitwise_or", False), "__ror__": ("bitwise_or", False),
+    "__xor__": ("bitwise_xor", False), "__rxor__": ("bitwise_xor", False),
+    "__eq__": ("eq", False), "__ne__": ("ne", False), "__lt__": ("lt", False),
+    "__le__": ("le", False), "__gt__": ("gt", False), "__ge__": ("ge", False),
+}
+
+
+def _foreach(name: str) -> Callable | None:
+    return getattr(torch, f"_foreach_{name}", None)
+
+
+def _operands(td: TensorDictBase, other: Any, leaves: list, default: Any = None) -> Any:
+    """The operand matched to each leaf: a list for tensordicts, ``other`` otherwise."""
+    if is_tensor_collection(other):
+        return td._aligned_tensors(other, default)
+    return other
+
+
+def _leafwise(func: Callable, leaves: list, operands: list) -> list:
+    """Call ``func(leaf, *operand_i)`` with operands that may be per-leaf lists."""
+    out = []
+    for i, leaf in enumerate(leaves):
+        out.append(func(leaf, *[o[i] if isinstance(o, list) else o for o in operands]))
+    return out
+
+
+def _make_unary(name: str) -> tuple[Callable, Callable]:
+    fe, fe_ = _foreach(name), _foreach(name + "_")
+    op, op_ = getattr(torch, name), getattr(_Tensor, name + "_")
+
+    def method(self: TensorDictBase) -> TensorDictBase:
+        leaves = self._flat_tensors([])
+        results = fe(leaves) if fe is not None else [op(x) for x in leaves]
+        return self._rebuild(iter(results))
+
+    def method_(self: TensorDictBase) -> TensorDictBase:
+        leaves = self._flat_tensors([])
+        if fe_ is not None:
+            fe_(leaves)
+        else:
+            for x in leaves:
+                op_(x)
+        return self
+
+    method.__doc__ = f"Apply :func:`torch.{name}` to every leaf and return a new tensordict.\n\n" + _example(name)
+    method_.__doc__ = f"In-place :meth:`{name}`: apply ``Tensor.{name}_`` to every leaf."
+    return method, method_
+
+
+def _example(name: str) -> str:
+    return (
+        "    >>> import torch\n"
+        "    >>> from tensordict import TensorDict\n"
+        "    >>> td = TensorDict({'a': torch.rand(3) + 0.5}, [3])\n"
+        f"    >>> torch.equal(td.{name}()['a'], torch.{name}(td['a']))\n"
+        "    True\n"
+    )
+
+
+def _make_binary(name: str, n_operands: int, with_inplace: bool) -> tuple[Callable, Callable | None]:
+    fe = _foreach(name) if n_operands else None
+    fe_ = _foreach(name + "_") if with_inplace else None
+    op = getattr(torch, _TORCH_NAMES.get(name, name))
+    op_ = getattr(_Tensor, name + "_", None) if with_inplace else None
+
+    def gather(self: TensorDictBase, args: tuple, default: Any) -> tuple[list, list, bool]:
+        if len(args) < n_operands:
+            raise TypeError(f"{name}() takes {n_operands} operand(s), got {len(args)}.")
+        leaves = self._flat_tensors([])
+        operands = [_operands(self, a, leaves, default) for a in args[:n_operands]] + list(args[n_operands:])
+        # torch._foreach_* takes per-leaf lists or Python scalars, not broadcast tensors.
+        foreach_ok = all(isinstance(o, (list, int, float, bool)) for o in operands[:n_operands])
+        if name in ("lerp", "addcmul", "addcdiv"):
+            foreach_ok = foreach_ok and all(isinstance(o, list) for o in operands[:2])
+        return leaves, operands, foreach_ok
+
+    def method(self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any) -> TensorDictBase:
+        leaves, operands, foreach_ok = gather(self, args, default)
+        if fe is not None and foreach_ok and not kwargs and leaves:
+            results = fe(leaves, *operands)
+        else:
+            results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
+        return self._rebuild(iter(results))
+
+    def method_(self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any) -> TensorDictBase:
+        leaves, operands, foreach_ok = gather(self, args, default)
+        if fe_ is not None and foreach_ok and not kwargs and leaves:
+            fe_(leaves, *operands)
+        else:
+            _leafwise(lambda x, *o: op_(x, *o, **kwargs), leaves, operands)
+        return self
+
+    method.__doc__ = (
+        f"Apply :func:`torch.{name}` leaf by leaf; operands may be tensordicts (matched by "
+        "key), tensors or scalars."
+    )
+    if not with_inplace:
+        return method, None
+    method_.__doc__ = f"In-place :meth:`{name}`."
+    return method, method_
+
+
+def _make_cast(name: str, dtype: torch.dtype) -> Callable:
+    def method(self: TensorDictBase) -> TensorDictBase:
+        return self._map_tensors(lambda x: x.to(dtype))
+
+    method.__doc__ = (
+        f"Cast every tensor leaf to ``{dtype}``.\n\n"
+        "    >>> import torch\n"
+        "    >>> from tensordict import TensorDict\n"
+        f"    >>> TensorDict({{'a': torch.zeros(1)}}, [1]).{name}()['a'].dtype\n"
+        f"    {dtype}\n"
+    )
+    return method
+
+
+def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable:
+    if reflected:
+        op = getattr(torch, _TORCH_NAMES.get(method_name, method_name))
+
+        def reflected_op(self: TensorDictBase, other: Any) -> TensorDictBase:
+            leaves = self._flat_tensors([])
+            if is_tensor_collection(other):
+                others = self._aligned_tensors(other, None)
+                results = [op(o, x) for x, o in zip(leaves, others)]
+            else:
+                results = [op(other, x) for x in leaves]
+            return self._rebuild(iter(results))
+
+        reflected_op.__name__ = dunder
+        return reflected_op
+
+    def forward(self: TensorDictBase, other: Any) -> Any:
+        return getattr(self, method_name)(other)
+
+    forward.__name__ = dunder
+    return forward
+
+
+def _neg(self: TensorDictBase) -> TensorDictBase:
+    return self.neg()
+
+
+def _abs(self: TensorDictBase) -> TensorDictBase:
+    return self.abs()
+
+
+def _invert(self: TensorDictBase) -> TensorDictBase:
+    return self._rebuild(iter([torch.bitwise_not(x) for x in self._flat_tensors([])]))
+
+
+def _pos(self: TensorDictBase) -> TensorDictBase:
+    return self
+
+
+def rsub(self: TensorDictBase, other: Any, alpha: Any = 1) -> TensorDictBase:
+    """``other - alpha * self`` leaf by leaf.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> TensorDict({"a": torch.ones(2)}, [2]).rsub(3)["a"]
+    tensor([2., 2.])
+    """
+    leaves = self._flat_tensors([])
+    other = _operands(self, other, leaves)
+    return self._rebuild(iter(_leafwise(lambda x, o: torch.rsub(x, o, alpha=alpha), leaves, [other])))
+
+
+def clamp(self: TensorDictBase, min: Any = None, max: Any = None) -> TensorDictBase:
+    """Clamp every leaf to ``[min, max]`` (either bound may be a tensordict).
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> TensorDict({"a": torch.tensor([-2., 0., 2.])}, [3]).clamp(-1, 1)["a"]
+    tensor([-1.,  0.,  1.])
+    """
+    leaves = self._flat_tensors([])
+    lo, hi = _operands(self, min, leaves), _operands(self, max, leaves)
+    return self._rebuild(iter(_leafwise(lambda x, a, b: torch.clamp(x, a, b), leaves, [lo, hi])))
+
+
+def _reduce_bool(name: str) -> Callable:
+    def method(self: TensorDictBase, dim: int | None = None) -> Any:
+        leaves = self._flat_tensors([])
+        if dim is None:
+            fn = torch.all if name == "all" else torch.any
+            results = [bool(fn(x)) for x in leaves]
+            return all(results) if name == "all" else any(results)
+        nb = self.batch_dims
+        d = normalize_dim(dim, nb)
+        bs = self.batch_size
+        new = bs[:d] + bs[d + 1 :]
+        fn = torch.all if name == "all" else torch.any
+        return self._map_batch(lambda x: fn(x, dim=d) if isinstance(x, _Tensor) else getattr(x, name)(dim=d), new)
+
+    method.__doc__ = (
+        f"Whether {'all' if name == 'all' else 'any'} leaf value is true (a Python bool), or "
+        f"along batch dimension ``dim`` (a tensordict).\n\n"
+        "    >>> import torch\n"
+        "    >>> from tensordict import TensorDict\n"
+        "    >>> td = TensorDict({'a': torch.tensor([True, False])}, [2])\n"
+        f"    >>> td.{name}(), td.{name}(0)['a']\n"
+        f"    ({name == 'any'}, tensor({name == 'any'}))\n"
+    )
+    return method
+
+
+def zero_(self: TensorDictBase) -> TensorDictBase:
+    """Fill every leaf with zeros, in place.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> TensorDict({"a": torch.ones(2)}, [2]).zero_()["a"]
+    tensor([0., 0.])
+    """
+    leaves = self._flat_tensors([])
+    if leaves:
+        torch._foreach_zero_(leaves)
+    return self
+
+
+def fill_(self: TensorDictBase, key: Any, value: Any) -> TensorDictBase:
+    """Fill the entry at ``key`` (a leaf or a whole nested tensordict) with ``value``.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> TensorDict({"a": torch.zeros(2)}, [2]).fill_("a", 3)["a"]
+    tensor([3., 3.])
+    """
+    target = self.get(key)
+    if isinstance(target, _Tensor):
+        target.fill_(value)
+    elif isinstance(target, TensorDictBase):
+        for leaf in target._flat_tensors([]):
+            leaf.fill_(value)
+    else:
+        raise TypeError(f"fill_(): entry {unravel_key(key)!r} is not a tensor or a tensordict.")
+    return self
+
+
+def detach(self: TensorDictBase) -> TensorDictBase:
+    """A tensordict whose leaves are detached from the autograd graph."""
+    return self._map_tensors(_Tensor.detach)
+
+
+def detach_(self: TensorDictBase) -> TensorDictBase:
+    """Detach every leaf in place."""
+    for x in self._flat_tensors([]):
+        x.detach_()
+    return self
+
+
+def contiguous(self: TensorDictBase) -> TensorDictBase:
+    """A tensordict with contiguous leaves (leaves already contiguous are shared)."""
+    return self._map_tensors(_Tensor.contiguous)
+
+
+def is_contiguous(self: TensorDictBase) -> bool:
+    """Whether every leaf is contiguous."""
+    return all(x.is_contiguous() for x in self._flat_tensors([]))
+
+
+def requires_grad_(self: TensorDictBase, requires_grad: bool = True) -> TensorDictBase:
+    """Set ``requires_grad`` on every floating-point leaf, in place.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> TensorDict({"a": torch.zeros(2)}, [2]).requires_grad_()["a"].requires_grad
+    True
+    """
+    for x in self._flat_tensors([]):
+        x.requires_grad_(requires_grad)
+    return self
+
+
+def _requires_grad(self: TensorDictBase) -> bool:
+    return any(x.requires_grad for x in self._flat_tensors([]))
+
+
+def _data(self: TensorDictBase) -> TensorDictBase:
+    return self._map_tensors(lambda x: x.data)
+
+
+def _dtype(self: TensorDictBase) -> torch.dtype | None:
+    dtypes = {x.dtype for x in self._flat_tensors([])}
+    return dtypes.pop() if len(dtypes) == 1 else None
+
+
+def is_floating_point(self: TensorDictBase) -> bool:
+    """Whether every leaf has a floating-point dtype."""
+    return all(x.is_floating_point() for x in self._flat_tensors([]))
+
+
+def install(cls: type) -> None:
+    """Add every method of the tables above to ``cls``."""
+    for name in UNARY:
+        method, method_ = _make_unary(name)
+        method.__name__, method_.__name__ = name, name + "_"
+        setattr(cls, name, method)
+        setattr(cls, name + "_", method_)
+    for table, inplace in ((BINARY, True), (BINARY_NO_INPLACE, False)):
+        for name, n in table.items():
+            method, method_ = _make_binary(name, n, inplace)
+            method.__name__ = name
+            setattr(cls, name, method)
+            if method_ is not None:
+                method_.__name__ = name + "_"
+                setattr(cls, name + "_", method_)
+    for name, dtype in CASTS.items():
+        method = _make_cast(name, dtype)
+        method.__name__ = name
+        setattr(cls, name, method)
+    for dunder, (method_name, reflected) in OPERATORS.items():
+        setattr(cls, dunder, _make_operator(dunder, method_name, reflected))
+    for name in ("all", "any"):
+        method = _reduce_bool(name)
+        method.__name__ = name
+        setattr(cls, name, method)
+    for func in (rsub, clamp, zero_, fill_, detach, detach_, contiguous, is_contiguous, requires_grad_, is_floating_point):
+        setattr(cls, func.__name__, func)
+    cls.__neg__ = _neg
+    cls.__abs__ = _abs
+    cls.__invert__ = _invert
+    cls.__pos__ = _pos
+    cls.__hash__ = object.__hash__
+    cls.requires_grad = property(_requires_grad, doc="Whether any leaf requires grad.")
+    cls.data = property(_data, doc="A tensordict of the leaves' ``.data``.")
+    cls.dtype = property(_dtype, doc="The dtype shared by all leaves, or ``None`` if they differ.")

@@ -1,0 +1,108 @@
+"""Batch-size, device and dimension helpers shared by every tensordict type."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+_Size = torch.Size
+_EMPTY = torch.Size([])
+
+
+def parse_batch_size(batch_size: Any) -> torch.Size:
+    """Normalise a user batch size (``None``, an int, a sequence) to ``torch.Size``.
+
+    >>> parse_batch_size(None), parse_batch_size(3), parse_batch_size([2, 3])
+    (torch.Size([]), torch.Size([3]), torch.Size([2, 3]))
+    """
+    if batch_size is None:
+        return _EMPTY
+    if type(batch_size) is _Size:
+        return batch_size
+    if isinstance(batch_size, int):
+        if batch_size < 0:
+            raise ValueError(f"batch_size must be non-negative, got {batch_size}.")
+        return _Size([batch_size])
+    try:
+        out = _Size(batch_size)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"batch_size must be an int or a sequence of ints, got {batch_size!r}."
+        ) from None
+    if any(s < 0 for s in out):
+        raise ValueError(f"batch_size must be non-negative, got {list(out)}.")
+    return out
+
+
+def parse_device(device: Any) -> torch.device | None:
+    """Normalise a device spec; ``"cuda"`` becomes the current CUDA device.
+
+    >>> parse_device(None), parse_device("cpu")
+    (None, device(type='cpu'))
+    """
+    if device is None:
+        return None
+    if not isinstance(device, torch.device):
+        if isinstance(device, int):
+            device = torch.device("cuda", device)
+        else:
+            device = torch.device(device)
+    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+        device = torch.device("cuda", torch.cuda.current_device())
+    return device
+
+
+def normalize_dim(dim: int, ndim: int, what: str = "dim", extra: int = 0) -> int:
+    """Turn a possibly negative batch dimension into a positive one, with a clear error.
+
+    ``extra`` widens the valid range (1 for ``unsqueeze``/``stack`` positions).
+
+    >>> normalize_dim(-1, 3), normalize_dim(-1, 3, extra=1)
+    (2, 3)
+    """
+    span = ndim + extra
+    if not -span <= dim < span:
+        raise IndexError(
+            f"{what}={dim} is out of range for a tensordict with {ndim} batch "
+            f"dimension(s) (expected a value in [{-span}, {span - 1}])."
+        )
+    return dim + span if dim < 0 else dim
+
+
+def infer_shape(shape: Sequence[int], numel: int) -> torch.Size:
+    """Resolve one ``-1`` in a target batch shape, as ``view`` would.
+
+    >>> infer_shape([-1, 2], 6)
+    torch.Size([3, 2])
+    """
+    shape = list(shape)
+    if shape.count(-1) > 1:
+        raise RuntimeError(f"only one dimension can be inferred, got shape {shape}.")
+    if -1 in shape:
+        rest = 1
+        for s in shape:
+            if s != -1:
+                rest *= s
+        if rest == 0 or numel % rest:
+            raise RuntimeError(
+                f"shape {shape} is invalid for a batch of {numel} elements."
+            )
+        shape[shape.index(-1)] = numel // rest
+    out = _Size(shape)
+    if out.numel() != numel:
+        raise RuntimeError(
+            f"shape {list(out)} is invalid for a batch of {numel} elements."
+        )
+    return out
+
+
+def unpack_shape(args: tuple) -> tuple:
+    """Accept both ``f(2, 3)`` and ``f((2, 3))`` / ``f(torch.Size([2, 3]))``.
+
+    >>> unpack_shape((2, 3)), unpack_shape(([2, 3],))
+    ((2, 3), (2, 3))
+    """
+    if len(args) == 1 and not isinstance(args[0], int):
+        return tuple(args[0])
+    return args

@@ -1,0 +1,385 @@
+"""Batch-shape operations of the dense ``TensorDict``.
+
+Each operation computes the new batch size (and dimension names) once, then maps one
+function over every tensor and nested tensordict through ``_map_batch``: the function
+touches the batch dimensions and carries the trailing feature dimensions along, which
+works the same for tensors (``.shape``) and nested tensordicts (``.shape`` is their batch
+size).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+
+from tensordict._nontensor import NonTensorData
+from tensordict._shape import infer_shape, normalize_dim, unpack_shape
+
+_Tensor = torch.Tensor
+
+
+class DenseShapeOps:
+    """Mixin with the shape operations of :class:`~tensordict.TensorDict`."""
+
+    def view(self, *shape: Any, size: Any = None) -> Any:
+        """View with a new batch shape (``-1`` inferred); ``view(dtype)`` views every leaf.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3])
+        >>> td.view(-1)["a"].shape
+        torch.Size([6, 4])
+        """
+        if size is not None:
+            shape = (size,)
+        if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+            dtype = shape[0]
+            return self._map_tensors(lambda x: x.view(dtype))
+        shape = infer_shape(unpack_shape(shape), self.numel())
+        nb = self.batch_dims
+        if shape == self.batch_size:
+            return self
+        return self._map_batch(lambda x: x.view(*shape, *x.shape[nb:]), shape)
+
+    def reshape(self, *shape: Any) -> Any:
+        """Reshape the batch dimensions (copying when a view is impossible).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.zeros(2, 3)}, [2, 3]).reshape(3, 2)["a"].shape
+        torch.Size([3, 2])
+        """
+        shape = infer_shape(unpack_shape(shape), self.numel())
+        nb = self.batch_dims
+        return self._map_batch(lambda x: x.reshape(*shape, *x.shape[nb:]), shape)
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+        """Merge batch dimensions ``start_dim..end_dim`` into one.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3]).flatten(0, 1).batch_size
+        torch.Size([6])
+        """
+        nb = self.batch_dims
+        if nb == 0:
+            return self.reshape(1)
+        start = normalize_dim(start_dim, nb, "start_dim")
+        end = normalize_dim(end_dim, nb, "end_dim")
+        if end < start:
+            raise RuntimeError(f"flatten(): start_dim={start_dim} comes after end_dim={end_dim}.")
+        if start == end:
+            return self
+        bs = self.batch_size
+        new = bs[:start] + torch.Size([bs[start : end + 1].numel()]) + bs[end + 1 :]
+        names = None
+        if self._has_names():
+            old = self.names
+            names = old[:start] + [None] + old[end + 1 :]
+        return self._map_batch(lambda x: x.flatten(start, end), new, names)
+
+    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
+        """Split batch dimension ``dim`` into ``unflattened_size``.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.zeros(6, 4)}, [6]).unflatten(0, (2, 3))["a"].shape
+        torch.Size([2, 3, 4])
+        """
+        nb = self.batch_dims
+        d = normalize_dim(dim, nb)
+        bs = self.batch_size
+        sizes = infer_shape(list(unflattened_size), bs[d])
+        new = bs[:d] + sizes + bs[d + 1 :]
+        names = None
+        if self._has_names():
+            old = self.names
+            names = old[:d] + [None] * len(sizes) + old[d + 1 :]
+        return self._map_batch(lambda x: x.unflatten(d, sizes), new, names)
+
+    def squeeze(self, dim: int | None = None) -> Any:
+        """Remove batch dimensions of size 1 (all of them, or ``dim``).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.zeros(1, 3, 2)}, [1, 3]).squeeze().batch_size
+        torch.Size([3])
+        """
+        bs = self.batch_size
+        nb = len(bs)
+        if dim is None:
+            dims = [i for i, s in enumerate(bs) if s == 1]
+        else:
+            d = normalize_dim(dim, nb)
+            dims = [d] if bs[d] == 1 else []
+        if not dims:
+            return self
+        keep = [i for i in range(nb) if i not in dims]
+        new = torch.Size([bs[i] for i in keep])
+        names = [self.names[i] for i in keep] if self._has_names() else None
+        target = tuple(dims)
+        return self._map_batch(lambda x: x.squeeze(target), new, names)
+
+    def unsqueeze(self, dim: int) -> Any:
+        """Insert a batch dimension of size 1 at ``dim`` (negative counts from the end).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(3, 2)}, [3])
+        >>> td.unsqueeze(-1)["a"].shape
+        torch.Size([3, 1, 2])
+        """
+        nb = self.batch_dims
+        d = normalize_dim(dim, nb, extra=1)
+        bs = self.batch_size
+        new = bs[:d] + torch.Size([1]) + bs[d:]
+        names = None
+        if self._has_names():
+            old = self.names
+            names = old[:d] + [None] + old[d:]
+        return self._map_batch(lambda x: x.unsqueeze(d), new, names)
+
+    def permute(self, *dims: Any) -> Any:
+        """Permute the batch dimensions (feature dimensions stay in place).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3]).permute(1, 0)["a"].shape
+        torch.Size([3, 2, 4])
+        """
+        dims = unpack_shape(dims)
+        nb = self.batch_dims
+        perm = [normalize_dim(d, nb) for d in dims]
+        if sorted(perm) != list(range(nb)):
+            raise RuntimeError(
+                f"permute(): {list(dims)} is not a permutation of the {nb} batch dimension(s)."
+            )
+        bs = self.batch_size
+        new = torch.Size([bs[d] for d in perm])
+        names = [self.names[d] for d in perm] if self._has_names() else None
+
+        def fn(x: Any) -> Any:
+            return x.permute(*perm, *range(nb, x.ndim if isinstance(x, _Tensor) else x.batch_dims))
+
+        return self._map_batch(fn, new, names)
+
+    def transpose(self, dim0: int, dim1: int) -> Any:
+        """Swap two batch dimensions.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.zeros(2, 3)}, [2, 3]).transpose(0, 1).batch_size
+        torch.Size([3, 2])
+        """
+        nb = self.batch_dims
+        d0, d1 = normalize_dim(dim0, nb), normalize_dim(dim1, nb)
+        if d0 == d1:
+            return self
+        bs = list(self.batch_size)
+        bs[d0], bs[d1] = bs[d1], bs[d0]
+        names = None
+        if self._has_names():
+            names = self.names
+            names[d0], names[d1] = names[d1], names[d0]
+        return self._map_batch(lambda x: x.transpose(d0, d1), torch.Size(bs), names)
+
+    swapaxes = transpose
+    swapdims = transpose
+
+    def movedim(self, source: int, destination: int) -> Any:
+        """Move batch dimension ``source`` to position ``destination``.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict(batch_size=[2, 3, 4]).movedim(0, 2).batch_size
+        torch.Size([3, 4, 2])
+        """
+        nb = self.batch_dims
+        s, d = normalize_dim(source, nb), normalize_dim(destination, nb)
+        order = [i for i in range(nb) if i != s]
+        order.insert(d, s)
+        return self.permute(order)
+
+    def expand(self, *shape: Any) -> Any:
+        """Expand the batch to ``shape`` (new leading dims allowed, ``-1`` keeps a size).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.zeros(3, 2)}, [3]).expand(4, 3)["a"].shape
+        torch.Size([4, 3, 2])
+        """
+        shape = list(unpack_shape(shape))
+        bs = self.batch_size
+        nb = len(bs)
+        extra = len(shape) - nb
+        if extra < 0:
+            raise RuntimeError(
+                f"expand(): the target shape {shape} has fewer dimensions than batch_size={tuple(bs)}."
+            )
+        for i, s in enumerate(bs):
+            t = shape[extra + i]
+            if t == -1:
+                shape[extra + i] = s
+            elif s != t and s != 1:
+                raise RuntimeError(
+                    f"expand(): cannot expand batch_size={tuple(bs)} to {shape}: dimension "
+                    f"{i} has size {s}, which is neither {t} nor 1."
+                )
+        new = torch.Size(shape)
+        names = None
+        if self._has_names():
+            names = [None] * extra + self.names
+        return self._map_batch(lambda x: x.expand(*new, *x.shape[nb:]), new, names)
+
+    def expand_as(self, other: Any) -> Any:
+        """Expand to the batch shape of ``other`` (a tensor's full shape or a tensordict's batch)."""
+        return self.expand(other.shape)
+
+    def broadcast_to(self, shape: Sequence[int]) -> Any:
+        """Alias of :meth:`expand` with a shape argument."""
+        return self.expand(shape)
+
+    def repeat(self, *repeats: Any) -> Any:
+        """Repeat along the batch dimensions, like :meth:`torch.Tensor.repeat`.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.zeros(2, 5)}, [2]).repeat(3)["a"].shape
+        torch.Size([6, 5])
+        """
+        repeats = tuple(unpack_shape(repeats))
+        bs = self.batch_size
+        nb = len(bs)
+        if len(repeats) < nb:
+            raise RuntimeError(
+                f"repeat(): got {len(repeats)} repeat counts for batch_size={tuple(bs)}; need at least {nb}."
+            )
+        extra = len(repeats) - nb
+        new = torch.Size(repeats[:extra]) + torch.Size(r * s for r, s in zip(repeats[extra:], bs))
+
+        def fn(x: Any) -> Any:
+            feat = (x.ndim if isinstance(x, _Tensor) else x.batch_dims) - nb
+            return x.repeat(*repeats, *([1] * feat))
+
+        return self._map_batch(fn, new)
+
+    def flip(self, *dims: Any) -> Any:
+        """Reverse the order along the given batch dimensions.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.arange(3)}, [3]).flip(0)["a"]
+        tensor([2, 1, 0])
+        """
+        dims = unpack_shape(dims)
+        nb = self.batch_dims
+        ds = [normalize_dim(d, nb) for d in dims]
+        return self._map_batch(lambda x: x.flip(ds), self.batch_size, self._names)
+
+    def fliplr(self) -> Any:
+        """Flip batch dimension 1."""
+        return self.flip(1)
+
+    def flipud(self) -> Any:
+        """Flip batch dimension 0."""
+        return self.flip(0)
+
+    def narrow(self, dim: int, start: int, length: int) -> Any:
+        """Slice ``length`` entries from ``start`` along batch dimension ``dim``.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.arange(5)}, [5]).narrow(0, 1, 2)["a"]
+        tensor([1, 2])
+        """
+        d = normalize_dim(dim, self.batch_dims)
+        return self._index((slice(None),) * d + (slice(start, start + length),))
+
+    # ------------------------------------------------------------------ splitting
+    def unbind(self, dim: int = 0) -> tuple:
+        """Split along batch dimension ``dim`` into a tuple of tensordicts without it.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> a, b = TensorDict({"x": torch.arange(2)}, [2]).unbind(0)
+        >>> a["x"], b["x"]
+        (tensor(0), tensor(1))
+        """
+        bs = self.batch_size
+        d = normalize_dim(dim, len(bs))
+        new = bs[:d] + bs[d + 1 :]
+        names = None
+        if self._has_names():
+            names = self.names
+            del names[d]
+        return self._split_entries(lambda x: x.unbind(d), bs[d], [new] * bs[d], names)
+
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple:
+        """Split along batch dimension ``dim`` into chunks of ``split_size`` (or the given sizes).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> [t.batch_size[0] for t in TensorDict({"a": torch.zeros(5)}, [5]).split(2)]
+        [2, 2, 1]
+        """
+        bs = self.batch_size
+        d = normalize_dim(dim, len(bs))
+        size = bs[d]
+        if isinstance(split_size, int):
+            if split_size <= 0:
+                raise ValueError(f"split(): split_size must be positive, got {split_size}.")
+            sizes = [split_size] * (size // split_size) + ([size % split_size] if size % split_size else [])
+            if not sizes:
+                sizes = [0]
+        else:
+            sizes = list(split_size)
+            if sum(sizes) != size:
+                raise RuntimeError(
+                    f"split(): sizes {sizes} sum to {sum(sizes)} but batch dimension {d} has size {size}."
+                )
+        shapes = [bs[:d] + torch.Size([s]) + bs[d + 1 :] for s in sizes]
+        arg = split_size if isinstance(split_size, int) else sizes
+        return self._split_entries(lambda x: x.split(arg, d), len(sizes), shapes, self._names)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+        """Split into ``chunks`` nearly equal parts along batch dimension ``dim``.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> [t.batch_size[0] for t in TensorDict(batch_size=[5]).chunk(2)]
+        [3, 2]
+        """
+        if chunks <= 0:
+            raise ValueError(f"chunk(): chunks must be positive, got {chunks}.")
+        size = self.batch_size[normalize_dim(dim, self.batch_dims)]
+        step = -(-size // chunks) if size else 1
+        return self.split(max(step, 1), dim)
+
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
+        """Split like :func:`torch.tensor_split` along a batch dimension.
+
+        >>> from tensordict import TensorDict
+        >>> [t.batch_size[0] for t in TensorDict(batch_size=[5]).tensor_split(3)]
+        [2, 2, 1]
+        """
+        d = normalize_dim(dim, self.batch_dims)
+        proxy = torch.empty(self.batch_size[d], 0).tensor_split(indices_or_sections, 0)
+        return self.split([p.shape[0] for p in proxy], d)
+
+    def _split_entries(self, fn: Any, n: int, shapes: list, names: list | None) -> tuple:
+        parts: list[dict] = [{} for _ in range(n)]
+        for key, value in self._tensordict.items():
+            if type(value) is NonTensorData:
+                for i in range(n):
+                    parts[i][key] = value._with(shapes[i])
+                continue
+            for i, piece in enumerate(fn(value)):
+                parts[i][key] = piece
+        cls = type(self)
+        dev = self._device
+        return tuple(
+            cls._new_unsafe(parts[i], torch.Size(shapes[i]), dev, names and list(names)) for i in range(n)
+        )
+
+

@@ -1,0 +1,424 @@
+"""``TensorDictBase``: the interface every tensordict type implements.
+
+Concrete containers (:class:`~tensordict.TensorDict`, lazy stacks, tensorclasses,
+parameter containers) implement a handful of primitives; this class adds what is
+generic: the dict protocol built on them, the context-manager protocol, the
+``torch.*`` function dispatch, the forwarders to sibling distributions, and (installed
+from tables by :mod:`tensordict._ops`) the families of tensor methods.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Callable, Iterator
+
+import torch
+
+from tensordict import _forwarders, _siblings
+from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
+from tensordict._nontensor import NonTensorData
+
+
+class _NoDefault:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NO_DEFAULT"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+#: Sentinel for "argument not given" (``None`` is a meaningful default in several places).
+NO_DEFAULT: Any = _NoDefault()
+
+_GET_DEFAULTS_TO_NONE = False
+
+
+def _is_leaf_default(cls: type) -> bool:
+    """Default leaf rule: tensors and non-tensor values are leaves, tensordicts are not."""
+    return not issubclass(cls, TensorDictBase)
+
+
+def is_tensor_collection(obj: Any) -> bool:
+    """Whether ``obj`` (an instance or a class) is a tensordict-like collection.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> is_tensor_collection(TensorDict()), is_tensor_collection(torch.zeros(1))
+    (True, False)
+    """
+    cls = obj if isinstance(obj, type) else type(obj)
+    return (
+        issubclass(cls, (TensorDictBase, NonTensorData))
+        or getattr(cls, "_is_tensorclass", False) is True
+    )
+
+
+#: ``torch`` function -> tensordict implementation, filled by the modules that own them.
+TD_HANDLED_FUNCTIONS: dict[Callable, Callable] = {}
+
+
+def implements_for_td(torch_function: Callable) -> Callable[[Callable], Callable]:
+    """Register a tensordict implementation of a ``torch`` function."""
+
+    def decorator(func: Callable) -> Callable:
+        TD_HANDLED_FUNCTIONS[torch_function] = func
+        return func
+
+    return decorator
+
+
+class TensorDictBase(abc.ABC):
+    """Abstract base of every tensordict: a dict of tensors with a common batch shape.
+
+    >>> import torch
+    >>> from tensordict import TensorDict, TensorDictBase
+    >>> isinstance(TensorDict({"a": torch.zeros(2)}, [2]), TensorDictBase)
+    True
+    """
+
+    _is_locked: bool = False
+    _last_op: Any = None
+    __array_priority__ = 1000  # numpy defers binary operators to us
+
+    # ------------------------------------------------------------------ primitives
+    @property
+    @abc.abstractmethod
+    def batch_size(self) -> torch.Size: ...
+
+    @property
+    @abc.abstractmethod
+    def device(self) -> torch.device | None: ...
+
+    @abc.abstractmethod
+    def _get_str(self, key: str, default: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def _get_tuple(self, key: tuple, default: Any) -> Any: ...
+
+    @abc.abstractmethod
+    def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False) -> TensorDictBase: ...
+
+    @abc.abstractmethod
+    def _set_tuple(self, key: tuple, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False) -> TensorDictBase: ...
+
+    @abc.abstractmethod
+    def keys(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Callable | None = None, *, sort: bool = False) -> TensorDictKeysView: ...
+
+    @abc.abstractmethod
+    def _apply_nest(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> Any: ...
+
+    # ------------------------------------------------------------------ shape info
+    @property
+    def shape(self) -> torch.Size:
+        """Alias of :attr:`batch_size`."""
+        return self.batch_size
+
+    @property
+    def batch_dims(self) -> int:
+        """Number of batch dimensions.
+
+        >>> from tensordict import TensorDict
+        >>> TensorDict(batch_size=[2, 3]).batch_dims
+        2
+        """
+        return len(self.batch_size)
+
+    ndim = batch_dims
+
+    def ndimension(self) -> int:
+        """Number of batch dimensions (as :meth:`torch.Tensor.ndimension`)."""
+        return len(self.batch_size)
+
+    def dim(self) -> int:
+        """Number of batch dimensions (as :meth:`torch.Tensor.dim`)."""
+        return len(self.batch_size)
+
+    def numel(self) -> int:
+        """Number of elements in the batch (the product of the batch size).
+
+        >>> from tensordict import TensorDict
+        >>> TensorDict(batch_size=[2, 3]).numel()
+        6
+        """
+        return self.batch_size.numel()
+
+    def size(self, dim: int | None = None) -> torch.Size | int:
+        """The batch size, or its ``dim``-th entry.
+
+        >>> from tensordict import TensorDict
+        >>> TensorDict(batch_size=[2, 3]).size(-1)
+        3
+        """
+        if dim is None:
+            return self.batch_size
+        return self.batch_size[dim]
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the tensordict has a CUDA device."""
+        device = self.device
+        return device is not None and device.type == "cuda"
+
+    @property
+    def is_cpu(self) -> bool:
+        """Whether the tensordict has the CPU device."""
+        device = self.device
+        return device is not None and device.type == "cpu"
+
+    def __len__(self) -> int:
+        """Size of the first batch dimension (0 when there is none)."""
+        batch_size = self.batch_size
+        return batch_size[0] if batch_size else 0
+
+    def __iter__(self) -> Iterator[TensorDictBase]:
+        """Iterate over the first batch dimension, like a tensor."""
+        if not self.batch_dims:
+            raise TypeError("iteration over a tensordict with no batch dimension (batch_size=torch.Size([])).")
+        return iter(self.unbind(0))
+
+    def __bool__(self) -> bool:
+        raise RuntimeError(
+            "Converting a tensordict to a boolean is ambiguous; use .all() or .any(), "
+            "or .is_empty() to test for entries."
+        )
+
+    def __contains__(self, key: Any) -> bool:
+        """``key in td`` is ``key in td.keys(include_nested=True)``."""
+        return key in self.keys(include_nested=True)
+
+    # ------------------------------------------------------------------ dict protocol
+    def get(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
+        """Return the value at ``key``; ``default`` is returned when it is missing.
+
+        Without a default a missing key raises :class:`KeyError` (see
+        :func:`~tensordict.set_get_defaults_to_none`). Non-tensor values come back as
+        the stored Python object.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
+        >>> td.get(("a", "b"))
+        tensor([0., 0.])
+        >>> td.get("missing", None) is None
+        True
+        """
+        if args:
+            default = args[0]
+            if len(args) > 1 or kwargs:
+                raise TypeError("get() takes a key and at most one default.")
+        elif kwargs:
+            default = kwargs.pop("default")
+            if kwargs:
+                raise TypeError(f"get() got unexpected keyword(s) {list(kwargs)}.")
+        else:
+            default = None if _GET_DEFAULTS_TO_NONE else NO_DEFAULT
+        if type(key) is str:
+            value = self._get_str(key, default)
+        else:
+            value = self._get_tuple(_key_tuple(key), default)
+        if type(value) is NonTensorData:
+            return value.data
+        return value
+
+    def set(self, key: NestedKey, item: Any, inplace: bool = False, *, non_blocking: bool = False, **kwargs: Any) -> TensorDictBase:
+        """Write ``item`` at ``key`` and return the tensordict.
+
+        The value's leading dimensions must match the batch size; it is cast to the
+        tensordict's device. With ``inplace=True`` an existing entry is overwritten in
+        place (its storage kept); a missing one is created.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(batch_size=[2]).set(("a", "b"), torch.ones(2, 3))
+        >>> td["a", "b"].shape
+        torch.Size([2, 3])
+        """
+        if type(key) is str:
+            return self._set_str(key, item, inplace=inplace, validated=False, non_blocking=non_blocking)
+        return self._set_tuple(_key_tuple(key), item, inplace=inplace, validated=False, non_blocking=non_blocking)
+
+    def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> TensorDictBase:
+        """Overwrite the existing entry ``key`` in place; a missing key raises ``KeyError``.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> a = torch.zeros(2)
+        >>> td = TensorDict({"a": a}, [2]).set_("a", torch.ones(2))
+        >>> a
+        tensor([1., 1.])
+        """
+        key = _key_tuple(key)
+        if self._get_tuple(key, None) is None:
+            raise KeyError(
+                f"set_() writes in place and needs an existing entry, but key {unravel_key(key)!r} "
+                f"is not in the tensordict (keys: {sorted(map(str, self.keys()))})."
+            )
+        return self._set_tuple(key, item, inplace=True, validated=False, non_blocking=non_blocking)
+
+    def __getitem__(self, index: Any) -> Any:
+        raise NotImplementedError  # pragma: no cover
+
+    def items(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Callable | None = None, *, sort: bool = False) -> Iterator[tuple[NestedKey, Any]]:
+        """Iterate over ``(key, value)`` pairs (see :meth:`keys` for the options).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(1), "b": {"c": torch.ones(1)}}, [1])
+        >>> [k for k, _ in td.items(include_nested=True, leaves_only=True)]
+        ['a', ('b', 'c')]
+        """
+        for key in self.keys(include_nested, leaves_only, is_leaf, sort=sort):
+            if type(key) is str:
+                yield key, self._get_str(key, NO_DEFAULT)
+            else:
+                yield key, self._get_tuple(key, NO_DEFAULT)
+
+    def values(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Callable | None = None, *, sort: bool = False) -> Iterator[Any]:
+        """Iterate over the values (see :meth:`keys` for the options).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(1), "b": torch.ones(1)}, [1])
+        >>> [v.item() for v in td.values()]
+        [0.0, 1.0]
+        """
+        for _, value in self.items(include_nested, leaves_only, is_leaf, sort=sort):
+            yield value
+
+    def setdefault(self, key: NestedKey, default: Any, inplace: bool = False) -> Any:
+        """Return ``td[key]``, first writing ``default`` there when the key is missing.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(batch_size=[])
+        >>> td.setdefault("a", torch.zeros(())) is td["a"]
+        True
+        """
+        if key not in self.keys(include_nested=isinstance(key, tuple)):
+            self.set(key, default, inplace=inplace)
+        return self.get(key)
+
+    def pop(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
+        """Remove ``key`` and return its value (or ``default`` when missing).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(())})
+        >>> td.pop("a"), "a" in td.keys()
+        (tensor(0.), False)
+        """
+        key = _key_tuple(key)
+        value = self._get_tuple(key, None)
+        if value is None:
+            if default is NO_DEFAULT:
+                raise KeyError(
+                    f"key {unravel_key(key)!r} not found in the tensordict "
+                    f"(keys: {sorted(map(str, self.keys()))})."
+                )
+            return default
+        self.del_(key)
+        return value.data if type(value) is NonTensorData else value
+
+    def popitem(self) -> tuple[NestedKey, Any]:
+        """Remove and return the last inserted top-level ``(key, value)`` pair.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.zeros(()), "b": torch.ones(())}).popitem()
+        ('b', tensor(1.))
+        """
+        keys = list(self.keys())
+        if not keys:
+            raise KeyError("popitem(): the tensordict is empty.")
+        key = keys[-1]
+        return key, self.pop(key)
+
+    @classmethod
+    def fromkeys(cls, keys: Any, value: Any = 0) -> TensorDictBase:
+        """A new tensordict with ``keys`` all set to ``value`` (batch size ``[]``).
+
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict.fromkeys(["a", ("b", "c")], 1)
+        >>> td["b", "c"]
+        tensor(1)
+        """
+        from tensordict._td import TensorDict
+
+        out = TensorDict()
+        for key in keys:
+            out.set(key, value)
+        return out
+
+    # ------------------------------------------------------------------ context manager
+    def __enter__(self) -> TensorDictBase:
+        stack = self.__dict__.setdefault("_ctx_ops", [])
+        stack.append(self._last_op)
+        self._last_op = None
+        return self
+
+    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
+        op = self.__dict__["_ctx_ops"].pop()
+        if op is None:
+            return
+        name, undo = op
+        undo()
+
+    # ------------------------------------------------------------------ torch integration
+    @classmethod
+    def __torch_function__(cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
+        impl = TD_HANDLED_FUNCTIONS.get(func)
+        if impl is None:
+            return NotImplemented
+        return impl(*args, **(kwargs or {}))
+
+    def is_memmap(self) -> bool:
+        """Whether every leaf is memory-mapped; ``False`` when ``tensordict-memmap`` is absent.
+
+        >>> from tensordict import TensorDict
+        >>> import torch
+        >>> TensorDict({"a": torch.zeros(2)}, [2]).is_memmap()
+        False
+        """
+        try:
+            hook = _siblings.sibling_attr("memmap", "td_is_memmap", "TensorDict.is_memmap")
+        except (ModuleNotFoundError, NotImplementedError):
+            return False
+        return hook(self)
+
+
+_forwarders.install(TensorDictBase)
+
+
+def _key_tuple(key: Any) -> tuple:
+    """A nested key as a flat tuple (fast path for the common flat-tuple case)."""
+    if type(key) is tuple:
+        for part in key:
+            if type(part) is not str:
+                break
+        else:
+            if key:
+                return key
+    elif type(key) is str:
+        return (key,)
+    key = unravel_key(key)
+    return (key,) if type(key) is str else key
+
+
+def set_get_defaults_to_none(value: bool = True) -> None:
+    """Make ``td.get(missing_key)`` return ``None`` instead of raising ``KeyError``.
+
+    >>> from tensordict import TensorDict, get_defaults_to_none
+    >>> set_get_defaults_to_none(True); TensorDict().get("x") is None
+    True
+    >>> set_get_defaults_to_none(False); get_defaults_to_none()
+    False
+    """
+    global _GET_DEFAULTS_TO_NONE
+    _GET_DEFAULTS_TO_NONE = bool(value)
+
+
+def get_defaults_to_none() -> bool:
+    """Whether ``td.get(missing_key)`` returns ``None`` (see :func:`set_get_defaults_to_none`)."""
+    return _GET_DEFAULTS_TO_NONE
