@@ -13,16 +13,17 @@ from tensordict.base import TensorDictBase, implements_for_td
 _Tensor = torch.Tensor
 
 
-def _check_same_keys(tds: Sequence[TensorDictBase], op: str, prefix: tuple = ()) -> None:
+def _keys_error(tds: Sequence[TensorDictBase], op: str, prefix: tuple) -> KeyError:
     first = tds[0]._tensordict.keys()
+    where = f" in the nested tensordict at {prefix!r}" if prefix else ""
     for i, td in enumerate(tds[1:], 1):
         keys = td._tensordict.keys()
         if keys != first:
-            where = f" in the nested tensordict at {prefix!r}" if prefix else ""
-            raise KeyError(
+            return KeyError(
                 f"{op}: tensordict 0 and tensordict {i} have different keys{where}: "
                 f"only in 0: {sorted(first - keys)}, only in {i}: {sorted(keys - first)}."
             )
+    return KeyError(f"{op}: the tensordicts have different keys{where}.")  # pragma: no cover
 
 
 def _merge_names(tds: Sequence[TensorDictBase]) -> list | None:
@@ -60,17 +61,27 @@ def _nontensor_same(key: str, values: list, op: str) -> NonTensorData:
     return first
 
 
-def _combine(tds: list, op: str, tensor_fn: Callable, new_bs: torch.Size, prefix: tuple = ()) -> Any:
+def _combine(tds: list, op: str, tensor_fn: Callable, dim: int, new_bs: torch.Size, prefix: tuple = ()) -> Any:
+    """Combine the entries of ``tds`` key by key with ``tensor_fn(values, dim)``."""
     from tensordict._td import TensorDict
 
-    _check_same_keys(tds, op, prefix)
-    out = {}
     first = tds[0]
+    n = len(first._tensordict)
+    device = first._device
+    for td in tds:
+        if len(td._tensordict) != n:
+            raise _keys_error(tds, op, prefix)
+        if td._device != device:
+            device = None
+    out = {}
     for key, value in first._tensordict.items():
-        values = [td._tensordict[key] for td in tds]
+        try:
+            values = [td._tensordict[key] for td in tds]
+        except KeyError:
+            raise _keys_error(tds, op, prefix) from None
         if isinstance(value, _Tensor):
             try:
-                out[key] = tensor_fn(values)
+                out[key] = tensor_fn(values, dim)
             except RuntimeError as err:
                 shapes = [tuple(v.shape) for v in values]
                 raise RuntimeError(
@@ -82,9 +93,7 @@ def _combine(tds: list, op: str, tensor_fn: Callable, new_bs: torch.Size, prefix
             sub = _as_dense(values)
             nb = len(first.batch_size)
             sub_bs = new_bs + sub[0].batch_size[nb:]
-            out[key] = _combine(sub, op, tensor_fn, sub_bs, prefix + (key,))
-    devices = {td.device for td in tds}
-    device = devices.pop() if len(devices) == 1 else None
+            out[key] = _combine(sub, op, tensor_fn, dim, sub_bs, prefix + (key,))
     return TensorDict._new_unsafe(out, new_bs, device)
 
 
@@ -112,7 +121,7 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: T
             )
     d = normalize_dim(dim, len(bs), extra=1)
     new_bs = bs[:d] + torch.Size([len(tds)]) + bs[d:]
-    result = _combine(tds, "stack", lambda vals: torch.stack(vals, d), new_bs)
+    result = _combine(tds, "stack", torch.stack, d, new_bs)
     names = _merge_names(tds)
     if names is not None:
         names.insert(d, None)
@@ -151,7 +160,7 @@ def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: Ten
                 f"{tuple(bs)} and tensordict {i} has {tuple(other)}."
             )
     new_bs = bs[:d] + torch.Size([sum(td.batch_size[d] for td in tds)]) + bs[d + 1 :]
-    result = _combine(tds, "cat", lambda vals: torch.cat(vals, d), new_bs)
+    result = _combine(tds, "cat", torch.cat, d, new_bs)
     names = _merge_names(tds)
     if names is not None:
         result._names = names

@@ -396,9 +396,10 @@ class TensorDict(DenseShapeOps, TensorDictBase):
         (tensor([3, 4, 5]), tensor([3, 4, 5]), tensor([0, 3]))
         """
         if type(index) is str:
-            value = self._tensordict.get(index, NO_DEFAULT)
-            if value is NO_DEFAULT:
-                raise _missing_key(index, self)
+            try:
+                value = self._tensordict[index]
+            except KeyError:
+                raise _missing_key(index, self) from None
             if type(value) is NonTensorData:
                 return value.data
             return value
