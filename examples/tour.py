@@ -31,7 +31,10 @@ def env_step(step: int) -> TensorDict:
         {
             "observation": torch.randn(N_ENVS, OBS_DIM),
             "action": torch.randint(0, 2, (N_ENVS,)),
-            "next": {"reward": torch.randn(N_ENVS, 1), "done": torch.zeros(N_ENVS, 1, dtype=torch.bool)},
+            "next": {
+                "reward": torch.randn(N_ENVS, 1),
+                "done": torch.zeros(N_ENVS, 1, dtype=torch.bool),
+            },
             "env_name": "CartPole",  # non-tensor data travels with the batch
         },
         batch_size=[N_ENVS],
@@ -59,7 +62,10 @@ rollout["next", "discounted", "reward"] = rollout["next", "reward"] * 0.99
 assert ("next", "discounted", "reward") in rollout.keys(include_nested=True)
 flat = rollout.flatten_keys(".")
 assert "next.discounted.reward" in flat.keys()
-assert (flat.unflatten_keys(".")["next", "discounted", "reward"] == rollout["next", "discounted", "reward"]).all()
+assert (
+    flat.unflatten_keys(".")["next", "discounted", "reward"]
+    == rollout["next", "discounted", "reward"]
+).all()
 
 section("4. Indexing acts on the batch dimensions of every leaf at once")
 last_step = rollout[-1]
@@ -99,8 +105,16 @@ assert rollout.is_locked and "advantage" in rollout.keys()
 
 section("8. Sibling distributions plug into the same namespace")
 for subpackage, dist, what in [
-    ("tensordict.memmap", "tensordict-memmap", "td.memmap(), TensorDict.load_memmap(), MemoryMappedTensor"),
-    ("tensordict.nn", "tensordict-nn", "TensorDictModule, td.to_module(), TensorDict.from_module()"),
+    (
+        "tensordict.memmap",
+        "tensordict-memmap",
+        "td.memmap(), TensorDict.load_memmap(), MemoryMappedTensor",
+    ),
+    (
+        "tensordict.nn",
+        "tensordict-nn",
+        "TensorDictModule, td.to_module(), TensorDict.from_module()",
+    ),
     ("tensordict.distributed", "tensordict-distributed", "td.send()/recv(), td.isend()/irecv()"),
     ("tensordict.tensorclass", "tensorclass", "@tensorclass"),
 ]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -61,7 +62,9 @@ def _nontensor_same(key: str, values: list, op: str) -> NonTensorData:
     return first
 
 
-def _combine(tds: list, op: str, tensor_fn: Callable, dim: int, new_bs: torch.Size, prefix: tuple = ()) -> Any:
+def _combine(
+    tds: list, op: str, tensor_fn: Callable, dim: int, new_bs: torch.Size, prefix: tuple = ()
+) -> Any:
     """Combine the entries of ``tds`` key by key with ``tensor_fn(values, dim)``."""
     from tensordict._td import TensorDict
 
@@ -98,7 +101,12 @@ def _combine(tds: list, op: str, tensor_fn: Callable, dim: int, new_bs: torch.Si
 
 
 @implements_for_td(torch.stack)
-def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: TensorDictBase | None = None) -> TensorDictBase:
+def stack(
+    list_of_tensordicts: Sequence[TensorDictBase],
+    dim: int = 0,
+    *,
+    out: TensorDictBase | None = None,
+) -> TensorDictBase:
     """Stack tensordicts with the same keys and batch size along a new batch dimension.
 
     Also reached through ``torch.stack``.
@@ -134,7 +142,12 @@ def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: T
 
 
 @implements_for_td(torch.cat)
-def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: TensorDictBase | None = None) -> TensorDictBase:
+def cat(
+    list_of_tensordicts: Sequence[TensorDictBase],
+    dim: int = 0,
+    *,
+    out: TensorDictBase | None = None,
+) -> TensorDictBase:
     """Concatenate tensordicts with the same keys along an existing batch dimension.
 
     Also reached through ``torch.cat``.
@@ -180,11 +193,49 @@ def _method_forwarder(name: str) -> Callable:
 
 #: torch functions that simply call the tensordict method of the same name.
 TORCH_METHODS: tuple[str, ...] = (
-    "unbind", "split", "chunk", "clone", "permute", "reshape", "squeeze", "unsqueeze",
-    "flatten", "unflatten", "transpose", "swapaxes", "movedim", "narrow", "tensor_split",
-    "flip", "detach", "abs", "neg", "exp", "log", "sqrt", "sigmoid", "tanh", "sin", "cos",
-    "add", "sub", "mul", "div", "pow", "maximum", "minimum", "clamp", "eq", "ne", "lt", "le",
-    "gt", "ge", "all", "any", "numel",
+    "unbind",
+    "split",
+    "chunk",
+    "clone",
+    "permute",
+    "reshape",
+    "squeeze",
+    "unsqueeze",
+    "flatten",
+    "unflatten",
+    "transpose",
+    "swapaxes",
+    "movedim",
+    "narrow",
+    "tensor_split",
+    "flip",
+    "detach",
+    "abs",
+    "neg",
+    "exp",
+    "log",
+    "sqrt",
+    "sigmoid",
+    "tanh",
+    "sin",
+    "cos",
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "pow",
+    "maximum",
+    "minimum",
+    "clamp",
+    "eq",
+    "ne",
+    "lt",
+    "le",
+    "gt",
+    "ge",
+    "all",
+    "any",
+    "numel",
 )
 
 for _name in TORCH_METHODS:
@@ -198,5 +249,12 @@ def _like(fill: Callable[[_Tensor], _Tensor]) -> Callable:
     return impl
 
 
-for _fn in (torch.zeros_like, torch.ones_like, torch.empty_like, torch.full_like, torch.rand_like, torch.randn_like):
+for _fn in (
+    torch.zeros_like,
+    torch.ones_like,
+    torch.empty_like,
+    torch.full_like,
+    torch.rand_like,
+    torch.randn_like,
+):
     implements_for_td(_fn)(_like(_fn))

@@ -7,7 +7,8 @@ its trailing feature dimensions, is indexed along its batch dimensions only.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -97,9 +98,7 @@ def normalize_index(index: Any, batch_size: torch.Size) -> Any:
 
 def _check_int(i: int, dim: int, batch_size: torch.Size) -> None:
     if dim >= len(batch_size):
-        raise IndexError(
-            f"too many indices for a tensordict with batch_size={batch_size}."
-        )
+        raise IndexError(f"too many indices for a tensordict with batch_size={batch_size}.")
     size = batch_size[dim]
     if not -size <= i < size:
         raise IndexError(

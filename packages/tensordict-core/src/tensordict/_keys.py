@@ -6,12 +6,13 @@ any nested form into the flat one (a one-element tuple becomes its string).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Tuple, Union
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict.base import TensorDictBase
 
-NestedKey = Union[str, Tuple["NestedKey", ...]]
+NestedKey = str | tuple["NestedKey", ...]
 
 
 def _flatten_into(key: Any, out: list) -> None:

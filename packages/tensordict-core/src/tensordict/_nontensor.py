@@ -7,7 +7,8 @@ leave the value as it is.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -96,8 +97,7 @@ class NonTensorData:
 
     def __repr__(self) -> str:
         return (
-            f"NonTensorData(data={self.data}, batch_size={self._batch_size}, "
-            f"device={self._device})"
+            f"NonTensorData(data={self.data}, batch_size={self._batch_size}, device={self._device})"
         )
 
 

@@ -16,42 +16,106 @@ Tables:
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from tensordict.base import TensorDictBase, is_tensor_collection
 from tensordict._keys import unravel_key
 from tensordict._shape import normalize_dim
+from tensordict.base import TensorDictBase, is_tensor_collection
 
 _Tensor = torch.Tensor
 
 UNARY: tuple[str, ...] = (
-    "abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
-    "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal",
-    "round", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
+    "abs",
+    "acos",
+    "asin",
+    "atan",
+    "ceil",
+    "cos",
+    "cosh",
+    "erf",
+    "erfc",
+    "exp",
+    "expm1",
+    "floor",
+    "frac",
+    "lgamma",
+    "log",
+    "log10",
+    "log1p",
+    "log2",
+    "neg",
+    "reciprocal",
+    "round",
+    "sigmoid",
+    "sign",
+    "sin",
+    "sinh",
+    "sqrt",
+    "tan",
+    "tanh",
+    "trunc",
 )
 
 #: name -> number of tensor-like operands (the first one may be a tensordict).
 BINARY: dict[str, int] = {
-    "add": 1, "sub": 1, "mul": 1, "div": 1, "pow": 1, "maximum": 1, "minimum": 1,
-    "clamp_min": 1, "clamp_max": 1, "lerp": 2, "addcmul": 2, "addcdiv": 2,
+    "add": 1,
+    "sub": 1,
+    "mul": 1,
+    "div": 1,
+    "pow": 1,
+    "maximum": 1,
+    "minimum": 1,
+    "clamp_min": 1,
+    "clamp_max": 1,
+    "lerp": 2,
+    "addcmul": 2,
+    "addcdiv": 2,
 }
 
 BINARY_NO_INPLACE: dict[str, int] = {
-    "mod": 1, "bitwise_and": 1, "bitwise_or": 1, "bitwise_xor": 1, "logical_and": 1,
-    "logical_or": 1, "logical_xor": 1, "eq": 1, "ne": 1, "lt": 1, "le": 1, "gt": 1, "ge": 1,
-    "floor_divide": 1, "remainder": 1,
+    "mod": 1,
+    "bitwise_and": 1,
+    "bitwise_or": 1,
+    "bitwise_xor": 1,
+    "logical_and": 1,
+    "logical_or": 1,
+    "logical_xor": 1,
+    "eq": 1,
+    "ne": 1,
+    "lt": 1,
+    "le": 1,
+    "gt": 1,
+    "ge": 1,
+    "floor_divide": 1,
+    "remainder": 1,
 }
 
 CASTS: dict[str, torch.dtype] = {
-    "float": torch.float32, "double": torch.float64, "half": torch.float16,
-    "bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32,
-    "float64": torch.float64, "int": torch.int32, "int8": torch.int8, "int16": torch.int16,
-    "int32": torch.int32, "int64": torch.int64, "long": torch.int64, "short": torch.int16,
-    "uint8": torch.uint8, "uint16": torch.uint16, "uint32": torch.uint32,
-    "uint64": torch.uint64, "bool": torch.bool, "complex32": torch.complex32,
-    "complex64": torch.complex64, "complex128": torch.complex128,
+    "float": torch.float32,
+    "double": torch.float64,
+    "half": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "float16": torch.float16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "int": torch.int32,
+    "int8": torch.int8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "long": torch.int64,
+    "short": torch.int16,
+    "uint8": torch.uint8,
+    "uint16": torch.uint16,
+    "uint32": torch.uint32,
+    "uint64": torch.uint64,
+    "bool": torch.bool,
+    "complex32": torch.complex32,
+    "complex64": torch.complex64,
+    "complex128": torch.complex128,
 }
 
 #: method name -> torch function name, where they differ.
@@ -59,18 +123,37 @@ _TORCH_NAMES: dict[str, str] = {"mod": "remainder"}
 
 #: Python operator -> (method name, reflected). Reflected ops swap the operands.
 OPERATORS: dict[str, tuple[str, bool]] = {
-    "__add__": ("add", False), "__radd__": ("add", False), "__iadd__": ("add_", False),
-    "__sub__": ("sub", False), "__rsub__": ("sub", True), "__isub__": ("sub_", False),
-    "__mul__": ("mul", False), "__rmul__": ("mul", False), "__imul__": ("mul_", False),
-    "__truediv__": ("div", False), "__rtruediv__": ("div", True), "__itruediv__": ("div_", False),
-    "__pow__": ("pow", False), "__rpow__": ("pow", True), "__ipow__": ("pow_", False),
-    "__mod__": ("mod", False), "__rmod__": ("mod", True),
-    "__floordiv__": ("floor_divide", False), "__rfloordiv__": ("floor_divide", True),
-    "__and__": ("bitwise_and", False), "__rand__": ("bitwise_and", False),
-    "__or__": ("bitwise_or", False), "__ror__": ("bitwise_or", False),
-    "__xor__": ("bitwise_xor", False), "__rxor__": ("bitwise_xor", False),
-    "__eq__": ("eq", False), "__ne__": ("ne", False), "__lt__": ("lt", False),
-    "__le__": ("le", False), "__gt__": ("gt", False), "__ge__": ("ge", False),
+    "__add__": ("add", False),
+    "__radd__": ("add", False),
+    "__iadd__": ("add_", False),
+    "__sub__": ("sub", False),
+    "__rsub__": ("sub", True),
+    "__isub__": ("sub_", False),
+    "__mul__": ("mul", False),
+    "__rmul__": ("mul", False),
+    "__imul__": ("mul_", False),
+    "__truediv__": ("div", False),
+    "__rtruediv__": ("div", True),
+    "__itruediv__": ("div_", False),
+    "__pow__": ("pow", False),
+    "__rpow__": ("pow", True),
+    "__ipow__": ("pow_", False),
+    "__mod__": ("mod", False),
+    "__rmod__": ("mod", True),
+    "__floordiv__": ("floor_divide", False),
+    "__rfloordiv__": ("floor_divide", True),
+    "__and__": ("bitwise_and", False),
+    "__rand__": ("bitwise_and", False),
+    "__or__": ("bitwise_or", False),
+    "__ror__": ("bitwise_or", False),
+    "__xor__": ("bitwise_xor", False),
+    "__rxor__": ("bitwise_xor", False),
+    "__eq__": ("eq", False),
+    "__ne__": ("ne", False),
+    "__lt__": ("lt", False),
+    "__le__": ("le", False),
+    "__gt__": ("gt", False),
+    "__ge__": ("ge", False),
 }
 
 
@@ -111,7 +194,10 @@ def _make_unary(name: str) -> tuple[Callable, Callable]:
                 op_(x)
         return self
 
-    method.__doc__ = f"Apply :func:`torch.{name}` to every leaf and return a new tensordict.\n\n" + _example(name)
+    method.__doc__ = (
+        f"Apply :func:`torch.{name}` to every leaf and return a new tensordict.\n\n"
+        + _example(name)
+    )
     method_.__doc__ = f"In-place :meth:`{name}`: apply ``Tensor.{name}_`` to every leaf."
     return method, method_
 
@@ -126,7 +212,9 @@ def _example(name: str) -> str:
     )
 
 
-def _make_binary(name: str, n_operands: int, with_inplace: bool) -> tuple[Callable, Callable | None]:
+def _make_binary(
+    name: str, n_operands: int, with_inplace: bool
+) -> tuple[Callable, Callable | None]:
     fe = _foreach(name) if n_operands else None
     fe_ = _foreach(name + "_") if with_inplace else None
     op = getattr(torch, _TORCH_NAMES.get(name, name))
@@ -136,14 +224,18 @@ def _make_binary(name: str, n_operands: int, with_inplace: bool) -> tuple[Callab
         if len(args) < n_operands:
             raise TypeError(f"{name}() takes {n_operands} operand(s), got {len(args)}.")
         leaves = self._flat_tensors([])
-        operands = [_operands(self, a, leaves, default) for a in args[:n_operands]] + list(args[n_operands:])
+        operands = [_operands(self, a, leaves, default) for a in args[:n_operands]] + list(
+            args[n_operands:]
+        )
         # torch._foreach_* takes per-leaf lists or Python scalars, not broadcast tensors.
         foreach_ok = all(isinstance(o, (list, int, float, bool)) for o in operands[:n_operands])
         if name in ("lerp", "addcmul", "addcdiv"):
             foreach_ok = foreach_ok and all(isinstance(o, list) for o in operands[:2])
         return leaves, operands, foreach_ok
 
-    def method(self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any) -> TensorDictBase:
+    def method(
+        self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any
+    ) -> TensorDictBase:
         leaves, operands, foreach_ok = gather(self, args, default)
         if fe is not None and foreach_ok and not kwargs and leaves:
             results = fe(leaves, *operands)
@@ -151,7 +243,9 @@ def _make_binary(name: str, n_operands: int, with_inplace: bool) -> tuple[Callab
             results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
         return self._rebuild(iter(results))
 
-    def method_(self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any) -> TensorDictBase:
+    def method_(
+        self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any
+    ) -> TensorDictBase:
         leaves, operands, foreach_ok = gather(self, args, default)
         if fe_ is not None and foreach_ok and not kwargs and leaves:
             fe_(leaves, *operands)
@@ -191,7 +285,7 @@ def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable:
             leaves = self._flat_tensors([])
             if is_tensor_collection(other):
                 others = self._aligned_tensors(other, None)
-                results = [op(o, x) for x, o in zip(leaves, others)]
+                results = [op(o, x) for x, o in zip(leaves, others, strict=False)]
             else:
                 results = [op(other, x) for x in leaves]
             return self._rebuild(iter(results))
@@ -232,7 +326,9 @@ def rsub(self: TensorDictBase, other: Any, alpha: Any = 1) -> TensorDictBase:
     """
     leaves = self._flat_tensors([])
     other = _operands(self, other, leaves)
-    return self._rebuild(iter(_leafwise(lambda x, o: torch.rsub(x, o, alpha=alpha), leaves, [other])))
+    return self._rebuild(
+        iter(_leafwise(lambda x, o: torch.rsub(x, o, alpha=alpha), leaves, [other]))
+    )
 
 
 def clamp(self: TensorDictBase, min: Any = None, max: Any = None) -> TensorDictBase:
@@ -260,7 +356,9 @@ def _reduce_bool(name: str) -> Callable:
         bs = self.batch_size
         new = bs[:d] + bs[d + 1 :]
         fn = torch.all if name == "all" else torch.any
-        return self._map_batch(lambda x: fn(x, dim=d) if isinstance(x, _Tensor) else getattr(x, name)(dim=d), new)
+        return self._map_batch(
+            lambda x: fn(x, dim=d) if isinstance(x, _Tensor) else getattr(x, name)(dim=d), new
+        )
 
     method.__doc__ = (
         f"Whether {'all' if name == 'all' else 'any'} leaf value is true (a Python bool), or "
@@ -385,7 +483,18 @@ def install(cls: type) -> None:
         method = _reduce_bool(name)
         method.__name__ = name
         setattr(cls, name, method)
-    for func in (rsub, clamp, zero_, fill_, detach, detach_, contiguous, is_contiguous, requires_grad_, is_floating_point):
+    for func in (
+        rsub,
+        clamp,
+        zero_,
+        fill_,
+        detach,
+        detach_,
+        contiguous,
+        is_contiguous,
+        requires_grad_,
+        is_floating_point,
+    ):
         setattr(cls, func.__name__, func)
     cls.__neg__ = _neg
     cls.__abs__ = _abs

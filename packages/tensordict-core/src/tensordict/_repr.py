@@ -44,7 +44,9 @@ def td_repr(td: Any) -> str:
     fields = []
     for key in sorted(td.keys()):
         value = td._get_str(key, None)
-        fields.append(f"{key}: {leaf_repr(value) if not hasattr(value, '_tensordict') else repr(value)}")
+        fields.append(
+            f"{key}: {leaf_repr(value) if not hasattr(value, '_tensordict') else repr(value)}"
+        )
     body = ",\n".join(fields)
     body = textwrap.indent(body, " " * 4)
     lines = [

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -85,15 +86,11 @@ def infer_shape(shape: Sequence[int], numel: int) -> torch.Size:
             if s != -1:
                 rest *= s
         if rest == 0 or numel % rest:
-            raise RuntimeError(
-                f"shape {shape} is invalid for a batch of {numel} elements."
-            )
+            raise RuntimeError(f"shape {shape} is invalid for a batch of {numel} elements.")
         shape[shape.index(-1)] = numel // rest
     out = _Size(shape)
     if out.numel() != numel:
-        raise RuntimeError(
-            f"shape {list(out)} is invalid for a batch of {numel} elements."
-        )
+        raise RuntimeError(f"shape {list(out)} is invalid for a batch of {numel} elements.")
     return out
 
 

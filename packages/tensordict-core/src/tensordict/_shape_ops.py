@@ -9,7 +9,8 @@ size).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 
@@ -256,7 +257,9 @@ class DenseShapeOps:
                 f"repeat(): got {len(repeats)} repeat counts for batch_size={tuple(bs)}; need at least {nb}."
             )
         extra = len(repeats) - nb
-        new = torch.Size(repeats[:extra]) + torch.Size(r * s for r, s in zip(repeats[extra:], bs))
+        new = torch.Size(repeats[:extra]) + torch.Size(
+            r * s for r, s in zip(repeats[extra:], bs, strict=False)
+        )
 
         def fn(x: Any) -> Any:
             feat = (x.ndim if isinstance(x, _Tensor) else x.batch_dims) - nb
@@ -329,7 +332,9 @@ class DenseShapeOps:
         if isinstance(split_size, int):
             if split_size <= 0:
                 raise ValueError(f"split(): split_size must be positive, got {split_size}.")
-            sizes = [split_size] * (size // split_size) + ([size % split_size] if size % split_size else [])
+            sizes = [split_size] * (size // split_size) + (
+                [size % split_size] if size % split_size else []
+            )
             if not sizes:
                 sizes = [0]
         else:
@@ -379,7 +384,6 @@ class DenseShapeOps:
         cls = type(self)
         dev = self._device
         return tuple(
-            cls._new_unsafe(parts[i], torch.Size(shapes[i]), dev, names and list(names)) for i in range(n)
+            cls._new_unsafe(parts[i], torch.Size(shapes[i]), dev, names and list(names))
+            for i in range(n)
         )
-
-

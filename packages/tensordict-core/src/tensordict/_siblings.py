@@ -89,8 +89,7 @@ def sibling_attr(subpackage: str, attr: str, what: str) -> Any:
         return getattr(module, attr)
     except AttributeError:
         raise NotImplementedError(
-            f"{what}: the installed '{DISTRIBUTIONS[subpackage]}' does not provide "
-            f"'{attr}' yet"
+            f"{what}: the installed '{DISTRIBUTIONS[subpackage]}' does not provide '{attr}' yet"
         ) from None
 
 

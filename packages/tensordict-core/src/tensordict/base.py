@@ -10,7 +10,8 @@ from tables by :mod:`tensordict._ops`) the families of tensor methods.
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
 
@@ -98,13 +99,24 @@ class TensorDictBase(abc.ABC):
     def _get_tuple(self, key: tuple, default: Any) -> Any: ...
 
     @abc.abstractmethod
-    def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False) -> TensorDictBase: ...
+    def _set_str(
+        self, key: str, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
+    ) -> TensorDictBase: ...
 
     @abc.abstractmethod
-    def _set_tuple(self, key: tuple, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False) -> TensorDictBase: ...
+    def _set_tuple(
+        self, key: tuple, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
+    ) -> TensorDictBase: ...
 
     @abc.abstractmethod
-    def keys(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Callable | None = None, *, sort: bool = False) -> TensorDictKeysView: ...
+    def keys(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable | None = None,
+        *,
+        sort: bool = False,
+    ) -> TensorDictKeysView: ...
 
     @abc.abstractmethod
     def _apply_nest(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> Any: ...
@@ -175,7 +187,9 @@ class TensorDictBase(abc.ABC):
     def __iter__(self) -> Iterator[TensorDictBase]:
         """Iterate over the first batch dimension, like a tensor."""
         if not self.batch_dims:
-            raise TypeError("iteration over a tensordict with no batch dimension (batch_size=torch.Size([])).")
+            raise TypeError(
+                "iteration over a tensordict with no batch dimension (batch_size=torch.Size([]))."
+            )
         return iter(self.unbind(0))
 
     def __bool__(self) -> bool:
@@ -222,7 +236,15 @@ class TensorDictBase(abc.ABC):
             return value.data
         return value
 
-    def set(self, key: NestedKey, item: Any, inplace: bool = False, *, non_blocking: bool = False, **kwargs: Any) -> TensorDictBase:
+    def set(
+        self,
+        key: NestedKey,
+        item: Any,
+        inplace: bool = False,
+        *,
+        non_blocking: bool = False,
+        **kwargs: Any,
+    ) -> TensorDictBase:
         """Write ``item`` at ``key`` and return the tensordict.
 
         The value's leading dimensions must match the batch size; it is cast to the
@@ -236,8 +258,12 @@ class TensorDictBase(abc.ABC):
         torch.Size([2, 3])
         """
         if type(key) is str:
-            return self._set_str(key, item, inplace=inplace, validated=False, non_blocking=non_blocking)
-        return self._set_tuple(_key_tuple(key), item, inplace=inplace, validated=False, non_blocking=non_blocking)
+            return self._set_str(
+                key, item, inplace=inplace, validated=False, non_blocking=non_blocking
+            )
+        return self._set_tuple(
+            _key_tuple(key), item, inplace=inplace, validated=False, non_blocking=non_blocking
+        )
 
     def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> TensorDictBase:
         """Overwrite the existing entry ``key`` in place; a missing key raises ``KeyError``.
@@ -260,7 +286,14 @@ class TensorDictBase(abc.ABC):
     def __getitem__(self, index: Any) -> Any:
         raise NotImplementedError  # pragma: no cover
 
-    def items(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Callable | None = None, *, sort: bool = False) -> Iterator[tuple[NestedKey, Any]]:
+    def items(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable | None = None,
+        *,
+        sort: bool = False,
+    ) -> Iterator[tuple[NestedKey, Any]]:
         """Iterate over ``(key, value)`` pairs (see :meth:`keys` for the options).
 
         >>> import torch
@@ -275,7 +308,14 @@ class TensorDictBase(abc.ABC):
             else:
                 yield key, self._get_tuple(key, NO_DEFAULT)
 
-    def values(self, include_nested: bool = False, leaves_only: bool = False, is_leaf: Callable | None = None, *, sort: bool = False) -> Iterator[Any]:
+    def values(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable | None = None,
+        *,
+        sort: bool = False,
+    ) -> Iterator[Any]:
         """Iterate over the values (see :meth:`keys` for the options).
 
         >>> import torch
@@ -367,7 +407,9 @@ class TensorDictBase(abc.ABC):
 
     # ------------------------------------------------------------------ torch integration
     @classmethod
-    def __torch_function__(cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None) -> Any:
+    def __torch_function__(
+        cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
+    ) -> Any:
         impl = TD_HANDLED_FUNCTIONS.get(func)
         if impl is None:
             return NotImplemented

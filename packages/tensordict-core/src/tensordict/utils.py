@@ -74,7 +74,9 @@ def isin(input: Any, reference: Any, key: NestedKey, dim: int = 0) -> torch.Tens
     return (x.unsqueeze(1) == ref.unsqueeze(0)).all(-1).any(-1)
 
 
-def remove_duplicates(input: Any, key: NestedKey, dim: int = 0, *, return_indices: bool = False) -> Any:
+def remove_duplicates(
+    input: Any, key: NestedKey, dim: int = 0, *, return_indices: bool = False
+) -> Any:
     """Keep the first element of each group sharing the same ``key`` value along ``dim``.
 
     >>> import torch
@@ -86,7 +88,9 @@ def remove_duplicates(input: Any, key: NestedKey, dim: int = 0, *, return_indice
     values = input.get(key)
     flat = values.movedim(dim, 0).reshape(values.shape[dim], -1)
     _, inverse = torch.unique(flat, dim=0, return_inverse=True)
-    first = torch.full((int(inverse.max()) + 1 if inverse.numel() else 0,), flat.shape[0], dtype=torch.long)
+    first = torch.full(
+        (int(inverse.max()) + 1 if inverse.numel() else 0,), flat.shape[0], dtype=torch.long
+    )
     first = first.scatter_reduce(0, inverse, torch.arange(flat.shape[0]), reduce="amin")
     keep = first.sort().values
     index = (slice(None),) * dim + (keep,)

@@ -1,0 +1,109 @@
+"""Device and memory operations of the dense ``TensorDict``: to, cpu, cuda, shared and pinned memory."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tensordict._shape import parse_device
+from tensordict.base import TensorDictBase
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._td import TensorDict
+
+_Tensor = torch.Tensor
+
+
+class DeviceOps:
+    """Mixin: device moves, dtype casts through ``to``, shared and pinned memory."""
+
+    def to(self, *args: Any, **kwargs: Any) -> TensorDict:
+        """Move and/or cast every leaf, like :meth:`torch.Tensor.to`.
+
+        Accepts a device, a dtype, a tensor or a tensordict (whose device is used), and
+        ``non_blocking``/``batch_size`` keywords. Returns ``self`` when nothing changes.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+        >>> td.to(torch.float64)["a"].dtype, td.to("cpu").device
+        (torch.float64, device(type='cpu'))
+        """
+        batch_size = kwargs.pop("batch_size", None)
+        non_blocking = kwargs.pop("non_blocking", False)
+        if args and isinstance(args[0], TensorDictBase):
+            device, dtype = args[0].device, None
+            args = args[1:]
+            if args or kwargs:
+                raise TypeError("to(other_tensordict) takes no further arguments.")
+        else:
+            device, dtype, nb, _ = torch._C._nn._parse_to(*args, **kwargs)
+            non_blocking = non_blocking or nb
+        result = self
+        if dtype is not None:
+            result = result._map_tensors(lambda x: x.to(dtype=dtype, non_blocking=non_blocking))
+        if device is not None:
+            device = parse_device(device)
+            if device != result._device or any(
+                v.device != device for v in result._flat_tensors([])
+            ):
+                result = result._map_tensors(
+                    lambda x: x.to(device, non_blocking=non_blocking), device=device
+                )
+            if result is self:
+                result = self
+        if batch_size is not None:
+            if result is self:
+                result = self.copy()
+            result.batch_size = batch_size
+        return result
+
+    def cpu(self, **kwargs: Any) -> TensorDict:
+        """Move every leaf to the CPU."""
+        return self.to("cpu", **kwargs)
+
+    def cuda(self, device: int | torch.device | None = None, **kwargs: Any) -> TensorDict:
+        """Move every leaf to a CUDA device."""
+        if device is None:
+            device = "cuda"
+        elif isinstance(device, int):
+            device = torch.device("cuda", device)
+        return self.to(device, **kwargs)
+
+    def share_memory_(self) -> TensorDict:
+        """Move every leaf to shared memory (for inter-process use); locks the tensordict.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.zeros(2)}, [2]).share_memory_().is_shared()
+        True
+        """
+        for value in self._flat_tensors([]):
+            value.share_memory_()
+        self.lock_()
+        self._last_op = None
+        return self
+
+    def is_shared(self) -> bool:
+        """Whether every tensor leaf is in shared memory (or on CUDA).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.zeros(2)}, [2]).is_shared()
+        False
+        """
+        leaves = self._flat_tensors([])
+        return bool(leaves) and all(v.is_shared() or v.is_cuda for v in leaves)
+
+    def pin_memory(self, num_threads: int | None = None, inplace: bool = False) -> TensorDict:
+        """Pin every leaf in page-locked memory (needs a CUDA-enabled PyTorch)."""
+        out = self._map_tensors(lambda x: x.pin_memory())
+        if inplace:
+            self._tensordict = out._tensordict
+            return self
+        return out
+
+    def pin_memory_(self, num_threads: int | None = None) -> TensorDict:
+        """In-place :meth:`pin_memory`."""
+        return self.pin_memory(num_threads, inplace=True)

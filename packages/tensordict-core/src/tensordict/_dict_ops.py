@@ -1,0 +1,432 @@
+"""Dict-style operations of the dense ``TensorDict``: update, select, rename, flatten keys…
+
+Every operation that can fail validates everything first and writes afterwards, so bad
+input leaves the tensordict unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tensordict._errors import lock_error, missing_key
+from tensordict._keys import NestedKey, unravel_key
+from tensordict._nontensor import NonTensorData
+from tensordict._shape import parse_batch_size, parse_device
+from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._td import TensorDict
+
+_Tensor = torch.Tensor
+
+
+class DictOps:
+    """Mixin: dict-style operations of :class:`~tensordict.TensorDict`.
+
+    Only dense tensordicts inherit it, so ``isinstance(x, DictOps)`` means "a dense
+    tensordict".
+    """
+
+    def update(
+        self,
+        input_dict_or_td: Any,
+        clone: bool = False,
+        inplace: bool = False,
+        *,
+        non_blocking: bool = False,
+        keys_to_update: Sequence[NestedKey] | None = None,
+        is_leaf: Callable | None = None,
+        update_batch_size: bool = False,
+        ignore_lock: bool = False,
+    ) -> TensorDict:
+        """Write every entry of a dict or tensordict into this one; nested ones merge.
+
+        All values are validated before anything is written, so a bad value leaves the
+        tensordict unchanged.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
+        >>> _ = td.update({"a": {"c": torch.ones(2)}, "d": torch.ones(2)})
+        >>> sorted(td.keys(True, True))
+        [('a', 'b'), ('a', 'c'), 'd']
+        """
+        if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
+            self.batch_size = input_dict_or_td.batch_size
+        wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
+        plan: list = []
+        self._plan_update(input_dict_or_td, clone, wanted, (), plan, ignore_lock)
+        for target, key, value in plan:
+            if inplace and key in target._tensordict:
+                write_inplace(key, target._tensordict[key], value, non_blocking)
+            else:
+                target._tensordict[key] = value
+        return self
+
+    def _plan_update(
+        self,
+        source: Any,
+        clone: bool,
+        wanted: set | None,
+        prefix: tuple,
+        plan: list,
+        ignore_lock: bool,
+    ) -> None:
+        items = source.items() if isinstance(source, TensorDictBase) else source.items()
+        for key, value in items:
+            path = prefix + _key_tuple(key)
+            if wanted is not None and not any(
+                w[: len(path)] == path or path[: len(w)] == w for w in wanted
+            ):
+                continue
+            target = self
+            for part in path[len(prefix) : -1]:
+                sub = target._tensordict.get(part)
+                if sub is None:
+                    sub = self._new_unsafe({}, target._batch_size, target._device, target._names)
+                    plan.append((target, part, sub))
+                    target._validate_value(part, sub)
+                target = sub
+            last = path[-1]
+            current = target._tensordict.get(last)
+            if (
+                isinstance(value, (dict, TensorDictBase))
+                and type(value) is not NonTensorData
+                and isinstance(current, DictOps)
+            ):
+                current._plan_update(value, clone, wanted, path, plan, ignore_lock)
+                continue
+            if clone and isinstance(value, (_Tensor, TensorDictBase)):
+                value = value.clone()
+            if target._is_locked and not ignore_lock and current is None:
+                raise lock_error(unravel_key(path))
+            plan.append((target, last, target._validate_value(unravel_key(path), value)))
+
+    def update_(
+        self,
+        input_dict_or_td: Any,
+        clone: bool = False,
+        *,
+        non_blocking: bool = False,
+        keys_to_update: Sequence[NestedKey] | None = None,
+    ) -> TensorDict:
+        """Copy every entry of ``input_dict_or_td`` in place into existing entries.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> a = torch.zeros(2)
+        >>> _ = TensorDict({"a": a}, [2]).update_({"a": torch.ones(2)})
+        >>> a
+        tensor([1., 1.])
+        """
+        source = input_dict_or_td
+        keys = (
+            source.keys(True, True)
+            if isinstance(source, TensorDictBase)
+            else _dict_leaf_keys(source)
+        )
+        wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
+        pairs = []
+        for key in keys:
+            path = _key_tuple(key)
+            if wanted is not None and path not in wanted:
+                continue
+            target = self._get_tuple(path, None)
+            if target is None:
+                raise KeyError(
+                    f"update_() writes in place, but key {unravel_key(path)!r} is not in the "
+                    f"tensordict (keys: {sorted(map(str, self.keys(True, True)))})."
+                )
+            value = source[key] if isinstance(source, TensorDictBase) else _dict_get(source, path)
+            pairs.append((path, target, value))
+        for path, target, value in pairs:
+            if isinstance(target, _Tensor):
+                value = torch.as_tensor(value) if not isinstance(value, _Tensor) else value
+                try:
+                    torch.broadcast_shapes(value.shape, target.shape)
+                except RuntimeError:
+                    raise RuntimeError(
+                        f"update_(): value for {unravel_key(path)!r} has shape {tuple(value.shape)}, "
+                        f"which cannot be written into the entry of shape {tuple(target.shape)}."
+                    ) from None
+        for path, target, value in pairs:
+            if clone and isinstance(value, _Tensor):
+                value = value.clone()
+            write_inplace(unravel_key(path), target, value, non_blocking)
+        return self
+
+    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> TensorDict:
+        """A tensordict with only ``keys`` (entries are shared, not copied).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(()), "d": torch.zeros(())}})
+        >>> list(td.select("a", ("b", "c")).keys(True))
+        ['a', 'b', ('b', 'c')]
+        """
+        if len(keys) == 1 and isinstance(keys[0], list):
+            keys = tuple(keys[0])
+        tree: dict = {}
+        for key in keys:
+            path = _key_tuple(key)
+            node = tree
+            for part in path[:-1]:
+                node = node.setdefault(part, {})
+                if node is True:
+                    break
+            else:
+                node[path[-1]] = True
+        out = self._select_tree(tree, strict)
+        if inplace:
+            if self._is_locked:
+                raise lock_error(keys, "remove keys other than")
+            self._tensordict = out._tensordict
+            return self
+        return out
+
+    def _select_tree(self, tree: dict, strict: bool) -> TensorDict:
+        out = {}
+        for key, sub in tree.items():
+            value = self._tensordict.get(key)
+            if value is None:
+                if strict:
+                    raise missing_key(key, self)
+                continue
+            if sub is True:
+                out[key] = value
+            elif isinstance(value, DictOps):
+                out[key] = value._select_tree(sub, strict)
+            elif strict:
+                raise KeyError(
+                    f"cannot select inside {key!r}: it is a {type(value).__name__}, not a tensordict."
+                )
+        return self._new_unsafe(out, self._batch_size, self._device, self._names)
+
+    def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDict:
+        """A tensordict without ``keys`` (missing keys are ignored; entries are shared).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(())}})
+        >>> list(td.exclude(("b", "c")).keys(True))
+        ['a', 'b']
+        """
+        if len(keys) == 1 and isinstance(keys[0], list):
+            keys = tuple(keys[0])
+        if inplace and self._is_locked:
+            raise lock_error(keys, "delete")
+        out = self if inplace else self.copy()
+        for key in keys:
+            path = _key_tuple(key)
+            parent = out._get_tuple(path[:-1], None) if len(path) > 1 else out
+            if isinstance(parent, DictOps):
+                parent._tensordict.pop(path[-1], None)
+        return out
+
+    def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> TensorDict:
+        """Move the entry at ``old_key`` to ``new_key``; ``safe=True`` refuses to overwrite.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> list(TensorDict({"a": torch.zeros(())}).rename_key_("a", ("b", "c")).keys(True))
+        ['b', ('b', 'c')]
+        """
+        old, new = _key_tuple(old_key), _key_tuple(new_key)
+        if self._is_locked:
+            raise lock_error(unravel_key(old), "rename")
+        value = self._get_tuple(old, NO_DEFAULT)
+        if safe and self._get_tuple(new, None) is not None:
+            raise KeyError(f"rename_key_(safe=True): key {unravel_key(new)!r} already exists.")
+        self._set_tuple(new, value, inplace=False, validated=True)
+        if old != new:
+            self.del_(old)
+        return self
+
+    def flatten_keys(
+        self, separator: str = ".", inplace: bool = False, is_leaf: Callable | None = None
+    ) -> TensorDict:
+        """Turn nested keys into flat ``"a.b"`` keys.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> list(TensorDict({"a": {"b": torch.zeros(())}}).flatten_keys().keys())
+        ['a.b']
+        """
+        out: dict = {}
+        self._flatten_into(out, "", separator, is_leaf)
+        if inplace:
+            if self._is_locked:
+                raise lock_error(list(out), "flatten keys of")
+            self._tensordict = out
+            return self
+        return self._new_unsafe(out, self._batch_size, self._device, self._names)
+
+    def _flatten_into(
+        self, out: dict, prefix: str, separator: str, is_leaf: Callable | None
+    ) -> None:
+        for key, value in self._tensordict.items():
+            name = prefix + key
+            leaf = is_leaf(type(value)) if is_leaf is not None else not isinstance(value, DictOps)
+            if leaf or value.is_empty():
+                if name in out:
+                    raise KeyError(f"flatten_keys: flattened key {name!r} already exists.")
+                out[name] = value
+            else:
+                value._flatten_into(out, name + separator, separator, is_leaf)
+
+    def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> TensorDict:
+        """Turn flat ``"a.b"`` keys back into nested ones.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> list(TensorDict({"a.b": torch.zeros(())}).unflatten_keys().keys(True))
+        ['a', ('a', 'b')]
+        """
+        out = self._new_unsafe({}, self._batch_size, self._device, self._names)
+        for key, value in self._tensordict.items():
+            if isinstance(value, DictOps):
+                value = value.unflatten_keys(separator)
+            path = tuple(key.split(separator))
+            existing = out._get_tuple(path, None)
+            if isinstance(existing, DictOps) and isinstance(value, DictOps):
+                existing.update(value)
+            else:
+                out._set_tuple(path, value, inplace=False, validated=True)
+        if inplace:
+            if self._is_locked:
+                raise lock_error(list(self._tensordict), "unflatten keys of")
+            self._tensordict = out._tensordict
+            return self
+        return out
+
+    def clear(self) -> TensorDict:
+        """Remove every entry.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.zeros(())}).clear().is_empty()
+        True
+        """
+        if self._is_locked:
+            raise lock_error(list(self._tensordict), "delete")
+        self._tensordict.clear()
+        return self
+
+    def copy(self) -> TensorDict:
+        """A shallow copy: new (nested) containers, the same tensors.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(())})
+        >>> td.copy()["a"] is td["a"]
+        True
+        """
+        return self.clone(recurse=False)
+
+    def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDict:
+        """A copy; with ``recurse=False`` the tensors are shared (see :meth:`copy`).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(())})
+        >>> td.clone()["a"] is td["a"]
+        False
+        """
+        if recurse:
+            return self._map_tensors(torch.clone)
+        out = {}
+        for key, value in self._tensordict.items():
+            out[key] = value.clone(recurse=False) if isinstance(value, TensorDictBase) else value
+        return self._new_unsafe(
+            out, self._batch_size, self._device, self._names and list(self._names)
+        )
+
+    def empty(
+        self,
+        recurse: bool = False,
+        *,
+        batch_size: Sequence[int] | None = None,
+        device: Any = NO_DEFAULT,
+        names: Any = None,
+    ) -> TensorDict:
+        """A tensordict with the same metadata and no entries (``recurse`` keeps nested ones).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2])
+        >>> list(td.empty(recurse=True).keys(True))
+        ['b']
+        """
+        bs = self._batch_size if batch_size is None else parse_batch_size(batch_size)
+        dev = self._device if device is NO_DEFAULT else parse_device(device)
+        out = {}
+        if recurse:
+            for key, value in self._tensordict.items():
+                if isinstance(value, DictOps):
+                    out[key] = value.empty(
+                        recurse=True,
+                        batch_size=bs + value._batch_size[len(self._batch_size) :]
+                        if batch_size is not None
+                        else None,
+                        device=device,
+                    )
+        keep_names = (
+            names
+            if names is not None
+            else (self._names if len(bs) == len(self._batch_size) else None)
+        )
+        return self._new_unsafe(out, bs, dev, keep_names and list(keep_names))
+
+    def is_empty(self) -> bool:
+        """Whether there is no leaf (nested tensordicts without leaves count as empty).
+
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": {}}).is_empty()
+        True
+        """
+        for value in self._tensordict.values():
+            if not isinstance(value, TensorDictBase) or not value.is_empty():
+                return False
+        return True
+
+    # ------------------------------------------------------------------ lock
+
+
+def write_inplace(key: Any, current: Any, value: Any, non_blocking: bool) -> None:
+    """Copy ``value`` into the stored ``current`` entry, keeping its storage."""
+    if isinstance(current, _Tensor):
+        if not isinstance(value, _Tensor):
+            value = torch.as_tensor(value)
+        try:
+            current.copy_(value, non_blocking=non_blocking)
+        except RuntimeError as err:
+            raise RuntimeError(
+                f"cannot write a value of shape {tuple(value.shape)} in place into entry {key!r} "
+                f"of shape {tuple(current.shape)}: {err}"
+            ) from None
+    elif isinstance(current, TensorDictBase) and type(current) is not NonTensorData:
+        current.update_(value, non_blocking=non_blocking)
+    elif type(current) is NonTensorData:
+        current.data = value.data if type(value) is NonTensorData else value
+    else:  # pragma: no cover - defensive
+        raise TypeError(f"cannot write in place into {type(current).__name__} at {key!r}.")
+
+
+def _dict_leaf_keys(source: dict, prefix: tuple = ()) -> list:
+    keys = []
+    for key, value in source.items():
+        path = prefix + _key_tuple(key)
+        if isinstance(value, dict):
+            keys.extend(_dict_leaf_keys(value, path))
+        else:
+            keys.append(path)
+    return keys
+
+
+def _dict_get(source: dict, path: tuple) -> Any:
+    for part in path:
+        source = source[part]
+    return source

@@ -1,0 +1,24 @@
+"""Error messages shared by the tensordict types: each names the key and what was expected."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict.base import TensorDictBase
+
+
+def lock_error(key: Any, what: str = "add") -> RuntimeError:
+    """The error for adding/removing keys of a locked tensordict."""
+    return RuntimeError(
+        f"Cannot {what} key {key!r}: the tensordict is locked. Unlock it with "
+        "td.unlock_() (or `with td.unlock_(): ...`), or write existing entries in place "
+        "with td.set_()."
+    )
+
+
+def missing_key(key: Any, td: TensorDictBase) -> KeyError:
+    """The error for a key that is not in ``td``, listing the keys that are."""
+    return KeyError(
+        f"key {key!r} not found in {type(td).__name__} with keys {sorted(map(str, td.keys()))}."
+    )
