@@ -138,6 +138,37 @@ class TreeMapOps:
                 value._aligned_tensors(sub, default, out, prefix + (key,))
         return out
 
+    def _apply_simple(self, fn: Callable, checked: bool) -> TensorDict:
+        """``_apply_nest`` for one tensordict, same batch size: the hot path of ``apply``."""
+        bs = self._batch_size
+        nb = len(bs)
+        device = self._device
+        out = {}
+        for key, value in self._tensordict.items():
+            if isinstance(value, _Tensor):
+                r = fn(value)
+                if r is None:
+                    continue
+                if not checked and isinstance(r, _Tensor):
+                    if r.shape[:nb] != bs:
+                        raise RuntimeError(
+                            f"apply: the function returned a tensor of shape {tuple(r.shape)} for "
+                            f"key {key!r}, whose leading dimensions do not match the result's "
+                            f"batch_size={tuple(bs)}; pass batch_size= to apply()."
+                        )
+                    if device is not None and r.device != device:
+                        device = None
+                elif not checked:
+                    r = self._validate_value(key, r)
+                out[key] = r
+            elif type(value) is NonTensorData:
+                out[key] = value
+            else:
+                r = value._apply_nest(fn, checked=checked)
+                if r is not None:
+                    out[key] = r
+        return self._new_unsafe(out, bs, device, self._names)
+
     def _apply_nest(
         self,
         fn: Callable,
@@ -156,6 +187,10 @@ class TreeMapOps:
         is_leaf: Callable | None = None,
         out: TensorDictBase | None = None,
     ) -> TensorDict | None:
+        if not (others or inplace or named or call_on_nested or is_leaf or filter_empty) and (
+            batch_size is None and device is NO_DEFAULT and names is NO_DEFAULT
+        ):
+            return self._apply_simple(fn, checked)
         if inplace:
             result = self if out is None else out
         else:
