@@ -1,0 +1,244 @@
+"""Every check of the monorepo is a nox session. `nox -l` lists them.
+
+    nox -s tests              all five distributions, editable, torch 2.13.0
+    nox -s isolated-memmap    one distribution alone (core, memmap, nn, distributed, tensorclass)
+    nox -s tests_torch        the test suite against every supported torch
+    nox -s cuda               tests marked `cuda` (skips cleanly without a GPU)
+    nox -s lint               version lockstep, ruff, mypy
+    nox -s docs               sphinx html + doctest, warnings are errors
+    nox -s build              build the five wheels and check how they share the namespace
+    nox -s bench              python benchmarks/run.py
+    nox -s tour               python examples/tour.py
+
+Every environment installs torch==<version> FIRST and only then the packages, so pip
+never picks a torch by itself (which would download several GB of CUDA wheels). The
+torch version is $TORCH_VERSION, 2.13.0 by default. Virtual environments are reused, and
+an environment whose requested packages have not changed since its last install is not
+reinstalled (the stamp in `install`); `nox -r --no-install` skips installs outright.
+Arguments after `--` go to pytest (tests sessions), the benchmark or the tour script.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT / "tools"))
+from workspace import Distribution, distributions, local_requirements  # noqa: E402
+
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["lint", "tests"]
+nox.options.error_on_external_run = True
+
+TORCH_VERSIONS = ("2.13.0", "2.14.1")
+TORCH = os.environ.get("TORCH_VERSION", TORCH_VERSIONS[0])
+TEST_DEPS = ("pytest>=8", "hypothesis")
+LINT_DEPS = ("ruff==0.17.6", "mypy==2.4.1")
+TOOL_DEPS = ("tomli>=1; python_version < '3.11'",)  # tools/*.py read pyproject.toml
+DISTS = distributions()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def install(session: nox.Session, *requirements: str, torch: str | None = TORCH) -> None:
+    """Install torch==``torch`` first, then ``requirements`` (pip arguments).
+
+    Skipped when this environment already got exactly this install and none of the local
+    distributions it names changed since (for ``-e`` installs only their pyproject.toml
+    matters; otherwise their whole folder). Torch alone is skipped when the environment
+    already has that version. ``torch=None`` installs no torch.
+    """
+    stamp = Path(session.virtualenv.location) / ".install-stamp"
+    key = _install_key(torch, requirements)
+    if stamp.exists() and stamp.read_text() == key:
+        session.log("environment up to date (install stamp matches); not reinstalling")
+        return
+    if torch is not None:
+        have = session.run(
+            "python",
+            "-c",
+            "import importlib.metadata as m; print(m.version('torch'))",
+            silent=True,
+            success_codes=[0, 1],
+            log=False,
+        )
+        if isinstance(have, str) and have.strip().splitlines()[-1].split("+")[0] == torch:
+            session.log(f"torch {have.strip().splitlines()[-1]} already installed")
+        else:
+            session.install(f"torch=={torch}")
+    if requirements:
+        session.install(*requirements)
+    stamp.write_text(key)
+
+
+def _install_key(torch: str | None, requirements: tuple[str, ...]) -> str:
+    digest = hashlib.sha256(json.dumps([torch, requirements]).encode())
+    for i, requirement in enumerate(requirements):
+        folder = ROOT / requirement.split("[")[0]
+        if not requirement.startswith("packages/") or not folder.is_dir():
+            continue
+        editable = i > 0 and requirements[i - 1] == "-e"
+        files = (
+            [folder / "pyproject.toml"]
+            if editable
+            else sorted(
+                p
+                for p in folder.rglob("*")
+                if p.is_file() and "__pycache__" not in p.parts and "tests" not in p.parts
+            )
+        )
+        for path in files:
+            digest.update(path.relative_to(ROOT).as_posix().encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def workspace(*, editable: bool = True, extras: bool = True) -> list[str]:
+    """pip arguments installing all five distributions from their folders."""
+    args: list[str] = []
+    for dist in DISTS:
+        spec = dist.rel() + (f"[{','.join(dist.extras)}]" if extras and dist.extras else "")
+        args += ["-e", spec] if editable else [spec]
+    return args
+
+
+def pytest(session: nox.Session, *args: str) -> None:
+    """Run pytest (config: root pyproject.toml). Exit code 5, "no tests collected", is
+    accepted: pytest then prints "no tests ran" itself, and CI reports it as such."""
+    session.run("python", "-m", "pytest", *args, *session.posargs, success_codes=[0, 5])
+
+
+# --------------------------------------------------------------------------- tests
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """All five distributions installed together (editable, with extras); every test."""
+    install(session, *workspace(), *TEST_DEPS)
+    pytest(session)  # testpaths: packages/*/tests
+
+
+@nox.session
+@nox.parametrize("torch", TORCH_VERSIONS)
+def tests_torch(session: nox.Session, torch: str) -> None:
+    """The `tests` session against each supported torch version."""
+    install(session, *workspace(), *TEST_DEPS, torch=torch)
+    session.run("python", "-c", "import torch; print('torch', torch.__version__)")
+    pytest(session)
+
+
+def _isolated(dist: Distribution):
+    def session_func(session: nox.Session) -> None:
+        # Non-editable, from the folders: the distribution and the workspace distributions
+        # it requires (core), so pip never looks for them on an index. No extras.
+        local = [d.rel() for d in local_requirements(dist)]
+        install(session, *local, *TEST_DEPS, *TOOL_DEPS)
+        session.run("python", "tools/check_isolation.py", dist.name, "--installed")
+        if dist.tests.is_dir():
+            pytest(session, dist.tests.relative_to(ROOT).as_posix())
+        else:
+            session.warn(f"{dist.name} has no tests folder ({dist.tests.relative_to(ROOT)})")
+
+    session_func.__doc__ = f"{dist.name} alone (non-editable, no extras): its tests, its imports."
+    return session_func
+
+
+for _dist in DISTS:
+    nox.session(name=f"isolated-{_dist.short}")(_isolated(_dist))
+
+
+@nox.session
+def cuda(session: nox.Session) -> None:
+    """Tests marked `cuda` on a GPU; without one, says so and succeeds."""
+    gpus = _nvidia_gpus()
+    if not gpus:
+        session.skip(
+            "no NVIDIA GPU on this machine (nvidia-smi missing or lists no GPU): "
+            "the CUDA tests were not run"
+        )
+    session.log(f"GPUs: {'; '.join(gpus)}")
+    install(session, *workspace(), *TEST_DEPS)
+    session.run(
+        "python",
+        "-c",
+        "import torch; assert torch.cuda.is_available(), "
+        "f'torch {torch.__version__} cannot use the GPU (a CPU-only build?)'; "
+        "print('torch', torch.__version__, 'on', torch.cuda.get_device_name(0))",
+    )
+    pytest(session, "-m", "cuda")
+
+
+def _nvidia_gpus() -> list[str]:
+    if shutil.which("nvidia-smi") is None:
+        return []
+    out = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
+    return [line for line in out.stdout.splitlines() if line.startswith("GPU")]
+
+
+# --------------------------------------------------------------------------- quality
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Version lockstep, ruff check + format check, mypy on core's public API."""
+    # mypy resolves torch/numpy from this environment: core (editable) brings them.
+    install(session, "-e", DISTS[0].rel(), *LINT_DEPS, *TOOL_DEPS)
+    session.run("python", "tools/check_versions.py")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")  # files: [tool.mypy] in pyproject.toml
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Sphinx: html and doctest builders, warnings are errors."""
+    install(session, *workspace(), "sphinx")
+    build = ROOT / "docs" / "_build"
+    for builder in ("html", "doctest"):
+        session.run(
+            "sphinx-build",
+            "-W",
+            "--keep-going",
+            "-b",
+            builder,
+            "-d",
+            str(build / "doctrees"),
+            "docs",
+            str(build / builder),
+        )
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Build the five wheels; check files, install orders and uninstalling a sibling.
+
+    `nox -s build -- --outdir dist` keeps the wheels.
+    """
+    install(session, "build", *TOOL_DEPS, torch=None)
+    session.run("python", "tools/check_versions.py")
+    session.run("python", "tools/check_wheels.py", "--torch", TORCH, *session.posargs)
+
+
+# --------------------------------------------------------------------------- programs
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """python benchmarks/run.py (arguments after -- go to it)."""
+    install(session, *workspace(), "pytest-benchmark")
+    session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session
+def tour(session: nox.Session) -> None:
+    """python examples/tour.py: the guided tour of the API."""
+    install(session, *workspace())
+    session.run("python", "examples/tour.py", *session.posargs)
