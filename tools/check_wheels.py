@@ -93,6 +93,8 @@ def layout_problems(dists: tuple[Distribution, ...], wheels: dict[str, Path]) ->
             files = [n for n in archive.namelist() if not n.split("/")[0].endswith(".dist-info")]
         if not files:
             problems.append(f"{wheel.name} ships no files")
+        if dist.is_core and f"{NAMESPACE}/__init__.py" not in files:
+            problems.append(f"{wheel.name} does not ship {NAMESPACE}/__init__.py")
         for path in files:
             if path in owner:
                 problems.append(f"{path} is shipped by both {owner[path]} and {dist.name}")
@@ -104,8 +106,6 @@ def layout_problems(dists: tuple[Distribution, ...], wheels: dict[str, Path]) ->
                     problems.append(f"{dist.name} ships {path}, inside a sibling's subpackage")
             elif not path.startswith(f"{NAMESPACE}/{dist.subpackage}/"):
                 problems.append(f"{dist.name} ships {path} outside {NAMESPACE}/{dist.subpackage}/")
-    if owner.get(f"{NAMESPACE}/__init__.py") not in {d.name for d in dists if d.is_core}:
-        problems.append(f"the core wheel does not ship {NAMESPACE}/__init__.py")
     return problems
 
 
