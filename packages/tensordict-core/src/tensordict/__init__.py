@@ -34,7 +34,7 @@ from tensordict.base import (
 from tensordict.utils import is_batchedtensor
 
 _ops.install(TensorDictBase)
-TensorDictBase.__repr__ = _td_repr  # type: ignore[method-assign]
+TensorDictBase.__repr__ = _td_repr  # type: ignore[method-assign,assignment]
 
 __all__ = [
     "NestedKey",

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict.base import TensorDictBase
 
 
-def lock_error(key: Any, what: str = "add") -> RuntimeError:
+def lock_error(key: object, what: str = "add") -> RuntimeError:
     """The error for adding/removing keys of a locked tensordict."""
     return RuntimeError(
         f"Cannot {what} key {key!r}: the tensordict is locked. Unlock it with "
@@ -17,7 +17,7 @@ def lock_error(key: Any, what: str = "add") -> RuntimeError:
     )
 
 
-def missing_key(key: Any, td: TensorDictBase) -> KeyError:
+def missing_key(key: object, td: TensorDictBase) -> KeyError:
     """The error for a key that is not in ``td``, listing the keys that are."""
     return KeyError(
         f"key {key!r} not found in {type(td).__name__} with keys {sorted(map(str, td.keys()))}."

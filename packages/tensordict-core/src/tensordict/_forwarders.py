@@ -16,6 +16,7 @@ the ``pip install`` that fixes it::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tensordict import _siblings
@@ -173,20 +174,25 @@ FORWARDERS: tuple[tuple[str, str, str, str, str], ...] = (
 )
 
 
-def _make(name: str, subpackage: str, hook: str, kind: str, summary: str) -> Any:
+def _make(
+    name: str, subpackage: str, hook: str, kind: str, summary: str
+) -> Callable[..., Any] | classmethod[Any, ..., Any]:
     what = f"TensorDict.{name}"
     dist = _siblings.DISTRIBUTIONS[subpackage]
     doc = f"{summary}\n\nProvided by ``{dist}`` (``pip install {dist}``); forwards to ``tensordict.{subpackage}.{hook}``."
+    method: Callable[..., Any]
     if kind == "method":
 
-        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        def instance_method(self: Any, *args: Any, **kwargs: Any) -> Any:
             return _siblings.forward(subpackage, hook, what, self, *args, **kwargs)
 
+        method = instance_method
     else:
 
-        def method(cls: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+        def class_method(cls: Any, *args: Any, **kwargs: Any) -> Any:
             return _siblings.forward(subpackage, hook, what, *args, **kwargs)
 
+        method = class_method
     method.__name__ = method.__qualname__ = name
     method.__doc__ = doc
     return classmethod(method) if kind == "classmethod" else method

@@ -51,7 +51,7 @@ def normalize_index(index: Any, batch_size: torch.Size) -> Any:
         return index
     if cls is not tuple:
         index = (index,)
-    items: list = []
+    items: list[Any] = []
     dim = 0
     ellipsis_at = None
     for item in index:
@@ -125,7 +125,9 @@ def _check_tensor(item: torch.Tensor, dim: int, batch_size: torch.Size) -> int:
     return dim + 1
 
 
-def index_names(index: Any, names: Sequence[str | None] | None, new_ndim: int) -> list | None:
+def index_names(
+    index: Any, names: Sequence[str | None] | None, new_ndim: int
+) -> list[str | None] | None:
     """Dimension names after indexing, or ``None`` when the result is unnamed.
 
     >>> import torch
@@ -138,7 +140,7 @@ def index_names(index: Any, names: Sequence[str | None] | None, new_ndim: int) -
         return None
     if type(index) is not tuple:
         index = (index,)
-    out: list = []
+    out: list[str | None] = []
     dim = 0
     n_tensors = 0
     for item in index:

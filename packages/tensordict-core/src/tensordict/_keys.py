@@ -6,16 +6,13 @@ any nested form into the flat one (a one-element tuple becomes its string).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict.base import TensorDictBase
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Protocol, cast
 
 NestedKey = str | tuple["NestedKey", ...]
 
 
-def _flatten_into(key: Any, out: list) -> None:
+def _flatten_into(key: Any, out: list[str]) -> None:
     for part in key:
         if type(part) is str:
             out.append(part)
@@ -30,7 +27,7 @@ def _flatten_into(key: Any, out: list) -> None:
             )
 
 
-def unravel_key(key: NestedKey) -> NestedKey:
+def unravel_key(key: NestedKey) -> str | tuple[str, ...]:
     """Flatten a nested key: strings stay strings, tuples become flat tuples of strings.
 
     >>> unravel_key(("a", ("b", ("c",))))
@@ -49,7 +46,7 @@ def unravel_key(key: NestedKey) -> NestedKey:
             f"Nested keys are strings or tuples of strings; got {key!r} "
             f"(type {type(key).__name__})."
         )
-    out: list = []
+    out: list[str] = []
     _flatten_into(key, out)
     if not out:
         raise KeyError("An empty tuple is not a valid key.")
@@ -58,7 +55,7 @@ def unravel_key(key: NestedKey) -> NestedKey:
     return tuple(out)
 
 
-def unravel_key_list(keys: Any) -> list:
+def unravel_key_list(keys: Iterable[NestedKey]) -> list[str | tuple[str, ...]]:
     """Unravel every key of a list (see :func:`unravel_key`).
 
     >>> unravel_key_list(["a", ("b", ("c",)), ("d",)])
@@ -67,7 +64,7 @@ def unravel_key_list(keys: Any) -> list:
     return [unravel_key(key) for key in keys]
 
 
-def is_nested_key(key: Any) -> bool:
+def is_nested_key(key: object) -> bool:
     """Whether ``key`` is a valid (possibly nested) key.
 
     >>> is_nested_key(("a", ("b",))), is_nested_key(("a", 1))
@@ -80,7 +77,7 @@ def is_nested_key(key: Any) -> bool:
     return False
 
 
-def key_as_tuple(key: NestedKey) -> tuple:
+def key_as_tuple(key: NestedKey) -> tuple[str, ...]:
     """``unravel_key`` that always returns a tuple.
 
     >>> key_as_tuple("a"), key_as_tuple(("a", ("b",)))
@@ -88,8 +85,20 @@ def key_as_tuple(key: NestedKey) -> tuple:
     """
     if type(key) is str:
         return (key,)
-    key = unravel_key(key)
-    return (key,) if type(key) is str else key
+    flat = unravel_key(key)
+    return flat if isinstance(flat, tuple) else (flat,)
+
+
+class _DenseStorage(Protocol):
+    """What the keys view walks: a tensordict exposing its ``str -> value`` storage.
+
+    Dense tensordicts keep their entries in a private ``_tensordict`` dict, which
+    :class:`~tensordict.TensorDictBase` does not declare (other tensordict types store
+    entries differently), so the view is typed against this protocol instead.
+    """
+
+    @property
+    def _tensordict(self) -> Mapping[str, Any]: ...
 
 
 class TensorDictKeysView:
@@ -112,7 +121,7 @@ class TensorDictKeysView:
 
     def __init__(
         self,
-        td: TensorDictBase,
+        td: _DenseStorage,
         include_nested: bool = False,
         leaves_only: bool = False,
         is_leaf: Callable[[type], bool] | None = None,
@@ -124,7 +133,7 @@ class TensorDictKeysView:
         self.is_leaf = is_leaf
         self.sort = sort
 
-    def __iter__(self) -> Iterator[NestedKey]:
+    def __iter__(self) -> Iterator[str | tuple[str, ...]]:
         if not self.include_nested and not self.leaves_only and not self.sort:
             return iter(self._td._tensordict)
         keys = self._iter(self._td, ())
@@ -132,7 +141,7 @@ class TensorDictKeysView:
             return iter(sorted(keys, key=_sort_key))
         return keys
 
-    def _iter(self, td: Any, prefix: tuple) -> Iterator[NestedKey]:
+    def _iter(self, td: _DenseStorage, prefix: tuple[str, ...]) -> Iterator[str | tuple[str, ...]]:
         from tensordict.base import _is_leaf_default
 
         is_leaf = self.is_leaf or _is_leaf_default
@@ -149,7 +158,7 @@ class TensorDictKeysView:
             return len(self._td._tensordict)
         return sum(1 for _ in self)
 
-    def __contains__(self, key: Any) -> bool:
+    def __contains__(self, key: object) -> bool:
         if type(key) is str:
             if key in self._td._tensordict:
                 return self._leaf_ok(self._td._tensordict[key])
@@ -162,7 +171,7 @@ class TensorDictKeysView:
             return False
         if len(path) > 1 and not self.include_nested:
             return False
-        td = self._td
+        td: _DenseStorage = self._td
         for part in path[:-1]:
             sub = td._tensordict.get(part)
             if sub is None or not hasattr(sub, "_tensordict"):
@@ -172,7 +181,7 @@ class TensorDictKeysView:
             return False
         return self._leaf_ok(td._tensordict[path[-1]])
 
-    def _leaf_ok(self, value: Any) -> bool:
+    def _leaf_ok(self, value: object) -> bool:
         if not self.leaves_only:
             return True
         from tensordict.base import _is_leaf_default
@@ -184,12 +193,13 @@ class TensorDictKeysView:
 
     def __eq__(self, other: object) -> bool:
         try:
-            return set(self) == set(other)  # type: ignore[arg-type]
+            # A non-iterable ``other`` raises TypeError here, caught below.
+            return set(self) == set(cast(Iterable[Any], other))
         except TypeError:
             return NotImplemented
 
     __hash__ = None  # type: ignore[assignment]
 
 
-def _sort_key(key: NestedKey) -> str:
+def _sort_key(key: str | tuple[str, ...]) -> str:
     return key if type(key) is str else ".".join(key)

@@ -30,12 +30,16 @@ class NonTensorData:
 
     __slots__ = ("data", "_batch_size", "_device")
 
+    data: Any
+    _batch_size: torch.Size
+    _device: torch.device | None
+
     def __init__(
         self,
         data: Any,
         batch_size: Sequence[int] | torch.Size | int | None = None,
         device: torch.device | str | int | None = None,
-        names: Any = None,
+        names: Sequence[str | None] | None = None,
     ) -> None:
         if isinstance(data, NonTensorData):
             data = data.data
@@ -79,7 +83,7 @@ class NonTensorData:
             out = [out] * size
         return out
 
-    def _with(self, batch_size: torch.Size, device: Any = None) -> NonTensorData:
+    def _with(self, batch_size: torch.Size, device: torch.device | None = None) -> NonTensorData:
         return NonTensorData._make(
             self.data, batch_size, self._device if device is None else device
         )

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 import torch
 
 from tensordict._nontensor import NonTensorData
 
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict.base import TensorDictBase
 
-def leaf_repr(value: Any) -> str:
+
+def leaf_repr(value: object) -> str:
     """One line describing a leaf.
 
     >>> import torch
@@ -18,7 +21,8 @@ def leaf_repr(value: Any) -> str:
     'Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.int64, is_shared=False)'
     """
     if isinstance(value, torch.Tensor):
-        shared = value.is_shared() if value.device.type != "meta" else False
+        # ``Tensor.is_shared`` has no annotations in torch.
+        shared = value.is_shared() if value.device.type != "meta" else False  # type: ignore[no-untyped-call]
         return (
             f"{type(value).__name__}(shape={value.shape}, device={value.device}, "
             f"dtype={value.dtype}, is_shared={shared})"
@@ -28,7 +32,7 @@ def leaf_repr(value: Any) -> str:
     return repr(value)
 
 
-def td_repr(td: Any) -> str:
+def td_repr(td: TensorDictBase) -> str:
     """The multi-line repr of a tensordict: sorted fields, then batch_size, device, is_shared.
 
     >>> import torch
@@ -43,7 +47,8 @@ def td_repr(td: Any) -> str:
     """
     fields = []
     for key in sorted(td.keys()):
-        value = td._get_str(key, None)
+        # Without ``include_nested`` the view yields the top-level keys, all strings.
+        value = td._get_str(cast(str, key), None)
         fields.append(
             f"{key}: {leaf_repr(value) if not hasattr(value, '_tensordict') else repr(value)}"
         )
@@ -53,6 +58,7 @@ def td_repr(td: Any) -> str:
         f"fields={{\n{body}}}",
         f"batch_size={td.batch_size}",
         f"device={td.device}",
-        f"is_shared={td.is_shared()}",
+        # TensorDictBase does not declare is_shared() yet; TensorDict has it (DeviceOps).
+        f"is_shared={td.is_shared()}",  # type: ignore[attr-defined]
     ]
     return f"{type(td).__name__}(\n" + textwrap.indent(",\n".join(lines), " " * 4) + ")"

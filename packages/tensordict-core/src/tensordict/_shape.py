@@ -11,7 +11,7 @@ _Size = torch.Size
 _EMPTY = torch.Size([])
 
 
-def parse_batch_size(batch_size: Any) -> torch.Size:
+def parse_batch_size(batch_size: Sequence[int] | torch.Size | int | None) -> torch.Size:
     """Normalise a user batch size (``None``, an int, a sequence) to ``torch.Size``.
 
     >>> parse_batch_size(None), parse_batch_size(3), parse_batch_size([2, 3])
@@ -36,7 +36,7 @@ def parse_batch_size(batch_size: Any) -> torch.Size:
     return out
 
 
-def parse_device(device: Any) -> torch.device | None:
+def parse_device(device: torch.device | str | int | None) -> torch.device | None:
     """Normalise a device spec; ``"cuda"`` becomes the current CUDA device.
 
     >>> parse_device(None), parse_device("cpu")
@@ -44,14 +44,18 @@ def parse_device(device: Any) -> torch.device | None:
     """
     if device is None:
         return None
-    if not isinstance(device, torch.device):
-        if isinstance(device, int):
-            device = torch.device("cuda", device)
-        else:
-            device = torch.device(device)
-    if device.type == "cuda" and device.index is None and torch.cuda.is_available():
-        device = torch.device("cuda", torch.cuda.current_device())
-    return device
+    if isinstance(device, torch.device):
+        out = device
+    elif isinstance(device, int):
+        out = torch.device("cuda", device)
+    else:
+        out = torch.device(device)
+    if out.type == "cuda":
+        # torch's stubs declare ``device.index`` as ``int``; it is ``None`` when not given.
+        index: int | None = out.index
+        if index is None and torch.cuda.is_available():
+            out = torch.device("cuda", torch.cuda.current_device())
+    return out
 
 
 def normalize_dim(dim: int, ndim: int, what: str = "dim", extra: int = 0) -> int:
@@ -94,7 +98,7 @@ def infer_shape(shape: Sequence[int], numel: int) -> torch.Size:
     return out
 
 
-def unpack_shape(args: tuple) -> tuple:
+def unpack_shape(args: tuple[Any, ...]) -> tuple[int, ...]:
     """Accept both ``f(2, 3)`` and ``f((2, 3))`` / ``f(torch.Size([2, 3]))``.
 
     >>> unpack_shape((2, 3)), unpack_shape(([2, 3],))

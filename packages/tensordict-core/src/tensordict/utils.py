@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Literal, overload
 
 import torch
 
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
 from tensordict._nontensor import is_non_tensor
-from tensordict.base import is_tensor_collection
+from tensordict.base import TensorDictBase, is_tensor_collection
 
 __all__ = [
     "NestedKey",
@@ -24,6 +25,12 @@ __all__ = [
 ]
 
 
+@overload
+def expand_as_right(tensor: torch.Tensor, dest: torch.Tensor | TensorDictBase) -> torch.Tensor: ...
+@overload
+def expand_as_right(
+    tensor: TensorDictBase, dest: torch.Tensor | TensorDictBase
+) -> TensorDictBase: ...
 def expand_as_right(tensor: Any, dest: Any) -> Any:
     """Expand ``tensor`` to ``dest``'s shape by adding trailing singleton dimensions.
 
@@ -46,19 +53,21 @@ def expand_as_right(tensor: Any, dest: Any) -> Any:
     return tensor.expand(dest.shape)
 
 
-def expand_right(tensor: torch.Tensor, shape: Any) -> torch.Tensor:
+def expand_right(tensor: torch.Tensor, shape: Sequence[int]) -> torch.Tensor:
     """Expand ``tensor`` to ``shape`` by adding trailing singleton dimensions.
 
     >>> import torch
     >>> expand_right(torch.tensor([1, 2]), (2, 2)).tolist()
     [[1, 1], [2, 2]]
     """
-    shape = torch.Size(shape)
-    tensor = tensor.reshape(tensor.shape + (1,) * (len(shape) - tensor.ndim))
-    return tensor.expand(shape)
+    size = torch.Size(shape)
+    tensor = tensor.reshape(tensor.shape + (1,) * (len(size) - tensor.ndim))
+    return tensor.expand(size)
 
 
-def isin(input: Any, reference: Any, key: NestedKey, dim: int = 0) -> torch.Tensor:
+def isin(
+    input: TensorDictBase, reference: TensorDictBase, key: NestedKey, dim: int = 0
+) -> torch.Tensor:
     """Which elements of ``input`` (along ``dim``) have their ``key`` entry in ``reference``.
 
     >>> import torch
@@ -68,15 +77,28 @@ def isin(input: Any, reference: Any, key: NestedKey, dim: int = 0) -> torch.Tens
     >>> isin(a, b, "k").tolist()
     [True, False, True]
     """
-    x, ref = input.get(key), reference.get(key)
+    x: torch.Tensor = input.get(key)
+    ref: torch.Tensor = reference.get(key)
     x = x.movedim(dim, 0).reshape(x.shape[dim], -1)
     ref = ref.movedim(dim, 0).reshape(ref.shape[dim], -1)
     return (x.unsqueeze(1) == ref.unsqueeze(0)).all(-1).any(-1)
 
 
+@overload
 def remove_duplicates(
-    input: Any, key: NestedKey, dim: int = 0, *, return_indices: bool = False
-) -> Any:
+    input: TensorDictBase, key: NestedKey, dim: int = 0, *, return_indices: Literal[False] = False
+) -> TensorDictBase: ...
+@overload
+def remove_duplicates(
+    input: TensorDictBase, key: NestedKey, dim: int = 0, *, return_indices: Literal[True]
+) -> tuple[TensorDictBase, torch.Tensor]: ...
+@overload
+def remove_duplicates(
+    input: TensorDictBase, key: NestedKey, dim: int = 0, *, return_indices: bool
+) -> TensorDictBase | tuple[TensorDictBase, torch.Tensor]: ...
+def remove_duplicates(
+    input: TensorDictBase, key: NestedKey, dim: int = 0, *, return_indices: bool = False
+) -> TensorDictBase | tuple[TensorDictBase, torch.Tensor]:
     """Keep the first element of each group sharing the same ``key`` value along ``dim``.
 
     >>> import torch
@@ -98,7 +120,7 @@ def remove_duplicates(
     return (out, keep) if return_indices else out
 
 
-def is_batchedtensor(tensor: Any) -> bool:
+def is_batchedtensor(tensor: object) -> bool:
     """Whether ``tensor`` is a functorch batched tensor (inside ``torch.vmap``).
 
     >>> import torch

@@ -1,0 +1,320 @@
+"""User-side type check: the public ``tensordict`` API used the way user code uses it.
+
+``mypy`` checks this file strictly (it is in ``[tool.mypy] files`` in pyproject.toml, so
+``nox -s lint`` runs it). It is also a plain script: ``python tools/typing/api_usage.py``
+runs every function below, so every line is real, working code.
+
+Conventions:
+
+* ``assert_type(expr, T)`` pins the type a return annotation gives to user code. These
+  are the promises of the public API; a change to an annotation that breaks one is a
+  change users see.
+* ``x: T = expr`` is used where the library returns ``Any`` today: the line checks
+  whether user code annotated with the natural type is accepted, not what the library
+  promises.
+* ``# type: ignore[...]  # GAP: <file>: <fix>`` marks a place where an imprecise library
+  annotation makes natural user code fail strict checking. The assertion states the
+  wanted type. mypy runs with ``warn_unused_ignores`` (part of ``strict``), so once the
+  library annotation is fixed the ignore becomes unused, mypy reports it, and the comment
+  must be deleted: the gap list cannot go stale.
+* ``# type: ignore[...]  # TORCH: ...`` marks a limit of torch's own stubs that no
+  tensordict annotation can lift.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+import torch
+
+import tensordict
+from tensordict import NestedKey, NonTensorData, TensorDict, TensorDictBase
+from tensordict.utils import (
+    expand_as_right,
+    expand_right,
+    is_non_tensor,
+    is_tensor_collection,
+    isin,
+    remove_duplicates,
+    unravel_key,
+    unravel_key_list,
+)
+
+if sys.version_info >= (3, 11):
+    from typing import assert_type
+else:  # pragma: no cover - python 3.10
+    from typing_extensions import assert_type
+
+FlatKey = str | tuple[str, ...]
+
+
+def make(n_envs: int = 4) -> TensorDict:
+    """A tensordict like the ones user code builds: nested, named, on a device."""
+    return TensorDict(
+        {
+            "obs": torch.zeros(n_envs, 3),
+            "action": torch.arange(n_envs),
+            "next": {"reward": torch.ones(n_envs, 1), "done": torch.zeros(n_envs, 1).bool()},
+            "env_name": "CartPole",
+        },
+        batch_size=[n_envs],
+        device="cpu",
+        names=["env"],
+    )
+
+
+def construction() -> None:
+    td = make()
+    assert_type(td, TensorDict)
+    assert_type(TensorDict(), TensorDict)
+    assert_type(TensorDict({"a": torch.zeros(2, 3)}, [2, 3]), TensorDict)
+    assert_type(TensorDict(a=torch.zeros(2), batch_size=2, lock=True), TensorDict)
+    assert_type(TensorDict(batch_size=torch.Size([2]), device=torch.device("cpu")), TensorDict)
+    assert_type(TensorDict({"a": torch.zeros(2)}, (2,), names=[None]), TensorDict)
+
+    assert_type(td.batch_size, torch.Size)
+    assert_type(td.shape, torch.Size)
+    assert_type(td.device, torch.device | None)
+    assert_type(td.batch_dims, int)
+    assert_type(td.ndim, int)
+    assert_type(td.dim(), int)
+    assert_type(td.numel(), int)
+    assert_type(len(td), int)
+    assert_type(td.is_empty(), bool)
+    assert_type(td.is_locked, bool)
+    assert_type(td.is_shared(), bool)
+    assert_type(td.names, list[str | None])  # type: ignore[assert-type]  # GAP: _td.py: names -> list[str | None]
+    assert_type(td.size(), torch.Size)  # type: ignore[assert-type]  # GAP: base.py: size() overloads
+    assert_type(td.size(0), int)  # type: ignore[assert-type]  # GAP: base.py: size(dim) overloads
+    assert_type(TensorDict.fromkeys(["a", ("b", "c")], 0), TensorDict)  # type: ignore[assert-type]  # GAP: base.py: fromkeys -> Self
+
+    td.batch_size = torch.Size([4])
+    td.names = ["batch"]
+    assert_type(td.refine_names("batch"), TensorDict)
+    assert_type(td.rename(batch="env"), TensorDict)
+    assert_type(td.rename_("env"), TensorDict)
+
+
+def get_and_set() -> None:
+    td = make()
+    obs: torch.Tensor = td["obs"]
+    reward: torch.Tensor = td["next", "reward"]
+    done: torch.Tensor = td.get(("next", "done"))
+    missing: torch.Tensor | None = td.get("missing", None)
+    assert missing is None
+    name: str = td["env_name"]
+    assert name == "CartPole" and obs.shape == (4, 3) and reward.shape == done.shape
+
+    key: NestedKey = ("next", ("reward",))
+    assert_type(unravel_key(key), FlatKey)
+    assert_type(unravel_key_list(["a", ("b", ("c",))]), list[FlatKey])
+
+    td["action"] = torch.zeros(4, dtype=torch.long)
+    td["next", "truncated"] = torch.zeros(4, 1, dtype=torch.bool)
+    td[("next", "info"), "step"] = torch.arange(4)
+    assert_type(td.set("value", torch.zeros(4)), TensorDict)  # type: ignore[assert-type]  # GAP: base.py: set -> Self
+    assert_type(td.set_("value", torch.ones(4)), TensorDict)  # type: ignore[assert-type]  # GAP: base.py: set_ -> Self
+    assert_type(td.rename_key_("value", ("next", "value")), TensorDict)
+    assert_type(td.del_(("next", "value")), TensorDict)
+    count: torch.Tensor = td.setdefault("count", torch.zeros(4))
+    assert count.shape == (4,)
+    popped: torch.Tensor = td.pop("count")
+    default_pop: torch.Tensor | None = td.pop("count", None)
+    assert popped.shape == (4,) and default_pop is None
+    del td["next", "truncated"]
+
+    assert_type("obs" in td, bool)
+    assert_type(("next", "reward") in td, bool)
+    label = NonTensorData("cat", batch_size=[4])
+    assert_type(label.batch_size, torch.Size)
+    assert_type(is_non_tensor(label), bool)
+    assert_type(is_tensor_collection(td), bool)
+
+
+def indexing() -> None:
+    td = make()
+    first: TensorDict = td[0]
+    tail: TensorDict = td[1:]
+    masked: TensorDict = td[torch.tensor([True, False, True, False])]
+    picked: TensorDict = td[[0, 2]]
+    ellipsis: TensorDict = td[..., 0]
+    assert first.batch_size == () and tail.batch_size == (3,)
+    assert masked.batch_size == picked.batch_size == (2,) and ellipsis.batch_size == ()
+    assert_type(td[0], TensorDict)  # type: ignore[assert-type]  # GAP: _td.py: __getitem__ overloads
+    td[0] = first
+    td[1:3] = td[0:2].clone()
+    td[0] = {"obs": torch.ones(3)}
+
+
+def shape_ops() -> None:
+    td = TensorDict({"a": torch.zeros(2, 3, 5)}, [2, 3])
+    assert_type(td.reshape(-1), TensorDict)  # type: ignore[assert-type]  # GAP: _shape_ops.py: shape ops -> Self
+    flat: TensorDict = td.reshape(-1)
+    viewed: TensorDict = td.view(6)
+    unsq: TensorDict = td.unsqueeze(0)
+    sq: TensorDict = unsq.squeeze(0)
+    perm: TensorDict = td.permute(1, 0)
+    tr: TensorDict = td.transpose(0, 1)
+    fl: TensorDict = td.flatten(0, 1)
+    unfl: TensorDict = fl.unflatten(0, (2, 3))
+    ex: TensorDict = td.expand(4, 2, 3)
+    assert flat.batch_size == viewed.batch_size == fl.batch_size == (6,)
+    assert unsq.batch_size == (1, 2, 3) and sq.batch_size == unfl.batch_size == (2, 3)
+    assert perm.batch_size == tr.batch_size == (3, 2) and ex.batch_size == (4, 2, 3)
+
+    assert_type(td.unbind(0), tuple[TensorDict, ...])  # type: ignore[assert-type]  # GAP: _shape_ops.py: unbind/split/chunk -> tuple[Self, ...]
+    parts: tuple[TensorDict, ...] = td.unbind(0)
+    chunks: tuple[TensorDict, ...] = td.split(1, dim=1)
+    halves: tuple[TensorDict, ...] = td.chunk(2)
+    assert len(parts) == len(halves) == 2 and len(chunks) == 3
+    assert_type(iter(td), Iterator[TensorDict])  # type: ignore[assert-type]  # GAP: base.py: __iter__ -> Iterator[Self]
+
+
+def apply() -> None:
+    td = make()
+    assert_type(td.apply(lambda x: x * 2), TensorDict)  # type: ignore[assert-type]  # GAP: _tree.py: apply -> TensorDict (None only for nested filter_empty)
+    assert_type(td.apply_(lambda x: x.zero_()), TensorDict)
+    # named_apply returns None for an all-filtered nested ``prefix``: Optional is honest.
+    named = td.named_apply(lambda k, v: v, nested_keys=True)
+    assert_type(named, TensorDict | None)
+    pair = td.select("obs")
+    summed = pair.apply(lambda x, y: x + y, pair)
+    assert summed is not None
+
+
+def stack_and_cat() -> None:
+    tds = [make(), make()]
+    assert_type(tensordict.stack(tds, 0), TensorDict)  # type: ignore[assert-type]  # GAP: base.py: implements_for_td erases signatures; _functional.py: -> TensorDict
+    assert_type(tensordict.cat(tds, 0), TensorDict)  # type: ignore[assert-type]  # GAP: base.py: implements_for_td erases signatures; _functional.py: -> TensorDict
+    out = make(8)
+    assert_type(tensordict.cat(tds, 0, out=out), TensorDict)  # type: ignore[assert-type]  # GAP: _functional.py: out: T -> T
+    stacked: TensorDict = tensordict.stack(tds, 1)
+    joined: TensorDict = tensordict.cat(tds, 0)
+    assert stacked.batch_size == (4, 2) and joined.batch_size == (8,)
+    # torch.stack/torch.cat dispatch to tensordict at runtime (__torch_function__), but
+    # torch's stubs only accept tensors and return a Tensor. Typed code uses
+    # tensordict.stack/tensordict.cat.
+    via_torch: object = torch.stack(tds, 0)  # type: ignore[arg-type]  # TORCH: stubs take only tensors
+    assert isinstance(via_torch, TensorDictBase)
+
+
+def keys_items_values() -> None:
+    td = make()
+    for key in td.keys(include_nested=True, leaves_only=True, sort=True):
+        assert_type(key, FlatKey)
+        dotted = key if isinstance(key, str) else ".".join(key)
+        assert dotted
+    for key in td.keys():
+        assert_type(key, FlatKey)
+    assert_type(len(td.keys()), int)
+    assert_type("obs" in td.keys(), bool)
+    assert_type(td.keys() == {"obs"}, bool)
+    for item_key, value in td.items(include_nested=True, leaves_only=True):
+        assert_type(item_key, FlatKey)  # type: ignore[assert-type]  # GAP: base.py: items() keys are str | tuple[str, ...]
+        assert value is not None
+    leaves: list[torch.Tensor] = list(td.values(include_nested=True, leaves_only=True))[:-1]
+    assert all(isinstance(leaf, torch.Tensor) for leaf in leaves)
+    last_key, last_value = td.popitem()
+    assert_type(last_key, FlatKey)  # type: ignore[assert-type]  # GAP: base.py: popitem keys are str | tuple[str, ...]
+    assert last_value == "CartPole"
+
+
+def update_select_exclude() -> None:
+    td = make()
+    assert_type(td.update({"extra": torch.zeros(4)}), TensorDict)
+    assert_type(td.update(make(), keys_to_update=["obs"]), TensorDict)
+    assert_type(td.update_({"extra": torch.ones(4)}), TensorDict)
+    assert_type(td.select("obs", ("next", "reward")), TensorDict)
+    assert_type(td.select("obs", strict=False), TensorDict)
+    assert_type(td.exclude("extra", ("next", "done")), TensorDict)
+    assert_type(td.flatten_keys("."), TensorDict)
+    assert_type(td.flatten_keys(".").unflatten_keys("."), TensorDict)
+    assert_type(td.empty(recurse=True), TensorDict)
+    assert_type(td.clear(), TensorDict)
+
+
+def locking() -> None:
+    td = make()
+    assert_type(td.lock_(), TensorDict)
+    assert_type(td.is_locked, bool)
+    with td.unlock_():
+        td["added"] = torch.zeros(4)
+    with td.unlock_() as unlocked:
+        assert_type(unlocked, TensorDict)  # type: ignore[assert-type]  # GAP: base.py: __enter__ -> Self
+        unlocked["added_too"] = torch.zeros(4)  # type: ignore[index]  # GAP: base.py: declare __setitem__
+    assert td.is_locked
+    assert_type(td.unlock_(), TensorDict)
+    with td.lock_():
+        assert td.is_locked
+    assert not td.is_locked
+
+
+def devices_and_copies() -> None:
+    td = make()
+    assert_type(td.to("cpu"), TensorDict)
+    assert_type(td.to(torch.device("cpu")), TensorDict)
+    assert_type(td.to(torch.float64), TensorDict)
+    assert_type(td.to("cpu", non_blocking=True), TensorDict)
+    assert_type(td.cpu(), TensorDict)
+    assert_type(td.clone(), TensorDict)
+    assert_type(td.clone(recurse=False), TensorDict)
+    assert_type(td.copy(), TensorDict)
+    assert_type(td.clear_device_(), TensorDict)
+    assert_type(td.auto_device_(), TensorDict)
+
+
+def arithmetic() -> None:
+    td = make().select("obs", ("next", "reward"))
+    other = td.clone()
+    assert_type(td + 1, TensorDict)  # type: ignore[operator,assert-type]  # GAP: base.py: operators installed by _ops.install are undeclared
+    assert_type(td * other, TensorDict)  # type: ignore[operator,assert-type]  # GAP: base.py: operators installed by _ops.install are undeclared
+    assert_type(2.0 * td, TensorDict)  # type: ignore[operator,assert-type]  # GAP: base.py: operators installed by _ops.install are undeclared
+    assert_type(td == other, TensorDict)  # type: ignore[assert-type]  # GAP: base.py: __eq__ -> Self (object.__eq__ says bool)
+    assert_type(td.abs(), TensorDict)  # type: ignore[attr-defined,assert-type]  # GAP: base.py: table methods of _ops.install are undeclared
+    assert_type(td.float(), TensorDict)  # type: ignore[attr-defined,assert-type]  # GAP: base.py: table methods of _ops.install are undeclared
+    assert_type(td.add_(1), TensorDict)  # type: ignore[attr-defined,assert-type]  # GAP: base.py: table methods of _ops.install are undeclared
+    assert_type((td == other).all(), bool)  # type: ignore[attr-defined,assert-type]  # GAP: base.py: __eq__/all undeclared
+
+
+def utilities() -> None:
+    td = TensorDict({"k": torch.tensor([1, 2, 1, 3])}, [4])
+    assert_type(expand_right(torch.tensor([1, 2]), (2, 3)), torch.Tensor)
+    assert_type(expand_as_right(torch.tensor([1, 2]), torch.zeros(2, 3)), torch.Tensor)
+    assert_type(isin(td, td[:2], "k"), torch.Tensor)
+    assert_type(remove_duplicates(td, "k"), TensorDictBase)
+    deduped, kept = remove_duplicates(td, "k", return_indices=True)
+    assert_type(deduped, TensorDictBase)
+    assert_type(kept, torch.Tensor)
+    assert deduped.batch_size == (3,)
+
+
+def sibling_forwarders() -> None:
+    td = make()
+    # Only looked up, not called: calling needs tensordict-memmap.
+    memmap = td.memmap  # type: ignore[attr-defined]  # GAP: base.py: forwarders installed by _forwarders.install are undeclared
+    assert callable(memmap)
+
+
+def main() -> None:
+    for check in (
+        construction,
+        get_and_set,
+        indexing,
+        shape_ops,
+        apply,
+        stack_and_cat,
+        keys_items_values,
+        update_select_exclude,
+        locking,
+        devices_and_copies,
+        arithmetic,
+        utilities,
+        sibling_forwarders,
+    ):
+        check()
+    print("api_usage: every call ran.")
+
+
+if __name__ == "__main__":
+    main()
