@@ -1,0 +1,302 @@
+"""Keys: nested key forms, keys/values/items views, select/exclude/rename_key_, flatten/unflatten."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tensordict import NonTensorData, TensorDict, unravel_key, unravel_key_list
+
+
+@pytest.fixture
+def td():
+    return TensorDict(
+        {
+            "z": torch.zeros(2),
+            "a": {"y": torch.ones(2), "b": {"c": torch.full((2, 3), 2.0)}},
+            "s": "text",
+        },
+        [2],
+    )
+
+
+# ---------------------------------------------------------------- unravel_key
+@pytest.mark.parametrize(
+    "key, expected",
+    [
+        ("a", "a"),
+        (("a",), "a"),
+        ((("a",),), "a"),
+        (("a", "b"), ("a", "b")),
+        (("a", ("b", ("c",))), ("a", "b", "c")),
+        ((("a",), "b", (("c",),)), ("a", "b", "c")),
+    ],
+)
+def test_unravel_key(key, expected):
+    assert unravel_key(key) == expected
+
+
+def test_unravel_key_list():
+    assert unravel_key_list(["a", ("b", ("c",)), ("d",)]) == ["a", ("b", "c"), "d"]
+
+
+@pytest.mark.parametrize("bad", [1, ("a", 1), None, ("a", None)])
+def test_unravel_key_rejects_non_strings(bad):
+    with pytest.raises(TypeError):
+        unravel_key(bad)
+
+
+# ---------------------------------------------------------------- nested key access
+def test_nested_tuple_key_unravels_on_read(td):
+    expected = torch.full((2, 3), 2.0)
+    assert torch.equal(td["a", "b", "c"], expected)
+    assert torch.equal(td["a", ("b", ("c",))], expected)
+    assert torch.equal(td[("a", ("b", "c"))], expected)
+    assert torch.equal(td.get(("a", ("b",), "c")), expected)
+
+
+def test_nested_tuple_key_unravels_on_write(td):
+    td["a", ("b", ("new",))] = torch.arange(2)
+    assert torch.equal(td["a", "b", "new"], torch.arange(2))
+    assert ("a", "b", "new") in td.keys(include_nested=True)
+
+
+def test_readme_nested_key_example():
+    data = TensorDict({"key 1": torch.ones(3, 4, 5)}, batch_size=[3, 4])
+    data["nested", "key"] = torch.zeros(3, 4)
+    data["nested", ("supernested", ("key",))] = torch.zeros(3, 4)
+    assert (data["nested", "supernested", "key"] == 0).all()
+    assert (("nested",), "supernested", (("key",),)) in data.keys(include_nested=True)
+
+
+def test_single_element_tuple_key_is_the_string(td):
+    assert td[("z",)] is td["z"]
+    assert ("z",) in td.keys()
+
+
+# ---------------------------------------------------------------- keys()
+def test_keys_default_is_top_level_in_insertion_order(td):
+    assert list(td.keys()) == ["z", "a", "s"]
+    assert len(td.keys()) == 3
+
+
+def test_keys_include_nested(td):
+    # the traversal order of nested keys is not part of the contract: compare as a set,
+    # and check there are no duplicates
+    keys = list(td.keys(include_nested=True))
+    assert set(keys) == {"z", "a", ("a", "y"), ("a", "b"), ("a", "b", "c"), "s"}
+    assert len(keys) == 6 == len(td.keys(include_nested=True))
+
+
+def test_keys_leaves_only(td):
+    assert list(td.keys(leaves_only=True)) == ["z", "s"]
+    keys = list(td.keys(include_nested=True, leaves_only=True))
+    assert set(keys) == {"z", ("a", "y"), ("a", "b", "c"), "s"}
+    assert len(keys) == 4
+
+
+def test_keys_sort(td):
+    assert list(td.keys(include_nested=True, leaves_only=True, sort=True)) == [
+        ("a", "b", "c"),
+        ("a", "y"),
+        "s",
+        "z",
+    ]
+    assert list(td.keys(sort=True)) == ["a", "s", "z"]
+
+
+def test_keys_is_leaf_treats_tensordicts_as_leaves(td):
+    keys = list(td.keys(include_nested=True, leaves_only=True, is_leaf=lambda cls: True))
+    assert keys == ["z", "a", "s"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="BUG: keys(include_nested=True, is_leaf=...) descends into NonTensorData when "
+    "is_leaf says it is not a leaf -> AttributeError '_tensordict'",
+)
+def test_keys_is_leaf_custom(td):
+    # only tensors are leaves: non-tensor data has nothing to descend into and is not a
+    # leaf, so leaves_only drops it
+    keys = list(
+        td.keys(
+            include_nested=True,
+            leaves_only=True,
+            is_leaf=lambda cls: issubclass(cls, torch.Tensor),
+        )
+    )
+    assert sorted(map(str, keys)) == sorted(map(str, ["z", ("a", "y"), ("a", "b", "c")]))
+
+
+def test_keys_view_is_live(td):
+    view = td.keys()
+    td["new"] = torch.zeros(2)
+    assert "new" in view
+    assert list(view)[-1] == "new"
+
+
+def test_contains_checks(td):
+    assert "z" in td.keys()
+    assert ("a", "b") not in td.keys()
+    assert ("a", "b") in td.keys(include_nested=True)
+    assert ("a", "b", "c") in td.keys(include_nested=True)
+    assert ("a", "missing") not in td.keys(include_nested=True)
+    assert ("z", "under-a-tensor") not in td.keys(include_nested=True)
+    assert ("a", "b") not in td.keys(include_nested=True, leaves_only=True)
+    assert ("a", "b", "c") in td.keys(include_nested=True, leaves_only=True)
+    # `in` on the tensordict itself looks at nested keys too
+    assert ("a", "y") in td
+    assert "missing" not in td
+
+
+def test_keys_equal_to_a_set(td):
+    assert td.keys() == {"z", "a", "s"}
+
+
+# ---------------------------------------------------------------- values() / items()
+def test_values_order_matches_keys(td):
+    keys = list(td.keys(include_nested=True, leaves_only=True))
+    vals = list(td.values(include_nested=True, leaves_only=True))
+    assert len(vals) == len(keys)
+    for key, value in zip(keys, vals):
+        stored = td.get(key)
+        if isinstance(stored, torch.Tensor):
+            assert value is stored
+        else:  # non-tensor: values() yields the wrapper, get() the data
+            assert value.data == stored
+
+
+def test_items_nested(td):
+    items = dict(td.items(include_nested=True))
+    assert items["z"] is td["z"]
+    assert isinstance(items["a"], TensorDict)
+    assert items[("a", "b", "c")] is td["a", "b", "c"]
+    # non-tensor values come back wrapped, with the tensordict's batch size
+    assert isinstance(items["s"], NonTensorData)
+    assert items["s"].data == "text"
+    assert items["s"].batch_size == td.batch_size
+
+
+def test_items_sorted(td):
+    keys = [k for k, _ in td.items(include_nested=True, leaves_only=True, sort=True)]
+    assert keys == [("a", "b", "c"), ("a", "y"), "s", "z"]
+
+
+# ---------------------------------------------------------------- select / exclude
+def test_select(td):
+    out = td.select("z", ("a", "b", "c"))
+    assert set(out.keys(True, True)) == {"z", ("a", "b", "c")}
+    assert out["z"] is td["z"]
+    assert out["a", "b", "c"] is td["a", "b", "c"]
+    assert out.batch_size == td.batch_size
+    # original untouched
+    assert set(td.keys(True, True)) == {"z", ("a", "y"), ("a", "b", "c"), "s"}
+
+
+def test_select_missing_strict_raises(td):
+    with pytest.raises(KeyError, match="missing"):
+        td.select("missing")
+
+
+def test_select_missing_not_strict(td):
+    out = td.select("z", "missing", strict=False)
+    assert list(out.keys()) == ["z"]
+
+
+def test_select_inplace(td):
+    z = td["z"]
+    out = td.select("z", inplace=True)
+    assert out is td
+    assert list(td.keys()) == ["z"]
+    assert td["z"] is z
+
+
+def test_exclude(td):
+    out = td.exclude("z", ("a", "b", "c"), "missing")
+    assert set(out.keys(True, True)) == {("a", "y"), "s"}
+    assert ("a", "b") in out.keys(True)  # now-empty nested tensordict stays
+    assert out["a", "y"] is td["a", "y"]
+    assert set(td.keys(True, True)) == {"z", ("a", "y"), ("a", "b", "c"), "s"}
+
+
+def test_exclude_inplace(td):
+    out = td.exclude("z", inplace=True)
+    assert out is td
+    assert "z" not in td.keys()
+
+
+# ---------------------------------------------------------------- rename_key_
+def test_rename_key_(td):
+    c = td["a", "b", "c"]
+    out = td.rename_key_(("a", "b", "c"), "top")
+    assert out is td
+    assert td["top"] is c
+    assert ("a", "b", "c") not in td.keys(True)
+
+
+def test_rename_key_into_new_nested(td):
+    z = td["z"]
+    td.rename_key_("z", ("new", "deep"))
+    assert td["new", "deep"] is z
+    assert "z" not in td.keys()
+
+
+def test_rename_key_safe_refuses_overwrite(td):
+    with pytest.raises(KeyError, match="already exists"):
+        td.rename_key_("z", ("a", "y"), safe=True)
+    assert torch.equal(td["z"], torch.zeros(2))
+    assert torch.equal(td["a", "y"], torch.ones(2))
+
+
+def test_rename_key_missing_raises(td):
+    with pytest.raises(KeyError, match="missing"):
+        td.rename_key_("missing", "x")
+
+
+# ---------------------------------------------------------------- flatten / unflatten keys
+def test_flatten_keys(td):
+    flat = td.flatten_keys()
+    assert set(flat.keys()) == {"z", "a.y", "a.b.c", "s"}
+    assert len(flat.keys()) == 4
+    assert flat["a.b.c"] is td["a", "b", "c"]
+    assert flat["s"] == "text"
+    assert flat.batch_size == td.batch_size
+
+
+def test_flatten_keys_separator(td):
+    assert set(td.flatten_keys("/").keys()) == {"z", "a/y", "a/b/c", "s"}
+
+
+def test_flatten_keys_inplace(td):
+    c = td["a", "b", "c"]
+    out = td.flatten_keys(inplace=True)
+    assert out is td
+    assert td["a.b.c"] is c
+    assert "a" not in td.keys()
+
+
+def test_unflatten_keys():
+    flat = TensorDict({"a.b": torch.zeros(2), "a.c.d": torch.ones(2), "e": torch.arange(2)}, [2])
+    td = flat.unflatten_keys()
+    assert set(td.keys(True, True)) == {("a", "b"), ("a", "c", "d"), "e"}
+    assert td["a", "c", "d"] is flat["a.c.d"]
+    assert td["a"].batch_size == torch.Size([2])
+
+
+def test_unflatten_keys_separator_and_inplace():
+    td = TensorDict({"a/b": torch.zeros(2), "c": torch.ones(2)}, [2])
+    out = td.unflatten_keys("/", inplace=True)
+    assert out is td
+    assert set(td.keys(True, True)) == {("a", "b"), "c"}
+
+
+def test_flatten_unflatten_round_trip(td, assert_td_equal):
+    assert_td_equal(td.flatten_keys().unflatten_keys(), td)
+    assert_td_equal(td.flatten_keys("|").unflatten_keys("|"), td)
+
+
+def test_reference_state_dict_example():
+    layer = torch.nn.Linear(3, 4)
+    td = TensorDict({"0." + k: v for k, v in layer.state_dict().items()}, []).unflatten_keys(".")
+    assert set(td.keys(True, True)) == {("0", "weight"), ("0", "bias")}
+    assert torch.equal(td["0", "weight"], layer.weight.detach())
