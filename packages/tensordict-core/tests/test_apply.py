@@ -74,12 +74,6 @@ def test_apply_default_fills_missing_leaf():
     assert torch.equal(out["n", "c"], torch.full((2,), 11.0))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="BUG: apply(..., default=) with a nested tensordict missing from `others` passes "
-    "the default scalar into the nested recursion -> AttributeError 'int' has no '_get_str'",
-)
 def test_apply_default_fills_missing_nested_tensordict():
     td = TensorDict({"a": torch.ones(2), "n": {"b": torch.ones(2)}}, [2])
     other = TensorDict({"a": torch.ones(2)}, [2])

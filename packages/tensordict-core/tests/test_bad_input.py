@@ -413,24 +413,13 @@ def test_binary_op_key_mismatch(td, unchanged):
         td + other
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: apply_ writes each result as soon as it is computed, so a bad result for a "
-    "later leaf leaves earlier leaves already modified (ARCHITECTURE: bad input leaves the "
-    "tensordict unchanged)",
-)
 def test_apply__bad_result_for_later_leaf_leaves_td_unchanged(td, assert_td_equal):
     before = td.clone()
     with pytest.raises(RuntimeError, match="'b'"):
         td.apply_(lambda x: torch.zeros(7) if x.ndim == 3 else x + 1)
-    assert_td_equal(td, before)  # checked in the body: the xfail covers it
+    assert_td_equal(td, before)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: a binary op between tensordicts whose matching leaves do not broadcast "
-    "raises torch's bare message, which names neither the key nor the tensordict shapes",
-)
 def test_binary_op_leaf_shape_mismatch_names_key(td):
     other = td.clone()
     other["n", "b"] = torch.zeros(2, 3, 5, dtype=torch.int64)
@@ -438,11 +427,6 @@ def test_binary_op_leaf_shape_mismatch_names_key(td):
         td + other
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: stack() does not compare the batch sizes of nested tensordicts; it silently "
-    "uses the first one's (here [2, 3] while the second nested tensordict has [2])",
-)
 def test_stack_nested_batch_size_mismatch_raises():
     t1 = TensorDict({"n": TensorDict({"x": torch.zeros(2, 3)}, [2, 3])}, [2])
     t2 = TensorDict({"n": TensorDict({"x": torch.zeros(2, 3)}, [2])}, [2])

@@ -53,14 +53,6 @@ def expand_ellipsis(index, nb=len(BATCH)):
     return tuple(out)
 
 
-ELLIPSIS_BUG = pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason="BUG: normalize_index checks ints/bool masks that follow '...' against the "
-    "dimensions right after the ellipsis start (dim 0), not the trailing batch dims: "
-    "td[..., 3] on batch [2, 3, 4] raises 'out of bounds for batch dimension 0'",
-)
-
 INDICES = [
     0,
     -1,
@@ -95,10 +87,10 @@ INDICES = [
     (torch.tensor([[0, 1], [1, 0]]),),
     torch.tensor([True, False]),
     (slice(None), torch.tensor([True, False, True])),
-    pytest.param((Ellipsis, torch.tensor([False, True, True, False])), marks=ELLIPSIS_BUG),
-    pytest.param((Ellipsis, 3), marks=ELLIPSIS_BUG),
-    pytest.param((Ellipsis, -4), marks=ELLIPSIS_BUG),
-    pytest.param((0, Ellipsis, 3), marks=ELLIPSIS_BUG),
+    pytest.param((Ellipsis, torch.tensor([False, True, True, False]))),
+    pytest.param((Ellipsis, 3)),
+    pytest.param((Ellipsis, -4)),
+    pytest.param((0, Ellipsis, 3)),
     (Ellipsis, 1),
     (Ellipsis, torch.tensor([3, 0])),
     torch.tensor([[True, False, True], [False, False, True]]),

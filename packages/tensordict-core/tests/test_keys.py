@@ -110,11 +110,6 @@ def test_keys_is_leaf_treats_tensordicts_as_leaves(td):
     assert keys == ["z", "a", "s"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: keys(include_nested=True, is_leaf=...) descends into NonTensorData when "
-    "is_leaf says it is not a leaf -> AttributeError '_tensordict'",
-)
 def test_keys_is_leaf_custom(td):
     # only tensors are leaves: non-tensor data has nothing to descend into and is not a
     # leaf, so leaves_only drops it

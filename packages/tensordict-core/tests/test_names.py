@@ -206,11 +206,6 @@ def test_names_through_stack_and_cat():
     assert torch.cat([td, td.clone()], 2).names == ["x", "y", "z"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the batch_size setter drops every name when the number of batch dims "
-    "changes; the reference keeps the leading names (truncating, or padding with None)",
-)
 def test_batch_size_setter_keeps_leading_names():
     td = make_td()
     td.batch_size = [2, 3]

@@ -113,12 +113,6 @@ def test_setitem_nested_with_extra_batch_dims():
     assert (td["deep", "h"][[0, 2]] == 0).all()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason="BUG: an int after '...' is bounds-checked against batch dim 0 "
-    "(td[..., 3] = x on batch [2, 4] raises IndexError)",
-)
 def test_setitem_after_ellipsis_checks_the_right_dim():
     td = TensorDict({"a": torch.zeros(2, 4)}, [2, 4])
     td[..., 3] = TensorDict({"a": torch.ones(2)}, [2])

@@ -76,15 +76,6 @@ def test_reshape(shape):
     check_leafwise(out, td, lambda x: x.reshape(*expected_bs, *feat(x)), expected_bs)
 
 
-EMPTY_SHAPE_BUG = pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="BUG: reshape/view/expand to an empty batch shape call leaf.reshape() with no "
-    "arguments when a leaf has no feature dims -> TypeError 'missing ... shape'",
-)
-
-
-@EMPTY_SHAPE_BUG
 @pytest.mark.parametrize("method", ["reshape", "view"])
 def test_reshape_view_to_empty_batch(method):
     td = TensorDict({"a": torch.tensor([5.0]), "f": torch.arange(3.0).reshape(1, 3)}, [1])
@@ -94,7 +85,6 @@ def test_reshape_view_to_empty_batch(method):
     assert torch.equal(out["f"], torch.arange(3.0))
 
 
-@EMPTY_SHAPE_BUG
 def test_reshape_empty_batch_to_itself():
     td = TensorDict({"a": torch.tensor(5.0)}, [])
     out = td.reshape(())
@@ -102,7 +92,6 @@ def test_reshape_empty_batch_to_itself():
     assert torch.equal(out["a"], torch.tensor(5.0))
 
 
-@EMPTY_SHAPE_BUG
 def test_expand_empty_batch_to_itself():
     td = TensorDict({"a": torch.tensor(5.0)}, [])
     assert torch.equal(td.expand(())["a"], torch.tensor(5.0))
@@ -151,12 +140,6 @@ def test_squeeze_non_unit_dim_is_noop():
     assert torch.equal(out["a"], td["a"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="BUG: squeeze() passes a tuple of dims to nested tensordicts' squeeze(dim: int) "
-    "-> TypeError '<=' not supported between 'int' and 'tuple'",
-)
 @pytest.mark.parametrize("dim", [None, 0])
 def test_squeeze_with_nested_tensordict(dim):
     td = make_td().unsqueeze(0)

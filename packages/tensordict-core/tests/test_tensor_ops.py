@@ -247,13 +247,6 @@ def test_requires_grad_backward_flows_to_leaves():
         assert torch.equal(value.grad, torch.full_like(value, 2.0))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeError,
-    reason="BUG: requires_grad_() calls requires_grad_ on integer leaves too (its docstring "
-    "says floating-point leaves only) -> 'only Tensors of floating point dtype can require "
-    "gradients'",
-)
 def test_requires_grad_skips_integer_leaves():
     td = TensorDict({"f": torch.zeros(2), "i": torch.zeros(2, dtype=torch.int64)}, [2])
     td.requires_grad_()
@@ -443,13 +436,6 @@ def test_bool_of_tensordict_is_refused():
         bool(make_td())
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=RuntimeError,
-    reason="BUG (reference semantics): TensorDictBase.__bool__ raises ValueError in the "
-    "reference ('Converting a tensordict to boolean value is not permitted'); core raises "
-    "RuntimeError, so `except ValueError` code written for the reference misses it",
-)
 def test_bool_of_tensordict_raises_value_error():
     with pytest.raises(ValueError):
         bool(make_td())

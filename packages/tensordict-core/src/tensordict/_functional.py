@@ -62,6 +62,29 @@ def _nontensor_same(key: str, values: list, op: str) -> NonTensorData:
     return first
 
 
+def _check_batch_sizes(
+    tds: Sequence[TensorDictBase], op: str, cat_dim: int | None, prefix: tuple[str, ...] = ()
+) -> None:
+    """Stack needs equal batch sizes; cat needs them equal except along ``cat_dim``."""
+    bs = tds[0].batch_size
+    for i, td in enumerate(tds[1:], 1):
+        other = td.batch_size
+        if other == bs:
+            continue
+        if (
+            cat_dim is not None
+            and len(other) == len(bs)
+            and all(a == b for j, (a, b) in enumerate(zip(bs, other, strict=True)) if j != cat_dim)
+        ):
+            continue
+        what = "be equal" if cat_dim is None else f"match except along dim {cat_dim}"
+        where = f" (nested tensordict at {prefix!r})" if prefix else ""
+        raise RuntimeError(
+            f"{op}: batch sizes must {what}; tensordict 0 has {tuple(bs)} and tensordict {i} "
+            f"has {tuple(other)}{where}."
+        )
+
+
 def _combine(
     tds: list, op: str, tensor_fn: Callable, dim: int, new_bs: torch.Size, prefix: tuple = ()
 ) -> Any:
@@ -94,6 +117,7 @@ def _combine(
             out[key] = _nontensor_same(key, values, op)._with(new_bs)
         else:
             sub = _as_dense(values)
+            _check_batch_sizes(sub, op, dim if op == "cat" else None, prefix + (key,))
             nb = len(first.batch_size)
             sub_bs = new_bs + sub[0].batch_size[nb:]
             out[key] = _combine(sub, op, tensor_fn, dim, sub_bs, prefix + (key,))
@@ -120,13 +144,8 @@ def stack(
     tds = _as_dense(list_of_tensordicts)
     if not tds:
         raise RuntimeError("stack expects a non-empty sequence of tensordicts.")
+    _check_batch_sizes(tds, "stack", None)
     bs = tds[0].batch_size
-    for i, td in enumerate(tds[1:], 1):
-        if td.batch_size != bs:
-            raise RuntimeError(
-                f"stack: every tensordict must have the same batch_size; tensordict 0 has "
-                f"{tuple(bs)} and tensordict {i} has {tuple(td.batch_size)}."
-            )
     d = normalize_dim(dim, len(bs), extra=1)
     new_bs = bs[:d] + torch.Size([len(tds)]) + bs[d:]
     result = _combine(tds, "stack", torch.stack, d, new_bs)
@@ -165,13 +184,7 @@ def cat(
     if not bs:
         raise RuntimeError("cat: cannot concatenate tensordicts with no batch dimension.")
     d = normalize_dim(dim, len(bs))
-    for i, td in enumerate(tds[1:], 1):
-        other = td.batch_size
-        if len(other) != len(bs) or other[:d] != bs[:d] or other[d + 1 :] != bs[d + 1 :]:
-            raise RuntimeError(
-                f"cat: batch sizes must match except along dim {d}; tensordict 0 has "
-                f"{tuple(bs)} and tensordict {i} has {tuple(other)}."
-            )
+    _check_batch_sizes(tds, "cat", d)
     new_bs = bs[:d] + torch.Size([sum(td.batch_size[d] for td in tds)]) + bs[d + 1 :]
     result = _combine(tds, "cat", torch.cat, d, new_bs)
     names = _merge_names(tds)

@@ -54,6 +54,10 @@ def normalize_index(index: Any, batch_size: torch.Size) -> Any:
     items: list[Any] = []
     dim = 0
     ellipsis_at = None
+    # Dimensions the ellipsis stands for, so that items after it are checked against the
+    # trailing batch dimensions.
+    has_ellipsis = any(item is Ellipsis for item in index)
+    elided = len(batch_size) - sum(map(_dims_consumed, index)) if has_ellipsis else 0
     for item in index:
         t = type(item)
         if t is int:
@@ -67,6 +71,7 @@ def normalize_index(index: Any, batch_size: torch.Size) -> Any:
             if ellipsis_at is not None:
                 raise IndexError("an index can only have a single ellipsis ('...').")
             ellipsis_at = len(items)
+            dim += max(elided, 0)
         elif isinstance(item, _Tensor):
             dim = _check_tensor(item, dim, batch_size)
         elif isinstance(item, (list, range, np.ndarray)):
@@ -90,10 +95,24 @@ def normalize_index(index: Any, batch_size: torch.Size) -> Any:
             f"{index!r} indexes {dim} dimension(s) but there are only {len(batch_size)}."
         )
     if ellipsis_at is not None:
-        items[ellipsis_at : ellipsis_at + 1] = [slice(None)] * (len(batch_size) - dim)
+        items[ellipsis_at : ellipsis_at + 1] = [slice(None)] * max(elided, 0)
     if len(items) == 1 and type(items[0]) is not tuple:
         return items[0]
     return tuple(items)
+
+
+def _dims_consumed(item: Any) -> int:
+    """How many batch dimensions one index element consumes."""
+    t = type(item)
+    if t is int or t is slice:
+        return 1
+    if item is None or item is Ellipsis or isinstance(item, (bool, np.bool_)):
+        return 0
+    if isinstance(item, (list, range, np.ndarray)):
+        item = _as_tensor_index(item)
+    if isinstance(item, _Tensor) and item.dtype is torch.bool:
+        return item.ndim
+    return 1
 
 
 def _check_int(i: int, dim: int, batch_size: torch.Size) -> None:

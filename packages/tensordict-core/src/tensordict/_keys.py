@@ -150,7 +150,7 @@ class TensorDictKeysView:
             leaf = is_leaf(type(value))
             if leaf or not self.leaves_only:
                 yield full
-            if not leaf and self.include_nested:
+            if not leaf and self.include_nested and hasattr(value, "_tensordict"):
                 yield from self._iter(value, prefix + (key,))
 
     def __len__(self) -> int:

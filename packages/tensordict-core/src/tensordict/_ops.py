@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from tensordict._keys import unravel_key
-from tensordict._shape import normalize_dim
+from tensordict._shape import broadcastable_to, normalize_dim
 from tensordict.base import TensorDictBase, is_tensor_collection
 
 _Tensor = torch.Tensor
@@ -212,6 +212,44 @@ def _example(name: str) -> str:
     )
 
 
+def _tensor_keys(td: TensorDictBase) -> list[Any]:
+    """Keys of the tensor leaves, in ``_flat_tensors`` order (for error messages)."""
+    return [k for k, v in td.items(True, True) if isinstance(v, _Tensor)]
+
+
+def _explain(
+    td: TensorDictBase, name: str, op: Callable, leaves: list, operands: list, err: Exception
+) -> Exception:
+    """Re-run ``op`` leaf by leaf to name the entry that made it fail."""
+    keys = _tensor_keys(td)
+    for i, leaf in enumerate(leaves):
+        args = [o[i] if isinstance(o, list) else o for o in operands]
+        try:
+            op(leaf, *args)
+        except Exception as leaf_err:  # noqa: BLE001 - re-raised with context below
+            shapes = [tuple(a.shape) for a in args if isinstance(a, _Tensor)]
+            return RuntimeError(
+                f"{name}: failed for entry {keys[i]!r} of shape {tuple(leaf.shape)} with "
+                f"operand shape(s) {shapes}: {leaf_err}"
+            )
+    return err
+
+
+def _check_inplace(td: TensorDictBase, name: str, leaves: list, operands: list) -> None:
+    """Refuse an in-place op before writing anything if an operand cannot fit its leaf."""
+    if not any(isinstance(o, (list, _Tensor)) for o in operands):
+        return
+    for i, leaf in enumerate(leaves):
+        for o in operands:
+            t = o[i] if isinstance(o, list) else o
+            if isinstance(t, _Tensor) and not broadcastable_to(t.shape, leaf.shape):
+                raise RuntimeError(
+                    f"{name}: the operand of shape {tuple(t.shape)} for entry "
+                    f"{_tensor_keys(td)[i]!r} cannot be written in place into its shape "
+                    f"{tuple(leaf.shape)}."
+                )
+
+
 def _make_binary(
     name: str, n_operands: int, with_inplace: bool
 ) -> tuple[Callable, Callable | None]:
@@ -237,16 +275,22 @@ def _make_binary(
         self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any
     ) -> TensorDictBase:
         leaves, operands, foreach_ok = gather(self, args, default)
-        if fe is not None and foreach_ok and not kwargs and leaves:
-            results = fe(leaves, *operands)
-        else:
-            results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
+        try:
+            if fe is not None and foreach_ok and not kwargs and leaves:
+                results = fe(leaves, *operands)
+            else:
+                results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
+        except RuntimeError as err:
+            raise _explain(
+                self, name, lambda x, *o: op(x, *o, **kwargs), leaves, operands, err
+            ) from None
         return self._rebuild(iter(results))
 
     def method_(
         self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any
     ) -> TensorDictBase:
         leaves, operands, foreach_ok = gather(self, args, default)
+        _check_inplace(self, name + "_", leaves, operands[:n_operands])
         if fe_ is not None and foreach_ok and not kwargs and leaves:
             fe_(leaves, *operands)
         else:
@@ -436,7 +480,8 @@ def requires_grad_(self: TensorDictBase, requires_grad: bool = True) -> TensorDi
     True
     """
     for x in self._flat_tensors([]):
-        x.requires_grad_(requires_grad)
+        if x.is_floating_point() or x.is_complex():
+            x.requires_grad_(requires_grad)
     return self
 
 

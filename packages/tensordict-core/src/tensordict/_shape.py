@@ -107,3 +107,23 @@ def unpack_shape(args: tuple[Any, ...]) -> tuple[int, ...]:
     if len(args) == 1 and not isinstance(args[0], int):
         return tuple(args[0])
     return args
+
+
+def broadcastable_to(src: Sequence[int], dst: Sequence[int]) -> bool:
+    """Whether a tensor of shape ``src`` can be copied into one of shape ``dst``.
+
+    (The check ``Tensor.copy_`` makes, in plain Python: much cheaper than
+    ``torch.broadcast_shapes``.)
+
+    >>> broadcastable_to((3, 1), (2, 3, 4)), broadcastable_to((2,), (3,))
+    (True, False)
+    """
+    if len(src) > len(dst):
+        return all(s == 1 for s in src[: len(src) - len(dst)]) and broadcastable_to(
+            src[len(src) - len(dst) :], dst
+        )
+    offset = len(dst) - len(src)
+    for i, s in enumerate(src):
+        if s != 1 and s != dst[offset + i]:
+            return False
+    return True

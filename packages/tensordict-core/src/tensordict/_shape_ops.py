@@ -10,12 +10,15 @@ size).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from tensordict._nontensor import NonTensorData
 from tensordict._shape import infer_shape, normalize_dim, unpack_shape
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._td import TensorDict
 
 _Tensor = torch.Tensor
 
@@ -23,7 +26,7 @@ _Tensor = torch.Tensor
 class DenseShapeOps:
     """Mixin with the shape operations of :class:`~tensordict.TensorDict`."""
 
-    def view(self, *shape: Any, size: Any = None) -> Any:
+    def view(self, *shape: Any, size: Any = None) -> TensorDict:
         """View with a new batch shape (``-1`` inferred); ``view(dtype)`` views every leaf.
 
         >>> import torch
@@ -41,9 +44,9 @@ class DenseShapeOps:
         nb = self.batch_dims
         if shape == self.batch_size:
             return self
-        return self._map_batch(lambda x: x.view(*shape, *x.shape[nb:]), shape)
+        return self._map_batch(lambda x: x.view(shape + x.shape[nb:]), shape)
 
-    def reshape(self, *shape: Any) -> Any:
+    def reshape(self, *shape: Any) -> TensorDict:
         """Reshape the batch dimensions (copying when a view is impossible).
 
         >>> import torch
@@ -53,9 +56,9 @@ class DenseShapeOps:
         """
         shape = infer_shape(unpack_shape(shape), self.numel())
         nb = self.batch_dims
-        return self._map_batch(lambda x: x.reshape(*shape, *x.shape[nb:]), shape)
+        return self._map_batch(lambda x: x.reshape(shape + x.shape[nb:]), shape)
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> TensorDict:
         """Merge batch dimensions ``start_dim..end_dim`` into one.
 
         >>> import torch
@@ -80,7 +83,7 @@ class DenseShapeOps:
             names = old[:start] + [None] + old[end + 1 :]
         return self._map_batch(lambda x: x.flatten(start, end), new, names)
 
-    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
+    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> TensorDict:
         """Split batch dimension ``dim`` into ``unflattened_size``.
 
         >>> import torch
@@ -99,7 +102,7 @@ class DenseShapeOps:
             names = old[:d] + [None] * len(sizes) + old[d + 1 :]
         return self._map_batch(lambda x: x.unflatten(d, sizes), new, names)
 
-    def squeeze(self, dim: int | None = None) -> Any:
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> TensorDict:
         """Remove batch dimensions of size 1 (all of them, or ``dim``).
 
         >>> import torch
@@ -112,8 +115,8 @@ class DenseShapeOps:
         if dim is None:
             dims = [i for i, s in enumerate(bs) if s == 1]
         else:
-            d = normalize_dim(dim, nb)
-            dims = [d] if bs[d] == 1 else []
+            asked = [dim] if isinstance(dim, int) else list(dim)
+            dims = sorted({d for d in (normalize_dim(d, nb) for d in asked) if bs[d] == 1})
         if not dims:
             return self
         keep = [i for i in range(nb) if i not in dims]
@@ -122,7 +125,7 @@ class DenseShapeOps:
         target = tuple(dims)
         return self._map_batch(lambda x: x.squeeze(target), new, names)
 
-    def unsqueeze(self, dim: int) -> Any:
+    def unsqueeze(self, dim: int) -> TensorDict:
         """Insert a batch dimension of size 1 at ``dim`` (negative counts from the end).
 
         >>> import torch
@@ -141,7 +144,7 @@ class DenseShapeOps:
             names = old[:d] + [None] + old[d:]
         return self._map_batch(lambda x: x.unsqueeze(d), new, names)
 
-    def permute(self, *dims: Any) -> Any:
+    def permute(self, *dims: Any) -> TensorDict:
         """Permute the batch dimensions (feature dimensions stay in place).
 
         >>> import torch
@@ -165,7 +168,7 @@ class DenseShapeOps:
 
         return self._map_batch(fn, new, names)
 
-    def transpose(self, dim0: int, dim1: int) -> Any:
+    def transpose(self, dim0: int, dim1: int) -> TensorDict:
         """Swap two batch dimensions.
 
         >>> import torch
@@ -188,7 +191,7 @@ class DenseShapeOps:
     swapaxes = transpose
     swapdims = transpose
 
-    def movedim(self, source: int, destination: int) -> Any:
+    def movedim(self, source: int, destination: int) -> TensorDict:
         """Move batch dimension ``source`` to position ``destination``.
 
         >>> import torch
@@ -202,7 +205,7 @@ class DenseShapeOps:
         order.insert(d, s)
         return self.permute(order)
 
-    def expand(self, *shape: Any) -> Any:
+    def expand(self, *shape: Any) -> TensorDict:
         """Expand the batch to ``shape`` (new leading dims allowed, ``-1`` keeps a size).
 
         >>> import torch
@@ -231,17 +234,17 @@ class DenseShapeOps:
         names = None
         if self._has_names():
             names = [None] * extra + self.names
-        return self._map_batch(lambda x: x.expand(*new, *x.shape[nb:]), new, names)
+        return self._map_batch(lambda x: x.expand(new + x.shape[nb:]), new, names)
 
-    def expand_as(self, other: Any) -> Any:
+    def expand_as(self, other: Any) -> TensorDict:
         """Expand to the batch shape of ``other`` (a tensor's full shape or a tensordict's batch)."""
         return self.expand(other.shape)
 
-    def broadcast_to(self, shape: Sequence[int]) -> Any:
+    def broadcast_to(self, shape: Sequence[int]) -> TensorDict:
         """Alias of :meth:`expand` with a shape argument."""
         return self.expand(shape)
 
-    def repeat(self, *repeats: Any) -> Any:
+    def repeat(self, *repeats: Any) -> TensorDict:
         """Repeat along the batch dimensions, like :meth:`torch.Tensor.repeat`.
 
         >>> import torch
@@ -267,7 +270,7 @@ class DenseShapeOps:
 
         return self._map_batch(fn, new)
 
-    def flip(self, *dims: Any) -> Any:
+    def flip(self, *dims: Any) -> TensorDict:
         """Reverse the order along the given batch dimensions.
 
         >>> import torch
@@ -280,15 +283,15 @@ class DenseShapeOps:
         ds = [normalize_dim(d, nb) for d in dims]
         return self._map_batch(lambda x: x.flip(ds), self.batch_size, self._names)
 
-    def fliplr(self) -> Any:
+    def fliplr(self) -> TensorDict:
         """Flip batch dimension 1."""
         return self.flip(1)
 
-    def flipud(self) -> Any:
+    def flipud(self) -> TensorDict:
         """Flip batch dimension 0."""
         return self.flip(0)
 
-    def narrow(self, dim: int, start: int, length: int) -> Any:
+    def narrow(self, dim: int, start: int, length: int) -> TensorDict:
         """Slice ``length`` entries from ``start`` along batch dimension ``dim``.
 
         >>> import torch
@@ -300,7 +303,7 @@ class DenseShapeOps:
         return self._index((slice(None),) * d + (slice(start, start + length),))
 
     # ------------------------------------------------------------------ splitting
-    def unbind(self, dim: int = 0) -> tuple:
+    def unbind(self, dim: int = 0) -> tuple[TensorDict, ...]:
         """Split along batch dimension ``dim`` into a tuple of tensordicts without it.
 
         >>> import torch
@@ -318,7 +321,7 @@ class DenseShapeOps:
             del names[d]
         return self._split_entries(lambda x: x.unbind(d), bs[d], [new] * bs[d], names)
 
-    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple:
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[TensorDict, ...]:
         """Split along batch dimension ``dim`` into chunks of ``split_size`` (or the given sizes).
 
         >>> import torch
@@ -347,7 +350,7 @@ class DenseShapeOps:
         arg = split_size if isinstance(split_size, int) else sizes
         return self._split_entries(lambda x: x.split(arg, d), len(sizes), shapes, self._names)
 
-    def chunk(self, chunks: int, dim: int = 0) -> tuple:
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[TensorDict, ...]:
         """Split into ``chunks`` nearly equal parts along batch dimension ``dim``.
 
         >>> import torch
@@ -361,7 +364,7 @@ class DenseShapeOps:
         step = -(-size // chunks) if size else 1
         return self.split(max(step, 1), dim)
 
-    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple:
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple[TensorDict, ...]:
         """Split like :func:`torch.tensor_split` along a batch dimension.
 
         >>> from tensordict import TensorDict

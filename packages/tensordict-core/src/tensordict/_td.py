@@ -142,7 +142,8 @@ class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
             if type(value) is NonTensorData:
                 self._tensordict[key] = value._with(new)
         if self._names is not None and len(self._names) != nb:
-            self._names = None
+            kept = (list(self._names) + [None] * nb)[:nb]
+            self._names = kept if any(n is not None for n in kept) else None
         self._batch_size = new
 
     @property

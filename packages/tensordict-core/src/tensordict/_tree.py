@@ -16,7 +16,7 @@ import torch
 from tensordict._dict_ops import write_inplace
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData
-from tensordict._shape import parse_batch_size, parse_device
+from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
 from tensordict.base import NO_DEFAULT, TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -186,13 +186,17 @@ class TreeMapOps:
         filter_empty: bool | None = None,
         is_leaf: Callable | None = None,
         out: TensorDictBase | None = None,
+        _plan: list[Any] | None = None,
     ) -> TensorDict | None:
         if not (others or inplace or named or call_on_nested or is_leaf or filter_empty) and (
             batch_size is None and device is NO_DEFAULT and names is NO_DEFAULT
         ):
             return self._apply_simple(fn, checked)
+        plan = _plan
         if inplace:
             result = self if out is None else out
+            if plan is None:
+                plan = []
         else:
             new_bs = self._batch_size if batch_size is None else parse_batch_size(batch_size)
             new_dev = self._device if device is NO_DEFAULT else parse_device(device)
@@ -208,7 +212,8 @@ class TreeMapOps:
             if others:
                 vals = []
                 for other in others:
-                    v = other._get_str(key, default)
+                    # a missing nested entry was replaced by ``default``: pass it down
+                    v = other._get_str(key, default) if isinstance(other, TensorDictBase) else other
                     vals.append(v)
             else:
                 vals = ()
@@ -250,6 +255,7 @@ class TreeMapOps:
                     filter_empty=filter_empty,
                     is_leaf=is_leaf,
                     out=sub_out,
+                    _plan=plan,
                 )
                 if inplace:
                     continue
@@ -262,9 +268,18 @@ class TreeMapOps:
                 current = result._tensordict.get(key)
                 if r is not current:
                     if current is None:
-                        result._set_str(key, r, inplace=False, validated=False)
-                    else:
-                        write_inplace(key, current, r, False)
+                        r = result._validate_value(key, r)
+                    elif isinstance(current, _Tensor) and isinstance(r, _Tensor):
+                        if r.shape != current.shape and not broadcastable_to(
+                            r.shape, current.shape
+                        ):
+                            raise RuntimeError(
+                                f"apply_: the function returned a tensor of shape {tuple(r.shape)} "
+                                f"for key {unravel_key(prefix + (key,))!r}, which cannot be written "
+                                f"in place into the entry of shape {tuple(current.shape)}."
+                            )
+                    assert plan is not None
+                    plan.append((result, key, current, r))
             elif checked:
                 result._tensordict[key] = r
             elif isinstance(r, _Tensor):
@@ -284,6 +299,13 @@ class TreeMapOps:
             else:
                 result._set_str(key, r, inplace=False, validated=False)
         if inplace:
+            if _plan is None and plan:
+                # every result was computed and checked: now write them all
+                for target, key, current, r in plan:
+                    if current is None:
+                        target._set_str(key, r, inplace=False, validated=True)
+                    else:
+                        write_inplace(key, current, r, False)
             return self if out is None else out
         if filter_empty and not any_kept and prefix:
             return None
