@@ -75,35 +75,42 @@ class DictOps:
         plan: list,
         ignore_lock: bool,
     ) -> None:
-        items = source.items() if isinstance(source, TensorDictBase) else source.items()
+        store = getattr(source, "_tensordict", None)
+        items = store.items() if store is not None else source.items()
         for key, value in items:
-            path = prefix + _key_tuple(key)
-            if wanted is not None and not any(
-                w[: len(path)] == path or path[: len(w)] == w for w in wanted
-            ):
-                continue
-            target = self
-            for part in path[len(prefix) : -1]:
-                sub = target._tensordict.get(part)
-                if sub is None:
-                    sub = self._new_unsafe({}, target._batch_size, target._device, target._names)
-                    plan.append((target, part, sub))
-                    target._validate_value(part, sub)
-                target = sub
-            last = path[-1]
+            if type(key) is str and wanted is None:
+                target, last = self, key
+            else:
+                path = prefix + _key_tuple(key)
+                if wanted is not None and not any(
+                    w[: len(path)] == path or path[: len(w)] == w for w in wanted
+                ):
+                    continue
+                target = self
+                for part in path[len(prefix) : -1]:
+                    sub = target._tensordict.get(part)
+                    if sub is None:
+                        sub = self._new_unsafe(
+                            {}, target._batch_size, target._device, target._names
+                        )
+                        plan.append((target, part, sub))
+                        target._validate_value(part, sub)
+                    target = sub
+                last = path[-1]
             current = target._tensordict.get(last)
             if (
-                isinstance(value, (dict, TensorDictBase))
+                not isinstance(value, _Tensor)
+                and isinstance(value, (dict, TensorDictBase))
                 and type(value) is not NonTensorData
                 and isinstance(current, DictOps)
             ):
-                current._plan_update(value, clone, wanted, path, plan, ignore_lock)
+                current._plan_update(value, clone, wanted, prefix + (key,), plan, ignore_lock)
                 continue
             if clone and isinstance(value, (_Tensor, TensorDictBase)):
                 value = value.clone()
             if target._is_locked and not ignore_lock and current is None:
-                raise lock_error(unravel_key(path))
-            plan.append((target, last, target._validate_value(unravel_key(path), value)))
+                raise lock_error(unravel_key(prefix + _key_tuple(key)))
+            plan.append((target, last, target._validate_value(key, value, prefix=prefix)))
 
     def update_(
         self,
@@ -169,17 +176,19 @@ class DictOps:
         """
         if len(keys) == 1 and isinstance(keys[0], list):
             keys = tuple(keys[0])
-        tree: dict = {}
-        for key in keys:
-            path = _key_tuple(key)
-            node = tree
-            for part in path[:-1]:
-                node = node.setdefault(part, {})
-                if node is True:
-                    break
-            else:
-                node[path[-1]] = True
-        out = self._select_tree(tree, strict)
+        store = self._tensordict
+        if all(type(k) is str for k in keys):  # flat keys: no key tree needed
+            try:
+                chosen = (
+                    {k: store[k] for k in keys}
+                    if strict
+                    else {k: store[k] for k in keys if k in store}
+                )
+            except KeyError as err:
+                raise missing_key(err.args[0], self) from None
+            out = self._new_unsafe(chosen, self._batch_size, self._device, self._names)
+        else:
+            out = self._select_tree(_key_tree(keys), strict)
         if inplace:
             if self._is_locked:
                 raise lock_error(keys, "remove keys other than")
@@ -339,7 +348,13 @@ class DictOps:
             return self._map_tensors(torch.clone)
         out = {}
         for key, value in self._tensordict.items():
-            out[key] = value.clone(recurse=False) if isinstance(value, TensorDictBase) else value
+            out[key] = (
+                value
+                if isinstance(value, _Tensor)
+                else value.clone(recurse=False)
+                if isinstance(value, TensorDictBase)
+                else value
+            )
         return self._new_unsafe(
             out, self._batch_size, self._device, self._names and list(self._names)
         )
@@ -393,6 +408,21 @@ class DictOps:
         return True
 
     # ------------------------------------------------------------------ lock
+
+
+def _key_tree(keys: Sequence[NestedKey]) -> dict[str, Any]:
+    """Nested keys as a tree of dicts whose selected leaves are ``True``."""
+    tree: dict[str, Any] = {}
+    for key in keys:
+        path = _key_tuple(key)
+        node = tree
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+            if node is True:
+                break
+        else:
+            node[path[-1]] = True
+    return tree
 
 
 def write_inplace(key: Any, current: Any, value: Any, non_blocking: bool) -> None:

@@ -196,8 +196,24 @@ def indexed_batch_size(index: Any, batch_size: torch.Size) -> torch.Size:
     >>> indexed_batch_size((slice(None), torch.tensor([0, 0, 1])), torch.Size([2, 3]))
     torch.Size([2, 3])
     """
+    items = index if type(index) is tuple else (index,)
+    out: list[int] = []
+    dim = 0
+    for item in items:  # ints, slices and None need no tensor
+        t = type(item)
+        if t is int:
+            dim += 1
+        elif t is slice:
+            out.append(len(range(*item.indices(batch_size[dim]))))
+            dim += 1
+        elif item is None:
+            out.append(1)
+        else:
+            break
+    else:
+        return torch.Size(out + list(batch_size[dim:]))
     device = None
-    for item in index if type(index) is tuple else (index,):
+    for item in items:
         if isinstance(item, _Tensor):
             device = item.device
             break

@@ -20,7 +20,7 @@ from tensordict._errors import lock_error, missing_key
 from tensordict._index import index_names, indexed_batch_size, normalize_index
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
 from tensordict._nontensor import NonTensorData
-from tensordict._shape import parse_batch_size, parse_device
+from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
 from tensordict._shape_ops import DenseShapeOps
 from tensordict._tree import TreeMapOps
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
@@ -28,6 +28,11 @@ from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 _Tensor = torch.Tensor
 _Size = torch.Size
 _NUMBER_TYPES = (bool, int, float, complex, np.ndarray, np.number, np.bool_)
+
+
+def _fmt(key: Any) -> Any:
+    """A key as users write it, for error messages."""
+    return unravel_key(key) if isinstance(key, tuple) else key
 
 
 class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
@@ -300,13 +305,20 @@ class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
     # ------------------------------------------------------------------ validation
     def _shape_error(self, key: Any, value: Any) -> RuntimeError:
         return RuntimeError(
-            f"batch dimension mismatch for key {key!r}: the value has shape "
+            f"batch dimension mismatch for key {_fmt(key)!r}: the value has shape "
             f"{tuple(value.shape)} but its leading dimensions must equal the tensordict's "
             f"batch_size={tuple(self._batch_size)}."
         )
 
-    def _validate_value(self, key: Any, value: Any, non_blocking: bool = False) -> Any:
-        """Return ``value`` as it will be stored under ``key``, or raise a clear error."""
+    def _validate_value(
+        self, key: Any, value: Any, non_blocking: bool = False, prefix: tuple[str, ...] = ()
+    ) -> Any:
+        """Return ``value`` as it will be stored under ``key``, or raise a clear error.
+
+        ``key`` (after ``prefix``, for nested updates) only serves error messages.
+        """
+        if prefix:
+            key = prefix + _key_tuple(key)
         bs = self._batch_size
         nb = len(bs)
         if isinstance(value, _Tensor):
@@ -319,7 +331,7 @@ class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
         if isinstance(value, TensorDictBase):
             if value.batch_size[:nb] != bs:
                 raise RuntimeError(
-                    f"batch dimension mismatch for key {key!r}: the nested tensordict has "
+                    f"batch dimension mismatch for key {_fmt(key)!r}: the nested tensordict has "
                     f"batch_size={tuple(value.batch_size)} but it must start with the parent's "
                     f"batch_size={tuple(bs)}."
                 )
@@ -330,7 +342,7 @@ class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
                 sub_names = value.names
                 if any(n is not None for n in sub_names[:nb]) and sub_names[:nb] != self._names:
                     raise ValueError(
-                        f"names of nested tensordict {key!r} ({sub_names[:nb]}) conflict with "
+                        f"names of nested tensordict {_fmt(key)!r} ({sub_names[:nb]}) conflict with "
                         f"the parent's names {self._names}."
                     )
                 value._set_names(list(self._names) + sub_names[nb:])
@@ -400,7 +412,12 @@ class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
                 return value.data
             return value
         if type(index) is tuple and index and isinstance(index[0], (str, tuple)):
-            value = self._get_tuple(_key_tuple(index), NO_DEFAULT)
+            try:  # fast path: a flat tuple of strings naming an existing entry
+                value = self
+                for part in index:
+                    value = value._tensordict[part]
+            except (KeyError, AttributeError, TypeError):
+                value = self._get_tuple(_key_tuple(index), NO_DEFAULT)
             if type(value) is NonTensorData:
                 return value.data
             return value
@@ -482,7 +499,22 @@ class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
         if type(index) is str:
             self._set_str(index, value, inplace=False, validated=False)
         elif type(index) is tuple and index and isinstance(index[0], (str, tuple)):
-            self._set_tuple(_key_tuple(index), value, inplace=False, validated=False)
+            parent = self
+            try:  # fast path: the parent of a flat string key exists and is dense
+                for part in index[:-1]:
+                    parent = parent._tensordict[part]
+                last = index[-1]
+                store = parent._tensordict
+            except (KeyError, AttributeError, TypeError):
+                self._set_tuple(_key_tuple(index), value, inplace=False, validated=False)
+                return
+            if type(last) is str and type(parent) is TensorDict:
+                value = parent._validate_value(index, value)
+                if parent._is_locked and last not in store:
+                    raise lock_error(index)
+                store[last] = value
+            else:
+                self._set_tuple(_key_tuple(index), value, inplace=False, validated=False)
         else:
             self._set_at_index(index, value)
 
@@ -526,13 +558,29 @@ class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
     ) -> None:
         nb = len(self._batch_size)
         vnb = value.batch_dims
-        for key, v in value.items():
-            full = prefix + (key,)
+        items = value._tensordict.items() if isinstance(value, TensorDict) else value.items()
+        for key, v in items:
             target = self._tensordict.get(key)
             if target is None:
                 if self._is_locked:
-                    raise lock_error(unravel_key(full))
+                    raise lock_error(unravel_key(prefix + (key,)))
                 continue
+            if isinstance(target, _Tensor):
+                if isinstance(v, TensorDictBase):
+                    raise RuntimeError(
+                        f"cannot write a {type(v).__name__} into the tensor at key "
+                        f"{unravel_key(prefix + (key,))!r}."
+                    )
+                want = target.shape[nb:]
+                got = v.shape[vnb:]
+                if got != want and not broadcastable_to(got, want):
+                    raise RuntimeError(
+                        f"shape mismatch at key {unravel_key(prefix + (key,))!r}: cannot write a "
+                        f"value with feature shape {tuple(got)} into an entry with feature shape "
+                        f"{tuple(want)} (full shape {tuple(target.shape)})."
+                    )
+                continue
+            full = prefix + (key,)
             if isinstance(target, TensorDictBase) != isinstance(v, TensorDictBase):
                 raise RuntimeError(
                     f"cannot write a {type(v).__name__} into the {type(target).__name__} at "
@@ -540,25 +588,13 @@ class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
                 )
             if isinstance(target, TensorDict):
                 target._check_set_at(idx, idx_bs, v, full)
-            elif isinstance(target, _Tensor):
-                want = target.shape[nb:]
-                got = v.shape[vnb:]
-                try:
-                    ok = torch.broadcast_shapes(got, want) == want
-                except RuntimeError:
-                    ok = False
-                if not ok:
-                    raise RuntimeError(
-                        f"shape mismatch at key {unravel_key(full)!r}: cannot write a value with "
-                        f"feature shape {tuple(got)} into an entry with feature shape "
-                        f"{tuple(want)} (full shape {tuple(target.shape)})."
-                    )
 
     def _write_at(self, idx: Any, idx_bs: torch.Size, value: TensorDictBase) -> None:
         bs = self._batch_size
         vnb = value.batch_dims
         store = self._tensordict
-        for key, v in value.items():
+        items = value._tensordict.items() if isinstance(value, TensorDict) else value.items()
+        for key, v in items:
             target = store.get(key)
             if target is None:
                 if isinstance(v, TensorDictBase):
@@ -729,6 +765,8 @@ class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
     def _propagate_lock(self, locked: bool) -> None:
         self._is_locked = locked
         for value in self._tensordict.values():
+            if isinstance(value, _Tensor):
+                continue
             if isinstance(value, TensorDict):
                 value._propagate_lock(locked)
             elif isinstance(value, TensorDictBase):
