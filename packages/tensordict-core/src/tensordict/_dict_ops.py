@@ -188,7 +188,7 @@ class DictOps:
                 raise missing_key(err.args[0], self) from None
             out = self._new_unsafe(chosen, self._batch_size, self._device, self._names)
         else:
-            out = self._select_tree(_key_tree(keys), strict)
+            out = self._select_paths(keys, strict)
         if inplace:
             if self._is_locked:
                 raise lock_error(keys, "remove keys other than")
@@ -196,23 +196,36 @@ class DictOps:
             return self
         return out
 
-    def _select_tree(self, tree: dict, strict: bool) -> TensorDict:
-        out = {}
-        for key, sub in tree.items():
-            value = self._tensordict.get(key)
-            if value is None:
-                if strict:
-                    raise missing_key(key, self)
-                continue
-            if sub is True:
-                out[key] = value
-            elif isinstance(value, DictOps):
-                out[key] = value._select_tree(sub, strict)
-            elif strict:
-                raise KeyError(
-                    f"cannot select inside {key!r}: it is a {type(value).__name__}, not a tensordict."
-                )
-        return self._new_unsafe(out, self._batch_size, self._device, self._names)
+    def _select_paths(self, keys: Sequence[NestedKey], strict: bool) -> TensorDict:
+        """``select`` for nested keys: copy the containers along each path, share leaves."""
+        out = self._new_unsafe({}, self._batch_size, self._device, self._names)
+        for key in keys:
+            path = _key_tuple(key)
+            src, dst = self, out
+            for i, part in enumerate(path):
+                value = src._tensordict.get(part)
+                if value is None or (i < len(path) - 1 and not isinstance(value, DictOps)):
+                    if not strict:
+                        break
+                    if value is None:
+                        raise missing_key(unravel_key(path[: i + 1]), self)
+                    raise KeyError(
+                        f"cannot select {unravel_key(path)!r}: the entry at "
+                        f"{unravel_key(path[: i + 1])!r} is a {type(value).__name__}, "
+                        "not a tensordict."
+                    )
+                if i == len(path) - 1:
+                    dst._tensordict[part] = value
+                    break
+                sub = dst._tensordict.get(part)
+                if sub is value:  # the whole nested tensordict is already selected
+                    break
+                if sub is None:
+                    sub = dst._tensordict[part] = value._new_unsafe(
+                        {}, value._batch_size, value._device, value._names
+                    )
+                src, dst = value, sub
+        return out
 
     def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDict:
         """A tensordict without ``keys`` (missing keys are ignored; entries are shared).
@@ -408,21 +421,6 @@ class DictOps:
         return True
 
     # ------------------------------------------------------------------ lock
-
-
-def _key_tree(keys: Sequence[NestedKey]) -> dict[str, Any]:
-    """Nested keys as a tree of dicts whose selected leaves are ``True``."""
-    tree: dict[str, Any] = {}
-    for key in keys:
-        path = _key_tuple(key)
-        node = tree
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-            if node is True:
-                break
-        else:
-            node[path[-1]] = True
-    return tree
 
 
 def write_inplace(key: Any, current: Any, value: Any, non_blocking: bool) -> None:
