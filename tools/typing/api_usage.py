@@ -84,10 +84,10 @@ def construction() -> None:
     assert_type(td.is_empty(), bool)
     assert_type(td.is_locked, bool)
     assert_type(td.is_shared(), bool)
-    assert_type(td.names, list[str | None])  # type: ignore[assert-type]  # GAP: _td.py: names -> list[str | None]
-    assert_type(td.size(), torch.Size)  # type: ignore[assert-type]  # GAP: base.py: size() overloads
-    assert_type(td.size(0), int)  # type: ignore[assert-type]  # GAP: base.py: size(dim) overloads
-    assert_type(TensorDict.fromkeys(["a", ("b", "c")], 0), TensorDict)  # type: ignore[assert-type]  # GAP: base.py: fromkeys -> Self
+    assert_type(td.names, list[str | None])
+    assert_type(td.size(), torch.Size)
+    assert_type(td.size(0), int)
+    assert_type(TensorDict.fromkeys(["a", ("b", "c")], 0), TensorDict)
 
     td.batch_size = torch.Size([4])
     td.names = ["batch"]
@@ -113,8 +113,8 @@ def get_and_set() -> None:
     td["action"] = torch.zeros(4, dtype=torch.long)
     td["next", "truncated"] = torch.zeros(4, 1, dtype=torch.bool)
     td[("next", "info"), "step"] = torch.arange(4)
-    assert_type(td.set("value", torch.zeros(4)), TensorDict)  # type: ignore[assert-type]  # GAP: base.py: set -> Self
-    assert_type(td.set_("value", torch.ones(4)), TensorDict)  # type: ignore[assert-type]  # GAP: base.py: set_ -> Self
+    assert_type(td.set("value", torch.zeros(4)), TensorDict)
+    assert_type(td.set_("value", torch.ones(4)), TensorDict)
     assert_type(td.rename_key_("value", ("next", "value")), TensorDict)
     assert_type(td.del_(("next", "value")), TensorDict)
     count: torch.Tensor = td.setdefault("count", torch.zeros(4))
@@ -141,7 +141,7 @@ def indexing() -> None:
     ellipsis: TensorDict = td[..., 0]
     assert first.batch_size == () and tail.batch_size == (3,)
     assert masked.batch_size == picked.batch_size == (2,) and ellipsis.batch_size == ()
-    assert_type(td[0], TensorDict)  # type: ignore[assert-type]  # GAP: _td.py: __getitem__ overloads
+    assert_type(td[0], TensorDict)
     td[0] = first
     td[1:3] = td[0:2].clone()
     td[0] = {"obs": torch.ones(3)}
@@ -149,7 +149,7 @@ def indexing() -> None:
 
 def shape_ops() -> None:
     td = TensorDict({"a": torch.zeros(2, 3, 5)}, [2, 3])
-    assert_type(td.reshape(-1), TensorDict)  # type: ignore[assert-type]  # GAP: _shape_ops.py: shape ops -> Self
+    assert_type(td.reshape(-1), TensorDict)
     flat: TensorDict = td.reshape(-1)
     viewed: TensorDict = td.view(6)
     unsq: TensorDict = td.unsqueeze(0)
@@ -163,17 +163,17 @@ def shape_ops() -> None:
     assert unsq.batch_size == (1, 2, 3) and sq.batch_size == unfl.batch_size == (2, 3)
     assert perm.batch_size == tr.batch_size == (3, 2) and ex.batch_size == (4, 2, 3)
 
-    assert_type(td.unbind(0), tuple[TensorDict, ...])  # type: ignore[assert-type]  # GAP: _shape_ops.py: unbind/split/chunk -> tuple[Self, ...]
+    assert_type(td.unbind(0), tuple[TensorDict, ...])
     parts: tuple[TensorDict, ...] = td.unbind(0)
     chunks: tuple[TensorDict, ...] = td.split(1, dim=1)
     halves: tuple[TensorDict, ...] = td.chunk(2)
     assert len(parts) == len(halves) == 2 and len(chunks) == 3
-    assert_type(iter(td), Iterator[TensorDict])  # type: ignore[assert-type]  # GAP: base.py: __iter__ -> Iterator[Self]
+    assert_type(iter(td), Iterator[TensorDict])
 
 
 def apply() -> None:
     td = make()
-    assert_type(td.apply(lambda x: x * 2), TensorDict)  # type: ignore[assert-type]  # GAP: _tree.py: apply -> TensorDict (None only for nested filter_empty)
+    assert_type(td.apply(lambda x: x * 2), TensorDict)
     assert_type(td.apply_(lambda x: x.zero_()), TensorDict)
     # named_apply returns None for an all-filtered nested ``prefix``: Optional is honest.
     named = td.named_apply(lambda k, v: v, nested_keys=True)
@@ -185,10 +185,10 @@ def apply() -> None:
 
 def stack_and_cat() -> None:
     tds = [make(), make()]
-    assert_type(tensordict.stack(tds, 0), TensorDict)  # type: ignore[assert-type]  # GAP: base.py: implements_for_td erases signatures; _functional.py: -> TensorDict
-    assert_type(tensordict.cat(tds, 0), TensorDict)  # type: ignore[assert-type]  # GAP: base.py: implements_for_td erases signatures; _functional.py: -> TensorDict
+    assert_type(tensordict.stack(tds, 0), TensorDict)
+    assert_type(tensordict.cat(tds, 0), TensorDict)
     out = make(8)
-    assert_type(tensordict.cat(tds, 0, out=out), TensorDict)  # type: ignore[assert-type]  # GAP: _functional.py: out: T -> T
+    assert_type(tensordict.cat(tds, 0, out=out), TensorDict)
     stacked: TensorDict = tensordict.stack(tds, 1)
     joined: TensorDict = tensordict.cat(tds, 0)
     assert stacked.batch_size == (4, 2) and joined.batch_size == (8,)
@@ -211,12 +211,12 @@ def keys_items_values() -> None:
     assert_type("obs" in td.keys(), bool)
     assert_type(td.keys() == {"obs"}, bool)
     for item_key, value in td.items(include_nested=True, leaves_only=True):
-        assert_type(item_key, FlatKey)  # type: ignore[assert-type]  # GAP: base.py: items() keys are str | tuple[str, ...]
+        assert_type(item_key, FlatKey)
         assert value is not None
     leaves: list[torch.Tensor] = list(td.values(include_nested=True, leaves_only=True))[:-1]
     assert all(isinstance(leaf, torch.Tensor) for leaf in leaves)
     last_key, last_value = td.popitem()
-    assert_type(last_key, FlatKey)  # type: ignore[assert-type]  # GAP: base.py: popitem keys are str | tuple[str, ...]
+    assert_type(last_key, FlatKey)
     assert last_value == "CartPole"
 
 
@@ -241,8 +241,8 @@ def locking() -> None:
     with td.unlock_():
         td["added"] = torch.zeros(4)
     with td.unlock_() as unlocked:
-        assert_type(unlocked, TensorDict)  # type: ignore[assert-type]  # GAP: base.py: __enter__ -> Self
-        unlocked["added_too"] = torch.zeros(4)  # type: ignore[index]  # GAP: base.py: declare __setitem__
+        assert_type(unlocked, TensorDict)
+        unlocked["added_too"] = torch.zeros(4)
     assert td.is_locked
     assert_type(td.unlock_(), TensorDict)
     with td.lock_():

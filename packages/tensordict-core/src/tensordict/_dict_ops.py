@@ -51,7 +51,7 @@ class DictOps:
         >>> from tensordict import TensorDict
         >>> td = TensorDict({"a": {"b": torch.zeros(2)}}, [2])
         >>> _ = td.update({"a": {"c": torch.ones(2)}, "d": torch.ones(2)})
-        >>> sorted(td.keys(True, True))
+        >>> list(td.keys(True, True, sort=True))
         [('a', 'b'), ('a', 'c'), 'd']
         """
         if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
@@ -199,7 +199,11 @@ class DictOps:
     def _select_paths(self, keys: Sequence[NestedKey], strict: bool) -> TensorDict:
         """``select`` for nested keys: copy the containers along each path, share leaves."""
         out = self._new_unsafe({}, self._batch_size, self._device, self._names)
+        store, out_store = self._tensordict, out._tensordict
         for key in keys:
+            if type(key) is str and key in store:
+                out_store[key] = store[key]
+                continue
             path = _key_tuple(key)
             src, dst = self, out
             for i, part in enumerate(path):

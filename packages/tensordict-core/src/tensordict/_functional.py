@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
+
+if TYPE_CHECKING:
+    from tensordict._td import TensorDict
 
 import torch
 
@@ -12,6 +15,7 @@ from tensordict._shape import normalize_dim
 from tensordict.base import TensorDictBase, implements_for_td
 
 _Tensor = torch.Tensor
+_T = TypeVar("_T", bound=TensorDictBase)
 
 
 def _keys_error(tds: Sequence[TensorDictBase], op: str, prefix: tuple) -> KeyError:
@@ -124,6 +128,12 @@ def _combine(
     return TensorDict._new_unsafe(out, new_bs, device)
 
 
+@overload
+def stack(
+    list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: None = None
+) -> TensorDict: ...
+@overload
+def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: _T) -> _T: ...
 @implements_for_td(torch.stack)
 def stack(
     list_of_tensordicts: Sequence[TensorDictBase],
@@ -160,6 +170,12 @@ def stack(
     return result
 
 
+@overload
+def cat(
+    list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: None = None
+) -> TensorDict: ...
+@overload
+def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: _T) -> _T: ...
 @implements_for_td(torch.cat)
 def cat(
     list_of_tensordicts: Sequence[TensorDictBase],

@@ -59,6 +59,6 @@ def td_repr(td: TensorDictBase) -> str:
         f"batch_size={td.batch_size}",
         f"device={td.device}",
         # TensorDictBase does not declare is_shared() yet; TensorDict has it (DeviceOps).
-        f"is_shared={td.is_shared()}",  # type: ignore[attr-defined]
+        f"is_shared={td.is_shared()}",
     ]
     return f"{type(td).__name__}(\n" + textwrap.indent(",\n".join(lines), " " * 4) + ")"

@@ -9,7 +9,8 @@ Storage is a plain ``dict`` mapping string keys to tensors, nested tensordicts o
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from types import EllipsisType
+from typing import Any, overload
 
 import numpy as np
 import torch
@@ -194,7 +195,7 @@ class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
         return self
 
     @property
-    def names(self) -> list:
+    def names(self) -> list[str | None]:
         """Names of the batch dimensions (``None`` for unnamed ones); settable.
 
         >>> from tensordict import TensorDict
@@ -394,6 +395,20 @@ class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
             td = value
         return td
 
+    @overload
+    def __getitem__(self, index: str | tuple[NestedKey, ...]) -> Any: ...
+    @overload
+    def __getitem__(
+        self,
+        index: int
+        | slice
+        | None
+        | torch.Tensor
+        | list[Any]
+        | range
+        | tuple[Any, ...]
+        | EllipsisType,
+    ) -> TensorDict: ...
     def __getitem__(self, index: Any) -> Any:
         """``td[key]`` reads an entry; any other index indexes the batch dimensions.
 

@@ -324,7 +324,7 @@ class TreeMapOps:
         call_on_nested: bool = False,
         out: TensorDictBase | None = None,
         **constructor_kwargs: Any,
-    ) -> TensorDict | None:
+    ) -> TensorDict:
         """Apply ``fn`` to every leaf (and the matching leaves of ``others``).
 
         Entries for which ``fn`` returns ``None`` are dropped. ``batch_size``/``names``

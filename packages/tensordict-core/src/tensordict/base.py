@@ -11,13 +11,20 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
 
 from tensordict import _forwarders, _siblings
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
 from tensordict._nontensor import NonTensorData
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Self
+
+    from tensordict._td import TensorDict
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
 class _NoDefault:
@@ -60,10 +67,10 @@ def is_tensor_collection(obj: Any) -> bool:
 TD_HANDLED_FUNCTIONS: dict[Callable, Callable] = {}
 
 
-def implements_for_td(torch_function: Callable) -> Callable[[Callable], Callable]:
+def implements_for_td(torch_function: Callable[..., Any]) -> Callable[[_F], _F]:
     """Register a tensordict implementation of a ``torch`` function."""
 
-    def decorator(func: Callable) -> Callable:
+    def decorator(func: _F) -> _F:
         TD_HANDLED_FUNCTIONS[torch_function] = func
         return func
 
@@ -163,6 +170,10 @@ class TensorDictBase:
         """
         return self.batch_size.numel()
 
+    @overload
+    def size(self, dim: None = None) -> torch.Size: ...
+    @overload
+    def size(self, dim: int) -> int: ...
     def size(self, dim: int | None = None) -> torch.Size | int:
         """The batch size, or its ``dim``-th entry.
 
@@ -191,7 +202,7 @@ class TensorDictBase:
         batch_size = self.batch_size
         return batch_size[0] if batch_size else 0
 
-    def __iter__(self) -> Iterator[TensorDictBase]:
+    def __iter__(self) -> Iterator[Self]:
         """Iterate over the first batch dimension, like a tensor."""
         if not self.batch_dims:
             raise TypeError(
@@ -251,7 +262,7 @@ class TensorDictBase:
         *,
         non_blocking: bool = False,
         **kwargs: Any,
-    ) -> TensorDictBase:
+    ) -> Self:
         """Write ``item`` at ``key`` and return the tensordict.
 
         The value's leading dimensions must match the batch size; it is cast to the
@@ -272,7 +283,7 @@ class TensorDictBase:
             _key_tuple(key), item, inplace=inplace, validated=False, non_blocking=non_blocking
         )
 
-    def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> TensorDictBase:
+    def set_(self, key: NestedKey, item: Any, *, non_blocking: bool = False) -> Self:
         """Overwrite the existing entry ``key`` in place; a missing key raises ``KeyError``.
 
         >>> import torch
@@ -293,6 +304,34 @@ class TensorDictBase:
     def __getitem__(self, index: Any) -> Any:
         raise NotImplementedError  # pragma: no cover
 
+    def __setitem__(self, index: Any, value: Any) -> None:
+        raise NotImplementedError(_abstract(self))
+
+    def is_shared(self) -> bool:
+        """Whether every tensor leaf is in shared memory (or on CUDA)."""
+        raise NotImplementedError(_abstract(self))
+
+    def get_non_tensor(self, key: NestedKey, default: Any = NO_DEFAULT) -> Any:
+        """The Python value stored at ``key`` (non-tensor entries are unwrapped).
+
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"label": "cat"}, [2]).get_non_tensor("label")
+        'cat'
+        """
+        value = self._get_tuple(_key_tuple(key), default)
+        return value.data if type(value) is NonTensorData else value
+
+    def set_non_tensor(self, key: NestedKey, value: Any) -> Self:
+        """Store ``value`` at ``key`` as non-tensor data, whatever its type.
+
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(batch_size=[2]).set_non_tensor("n", 3)
+        >>> td["n"], td.get_non_tensor("n")
+        (3, 3)
+        """
+        self.set(key, NonTensorData(value, batch_size=self.batch_size, device=self.device))
+        return self
+
     def items(
         self,
         include_nested: bool = False,
@@ -300,7 +339,7 @@ class TensorDictBase:
         is_leaf: Callable | None = None,
         *,
         sort: bool = False,
-    ) -> Iterator[tuple[NestedKey, Any]]:
+    ) -> Iterator[tuple[str | tuple[str, ...], Any]]:
         """Iterate over ``(key, value)`` pairs (see :meth:`keys` for the options).
 
         >>> import torch
@@ -368,7 +407,7 @@ class TensorDictBase:
         self.del_(key)
         return value.data if type(value) is NonTensorData else value
 
-    def popitem(self) -> tuple[NestedKey, Any]:
+    def popitem(self) -> tuple[str | tuple[str, ...], Any]:
         """Remove and return the last inserted top-level ``(key, value)`` pair.
 
         >>> import torch
@@ -383,7 +422,7 @@ class TensorDictBase:
         return key, self.pop(key)
 
     @classmethod
-    def fromkeys(cls, keys: Any, value: Any = 0) -> TensorDictBase:
+    def fromkeys(cls, keys: Any, value: Any = 0) -> TensorDict:
         """A new tensordict with ``keys`` all set to ``value`` (batch size ``[]``).
 
         >>> from tensordict import TensorDict
@@ -399,7 +438,7 @@ class TensorDictBase:
         return out
 
     # ------------------------------------------------------------------ context manager
-    def __enter__(self) -> TensorDictBase:
+    def __enter__(self) -> Self:
         stack = self.__dict__.setdefault("_ctx_ops", [])
         stack.append(self._last_op)
         self._last_op = None
