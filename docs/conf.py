@@ -30,8 +30,17 @@ napoleon_google_docstring = True
 napoleon_numpy_docstring = True
 
 # Every doctest (in .rst pages and in docstrings pulled in by autodoc) starts from this.
+# Docstring examples may use their module's names unqualified, as under ``python -m
+# doctest``; the public names of core's modules are put in scope for them.
 doctest_global_setup = """
 import torch
 import tensordict
-from tensordict import TensorDict
+from tensordict import *
+from tensordict.utils import *
+from tensordict._keys import *
+from tensordict._nontensor import *
+from tensordict._shape import *
+from tensordict._index import *
+from tensordict._repr import *
+from tensordict.base import set_get_defaults_to_none, get_defaults_to_none
 """
