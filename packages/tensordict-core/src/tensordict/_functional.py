@@ -128,6 +128,37 @@ def _combine(
     return TensorDict._new_unsafe(out, new_bs, device)
 
 
+def _combine_all(list_of_tensordicts: Sequence[TensorDictBase], op: str, dim: int, out: Any) -> Any:
+    """The body of :func:`stack` and :func:`cat`: validate, combine entries, keep names."""
+    tds = _as_dense(list_of_tensordicts)
+    if not tds:
+        raise RuntimeError(f"{op} expects a non-empty sequence of tensordicts.")
+    bs = tds[0].batch_size
+    if op == "stack":
+        _check_batch_sizes(tds, op, None)
+        d = normalize_dim(dim, len(bs), extra=1)
+        new_bs = bs[:d] + torch.Size([len(tds)]) + bs[d:]
+        fn = torch.stack
+    else:
+        if not bs:
+            raise RuntimeError("cat: cannot concatenate tensordicts with no batch dimension.")
+        d = normalize_dim(dim, len(bs))
+        _check_batch_sizes(tds, op, d)
+        new_bs = bs[:d] + torch.Size([sum(td.batch_size[d] for td in tds)]) + bs[d + 1 :]
+        fn = torch.cat
+    result = _combine(tds, op, fn, d, new_bs)
+    names = _merge_names(tds)
+    if names is not None:
+        if op == "stack":
+            names.insert(d, None)
+        if any(n is not None for n in names):
+            result._names = names
+    if out is not None:
+        out.update_(result)
+        return out
+    return result
+
+
 @overload
 def stack(
     list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: None = None
@@ -151,23 +182,7 @@ def stack(
     >>> torch.stack(tds, 1)["a"].shape
     torch.Size([3, 2, 4])
     """
-    tds = _as_dense(list_of_tensordicts)
-    if not tds:
-        raise RuntimeError("stack expects a non-empty sequence of tensordicts.")
-    _check_batch_sizes(tds, "stack", None)
-    bs = tds[0].batch_size
-    d = normalize_dim(dim, len(bs), extra=1)
-    new_bs = bs[:d] + torch.Size([len(tds)]) + bs[d:]
-    result = _combine(tds, "stack", torch.stack, d, new_bs)
-    names = _merge_names(tds)
-    if names is not None:
-        names.insert(d, None)
-        if any(n is not None for n in names):
-            result._names = names
-    if out is not None:
-        out.update_(result)
-        return out
-    return result
+    return _combine_all(list_of_tensordicts, "stack", dim, out)
 
 
 @overload
@@ -193,23 +208,7 @@ def cat(
     >>> torch.cat(tds, 0).batch_size
     torch.Size([6])
     """
-    tds = _as_dense(list_of_tensordicts)
-    if not tds:
-        raise RuntimeError("cat expects a non-empty sequence of tensordicts.")
-    bs = tds[0].batch_size
-    if not bs:
-        raise RuntimeError("cat: cannot concatenate tensordicts with no batch dimension.")
-    d = normalize_dim(dim, len(bs))
-    _check_batch_sizes(tds, "cat", d)
-    new_bs = bs[:d] + torch.Size([sum(td.batch_size[d] for td in tds)]) + bs[d + 1 :]
-    result = _combine(tds, "cat", torch.cat, d, new_bs)
-    names = _merge_names(tds)
-    if names is not None:
-        result._names = names
-    if out is not None:
-        out.update_(result)
-        return out
-    return result
+    return _combine_all(list_of_tensordicts, "cat", dim, out)
 
 
 def _method_forwarder(name: str) -> Callable:

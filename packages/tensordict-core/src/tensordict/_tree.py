@@ -25,6 +25,14 @@ if TYPE_CHECKING:  # pragma: no cover
 _Tensor = torch.Tensor
 
 
+def _result_shape_error(r: torch.Tensor, path: tuple[str, ...], bs: torch.Size) -> RuntimeError:
+    return RuntimeError(
+        f"apply: the function returned a tensor of shape {tuple(r.shape)} for key "
+        f"{unravel_key(path)!r}, whose leading dimensions do not match the result's "
+        f"batch_size={tuple(bs)}; pass batch_size= to apply()."
+    )
+
+
 class TreeMapOps:
     """Mixin: the leaf-walking primitives of :class:`~tensordict.TensorDict`.
 
@@ -151,11 +159,7 @@ class TreeMapOps:
                     continue
                 if not checked and isinstance(r, _Tensor):
                     if r.shape[:nb] != bs:
-                        raise RuntimeError(
-                            f"apply: the function returned a tensor of shape {tuple(r.shape)} for "
-                            f"key {key!r}, whose leading dimensions do not match the result's "
-                            f"batch_size={tuple(bs)}; pass batch_size= to apply()."
-                        )
+                        raise _result_shape_error(r, (key,), bs)
                     if device is not None and r.device != device:
                         device = None
                 elif not checked:
@@ -285,11 +289,7 @@ class TreeMapOps:
             elif isinstance(r, _Tensor):
                 rbs = result._batch_size
                 if r.shape[: len(rbs)] != rbs:
-                    raise RuntimeError(
-                        f"apply: the function returned a tensor of shape {tuple(r.shape)} for key "
-                        f"{unravel_key(prefix + (key,))!r}, whose leading dimensions do not match "
-                        f"the result's batch_size={tuple(rbs)}; pass batch_size= to apply()."
-                    )
+                    raise _result_shape_error(r, prefix + (key,), rbs)
                 if result._device is not None and r.device != result._device:
                     if device is NO_DEFAULT:
                         result._device = None

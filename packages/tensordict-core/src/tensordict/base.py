@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import torch
 
 from tensordict import _forwarders, _siblings
+from tensordict._errors import missing_key
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
 from tensordict._nontensor import NonTensorData
 
@@ -399,10 +400,7 @@ class TensorDictBase:
         value = self._get_tuple(key, None)
         if value is None:
             if default is NO_DEFAULT:
-                raise KeyError(
-                    f"key {unravel_key(key)!r} not found in the tensordict "
-                    f"(keys: {sorted(map(str, self.keys()))})."
-                )
+                raise missing_key(unravel_key(key), self)
             return default
         self.del_(key)
         return value.data if type(value) is NonTensorData else value
