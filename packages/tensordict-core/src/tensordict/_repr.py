@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from typing import TYPE_CHECKING, cast
 
 import torch
@@ -13,6 +12,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from tensordict.base import TensorDictBase
 
 
+def _tensor_shared(value: torch.Tensor) -> bool:
+    # ``Tensor.is_shared`` has no annotations in torch.
+    if value.device.type == "meta":
+        return False
+    return bool(value.is_shared())  # type: ignore[no-untyped-call]
+
+
 def leaf_repr(value: object) -> str:
     """One line describing a leaf.
 
@@ -21,15 +27,15 @@ def leaf_repr(value: object) -> str:
     'Tensor(shape=torch.Size([2]), device=cpu, dtype=torch.int64, is_shared=False)'
     """
     if isinstance(value, torch.Tensor):
-        # ``Tensor.is_shared`` has no annotations in torch.
-        shared = value.is_shared() if value.device.type != "meta" else False  # type: ignore[no-untyped-call]
-        return (
-            f"{type(value).__name__}(shape={value.shape}, device={value.device}, "
-            f"dtype={value.dtype}, is_shared={shared})"
-        )
-    if isinstance(value, NonTensorData):
-        return repr(value)
+        return _tensor_repr(value, _tensor_shared(value))
     return repr(value)
+
+
+def _tensor_repr(value: torch.Tensor, shared: bool) -> str:
+    return (
+        f"{type(value).__name__}(shape={value.shape}, device={value.device}, "
+        f"dtype={value.dtype}, is_shared={shared})"
+    )
 
 
 def td_repr(td: TensorDictBase) -> str:
@@ -45,20 +51,44 @@ def td_repr(td: TensorDictBase) -> str:
         device=None,
         is_shared=False)
     """
+    return _td_repr(td, "")[0]
+
+
+def _td_repr(td: TensorDictBase, indent: str) -> tuple[str, bool, bool]:
+    """The repr of ``td`` whose first line starts at ``indent``, whether all its tensors
+    are shared (or on CUDA), and whether it holds any tensor.
+
+    Each leaf's shared state is read once and aggregated upwards (as ``is_shared()``
+    defines it), and nested blocks are written at their final indentation.
+    """
+    inner = indent + "    "
+    field_indent = inner + "    "
     fields = []
+    shared_all = True
+    any_tensor = False
     for key in sorted(td.keys()):
         # Without ``include_nested`` the view yields the top-level keys, all strings.
         value = td._get_str(cast(str, key), None)
-        fields.append(
-            f"{key}: {leaf_repr(value) if not hasattr(value, '_tensordict') else repr(value)}"
-        )
-    body = ",\n".join(fields)
-    body = textwrap.indent(body, " " * 4)
-    lines = [
-        f"fields={{\n{body}}}",
-        f"batch_size={td.batch_size}",
-        f"device={td.device}",
-        # TensorDictBase does not declare is_shared() yet; TensorDict has it (DeviceOps).
-        f"is_shared={td.is_shared()}",
-    ]
-    return f"{type(td).__name__}(\n" + textwrap.indent(",\n".join(lines), " " * 4) + ")"
+        if isinstance(value, torch.Tensor):
+            leaf_shared = _tensor_shared(value)
+            text = _tensor_repr(value, leaf_shared)
+            any_tensor = True
+            shared_all = shared_all and (leaf_shared or value.is_cuda)
+        elif hasattr(value, "_tensordict"):
+            text, sub_shared, sub_any = _td_repr(value, field_indent)
+            if sub_any:
+                any_tensor = True
+                shared_all = shared_all and sub_shared
+        else:
+            text = repr(value)
+        fields.append(f"{field_indent}{key}: {text}")
+    is_shared = any_tensor and shared_all
+    body = ",\n".join(fields) if fields else inner
+    text = (
+        f"{type(td).__name__}(\n"
+        f"{inner}fields={{\n{body}}},\n"
+        f"{inner}batch_size={td.batch_size},\n"
+        f"{inner}device={td.device},\n"
+        f"{inner}is_shared={is_shared})"
+    )
+    return text, is_shared, any_tensor

@@ -512,7 +512,19 @@ class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
         tensor([0., 1., 2.])
         """
         if type(index) is str:
-            self._set_str(index, value, inplace=False, validated=False)
+            if isinstance(value, _Tensor):  # the hot path of _set_str/_validate_value
+                dev = self._device
+                if dev is not None and value.device != dev:
+                    value = value.to(dev)
+                bs = self._batch_size
+                if value.shape[: len(bs)] != bs:
+                    raise self._shape_error(index, value)
+                store = self._tensordict
+                if self._is_locked and index not in store:
+                    raise lock_error(index)
+                store[index] = value
+            else:
+                self._set_str(index, value, inplace=False, validated=False)
         elif type(index) is tuple and index and isinstance(index[0], (str, tuple)):
             parent = self
             try:  # fast path: the parent of a flat string key exists and is dense

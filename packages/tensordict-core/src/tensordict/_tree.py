@@ -43,19 +43,34 @@ class TreeMapOps:
     def _map_batch(
         self, fn: Callable[[Any], Any], batch_size: torch.Size, names: list | None = None
     ) -> TensorDict:
-        """Apply a batch-shape operation ``fn`` to every tensor and nested tensordict.
+        """Apply a batch-shape operation ``fn`` to every tensor, at any depth.
 
-        ``fn`` receives tensors and nested tensordicts alike (both expose ``.shape``);
-        non-tensor values only get the new ``batch_size``.
+        ``fn`` touches only the first ``self.batch_dims`` dimensions and carries the rest
+        along, so it applies unchanged to the leaves of nested dense tensordicts, whose
+        new batch size is ``batch_size`` plus their own extra dimensions. Other tensordict
+        types receive ``fn`` themselves (they expose ``.shape`` too); non-tensor values
+        only get the new batch size.
         """
-        out = {}
-        for key, value in self._tensordict.items():
-            if type(value) is NonTensorData:
-                out[key] = value._with(batch_size)
-            else:
-                out[key] = fn(value)
         if names is not None and all(n is None for n in names):
             names = None
+        nb = len(self._batch_size)
+        out = {}
+        for key, value in self._tensordict.items():
+            if isinstance(value, _Tensor):
+                out[key] = fn(value)
+            elif type(value) is NonTensorData:
+                out[key] = value._with(batch_size)
+            elif isinstance(value, TreeMapOps):
+                sub_bs = value._batch_size
+                extra = len(sub_bs) - nb
+                sub_names = None
+                if names is not None or value._names is not None:
+                    own = value._names[nb:] if value._names is not None else [None] * extra
+                    sub_names = (names or [None] * len(batch_size)) + own
+                new_bs = torch.Size((*batch_size, *sub_bs[nb:])) if extra else batch_size
+                out[key] = value._map_batch(fn, new_bs, sub_names)
+            else:
+                out[key] = fn(value)
         return self._new_unsafe(out, batch_size, self._device, names)
 
     def _map_tensors(
