@@ -6,8 +6,6 @@ from typing import TYPE_CHECKING, cast
 
 import torch
 
-from tensordict._nontensor import NonTensorData
-
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict.base import TensorDictBase
 

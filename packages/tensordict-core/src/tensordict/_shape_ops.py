@@ -44,7 +44,13 @@ class DenseShapeOps:
         nb = self.batch_dims
         if shape == self.batch_size:
             return self
-        return self._map_batch(lambda x: x.view((*shape, *x.shape[nb:])), shape)
+        # varargs are faster than one tuple argument, which an empty shape needs
+        return self._map_batch(
+            (lambda x: x.view(*shape, *x.shape[nb:]))
+            if shape
+            else (lambda x: x.view((*shape, *x.shape[nb:]))),
+            shape,
+        )
 
     def reshape(self, *shape: Any) -> TensorDict:
         """Reshape the batch dimensions (copying when a view is impossible).
@@ -56,7 +62,12 @@ class DenseShapeOps:
         """
         shape = infer_shape(unpack_shape(shape), self.numel())
         nb = self.batch_dims
-        return self._map_batch(lambda x: x.reshape((*shape, *x.shape[nb:])), shape)
+        return self._map_batch(
+            (lambda x: x.reshape(*shape, *x.shape[nb:]))
+            if shape
+            else (lambda x: x.reshape((*shape, *x.shape[nb:]))),
+            shape,
+        )
 
     def flatten(self, start_dim: int = 0, end_dim: int = -1) -> TensorDict:
         """Merge batch dimensions ``start_dim..end_dim`` into one.
@@ -234,7 +245,13 @@ class DenseShapeOps:
         names = None
         if self._has_names():
             names = [None] * extra + self.names
-        return self._map_batch(lambda x: x.expand((*new, *x.shape[nb:])), new, names)
+        return self._map_batch(
+            (lambda x: x.expand(*new, *x.shape[nb:]))
+            if new
+            else (lambda x: x.expand((*new, *x.shape[nb:]))),
+            new,
+            names,
+        )
 
     def expand_as(self, other: Any) -> TensorDict:
         """Expand to the batch shape of ``other`` (a tensor's full shape or a tensordict's batch)."""
