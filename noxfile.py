@@ -93,7 +93,7 @@ def _install_key(torch: str | None, requirements: tuple[str, ...]) -> str:
             else sorted(
                 p
                 for p in folder.rglob("*")
-                if p.is_file() and "__pycache__" not in p.parts and "tests" not in p.parts
+                if p.is_file() and not {"__pycache__", "tests"} & set(p.relative_to(folder).parts)
             )
         )
         for path in files:
@@ -101,12 +101,11 @@ def _install_key(torch: str | None, requirements: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
-def workspace(*, editable: bool = True, extras: bool = True) -> list[str]:
-    """pip arguments installing all five distributions from their folders."""
+def workspace() -> list[str]:
+    """pip arguments installing all five distributions, editable, with all their extras."""
     args: list[str] = []
     for dist in DISTS:
-        spec = dist.rel() + (f"[{','.join(dist.extras)}]" if extras and dist.extras else "")
-        args += ["-e", spec] if editable else [spec]
+        args += ["-e", dist.rel() + (f"[{','.join(dist.extras)}]" if dist.extras else "")]
     return args
 
 
@@ -192,6 +191,7 @@ def lint(session: nox.Session) -> None:
     # mypy resolves torch/numpy from this environment: core (editable) brings them.
     install(session, "-e", DISTS[0].rel(), *LINT_DEPS, *TOOL_DEPS)
     session.run("python", "tools/check_versions.py")
+    session.run("python", "tools/gen_table_stubs.py", "--check")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")  # files: [tool.mypy] in pyproject.toml
@@ -224,6 +224,7 @@ def build(session: nox.Session) -> None:
     """
     install(session, "build", *TOOL_DEPS, torch=None)
     session.run("python", "tools/check_versions.py")
+    session.run("python", "tools/gen_table_stubs.py", "--check")
     session.run("python", "tools/check_wheels.py", "--torch", TORCH, *session.posargs)
 
 

@@ -25,6 +25,7 @@ import json
 import subprocess
 import sys
 import sysconfig
+from collections.abc import Mapping
 from pathlib import Path
 
 from workspace import NAMESPACE, by_name, canonical, requirement_name
@@ -55,8 +56,11 @@ def declared_closure(dist: str) -> set[str]:
     return closure
 
 
-def third_party_modules(closure: set[str]) -> list[str]:
-    """Top-level modules of what the workspace distributions in ``closure`` require."""
+def third_party_modules(closure: set[str], owners: Mapping[str, list[str]]) -> list[str]:
+    """Top-level modules of what the workspace distributions in ``closure`` require.
+
+    ``owners`` is :func:`importlib.metadata.packages_distributions`.
+    """
     workspace = by_name()
     direct = {
         requirement_name(r)
@@ -64,7 +68,7 @@ def third_party_modules(closure: set[str]) -> list[str]:
         for r in workspace[name].dependencies
     } - set(workspace)
     tops: dict[str, list[str]] = {name: [] for name in direct}
-    for top, dists in metadata.packages_distributions().items():
+    for top, dists in owners.items():
         for name in direct & {canonical(d) for d in dists}:
             if top.isidentifier() and not top.startswith("_"):
                 tops[name].append(top)
@@ -98,7 +102,7 @@ def undeclared(dist_name: str) -> tuple[list[str], dict]:
         raise SystemExit(f"check_isolation: {dist.name} is not installed in {sys.prefix}")
     owners = metadata.packages_distributions()
     sibling_owner = {d.module: d.name for d in workspace.values() if not d.is_core}
-    result = probe(dist.module, third_party_modules(allowed))
+    result = probe(dist.module, third_party_modules(allowed, owners))
     found: dict[str, tuple[str, int]] = {}  # package -> (where from, modules loaded)
     for name in sorted(set(result["after"]) - set(result["before"])):
         top = name.partition(".")[0]

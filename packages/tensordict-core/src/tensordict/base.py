@@ -23,7 +23,12 @@ from tensordict._nontensor import NonTensorData
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
 
+    from tensordict._table_api import TableMethods as _TableMethods
     from tensordict._td import TensorDict
+else:
+    # The methods installed from tables (tensordict._ops, tensordict._forwarders) are
+    # declared for type checkers in the generated stub _table_api.pyi.
+    _TableMethods = object
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -83,7 +88,7 @@ def _abstract(td: Any) -> str:
     return f"{type(td).__name__} does not implement {caller}()"
 
 
-class TensorDictBase:
+class TensorDictBase(_TableMethods):
     """Abstract base of every tensordict: a dict of tensors with a common batch shape.
 
     >>> import torch
