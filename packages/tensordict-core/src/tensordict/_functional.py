@@ -11,8 +11,9 @@ if TYPE_CHECKING:
 import torch
 
 from tensordict._nontensor import NonTensorData
-from tensordict._shape import normalize_dim
-from tensordict.base import TensorDictBase, implements_for_td
+from tensordict._ops import BINARY, BINARY_NO_INPLACE, UNARY
+from tensordict._shape import normalize_dim, parse_device
+from tensordict.base import NO_DEFAULT, TD_HANDLED_FUNCTIONS, TensorDictBase, implements_for_td
 
 _Tensor = torch.Tensor
 _T = TypeVar("_T", bound=TensorDictBase)
@@ -211,20 +212,16 @@ def cat(
     return _combine_all(list_of_tensordicts, "cat", dim, out)
 
 
-def _method_forwarder(name: str) -> Callable:
-    def impl(td: TensorDictBase, *args: Any, **kwargs: Any) -> Any:
-        return getattr(td, name)(*args, **kwargs)
-
-    impl.__name__ = name
-    return impl
-
-
-#: torch functions that simply call the tensordict method of the same name.
+#: torch functions that call the tensordict method of the same name (the method's own
+#: argument checks and errors apply). A name whose method a tensordict type lacks raises a
+#: clear ``TypeError`` when called. Reductions are registered by :mod:`tensordict._ops_reduce`,
+#: ``where``/``gather``/``masked_*`` by :mod:`tensordict._ops`.
 TORCH_METHODS: tuple[str, ...] = (
+    # splitting and batch-shape operations
     "unbind",
     "split",
     "chunk",
-    "clone",
+    "tensor_split",
     "permute",
     "reshape",
     "squeeze",
@@ -233,47 +230,187 @@ TORCH_METHODS: tuple[str, ...] = (
     "unflatten",
     "transpose",
     "swapaxes",
+    "swapdims",
     "movedim",
     "narrow",
-    "tensor_split",
     "flip",
+    "fliplr",
+    "flipud",
+    "roll",
+    "rot90",
+    "tile",
+    "repeat_interleave",
+    "broadcast_to",
+    "atleast_1d",
+    "atleast_2d",
+    "atleast_3d",
+    # copies, autograd, size
+    "clone",
     "detach",
-    "abs",
-    "neg",
-    "exp",
-    "log",
-    "sqrt",
-    "sigmoid",
-    "tanh",
-    "sin",
-    "cos",
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "pow",
-    "maximum",
-    "minimum",
+    "detach_",
+    "numel",
+    "is_floating_point",
+    # pointwise math (with the in-place twins torch exposes as functions)
+    *UNARY,
+    *(name + "_" for name in UNARY),
+    *BINARY,
+    *BINARY_NO_INPLACE,
     "clamp",
-    "eq",
-    "ne",
-    "lt",
-    "le",
-    "gt",
-    "ge",
+    "rsub",
+    "softmax",
+    "log_softmax",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "isneginf",
+    "isposinf",
+    "isreal",
     "all",
     "any",
-    "numel",
 )
 
-for _name in TORCH_METHODS:
-    implements_for_td(getattr(torch, _name))(_method_forwarder(_name))
+#: torch aliases -> the method they call.
+TORCH_ALIASES: dict[str, str] = {
+    "moveaxis": "movedim",
+    "absolute": "abs",
+    "negative": "neg",
+    "clip": "clamp",
+    "multiply": "mul",
+    "subtract": "sub",
+    "divide": "div",
+    "true_divide": "div",
+    "greater": "gt",
+    "greater_equal": "ge",
+    "less": "lt",
+    "less_equal": "le",
+    "not_equal": "ne",
+}
+
+#: Functions applied leaf by leaf, so a tensordict may be any of their tensor operands
+#: (``torch.sub(tensor, td)`` computes ``torch.sub(tensor, leaf)`` for every leaf).
+_POINTWISE: frozenset[str] = frozenset(
+    (
+        *BINARY,
+        *BINARY_NO_INPLACE,
+        "clamp",
+        "rsub",
+        *(k for k, v in TORCH_ALIASES.items() if v in BINARY or v in BINARY_NO_INPLACE),
+    )
+)
+
+#: torch keyword -> method keyword, where the names differ (``None``: pass positionally).
+_KWARGS: dict[str, dict[str, str | None]] = {
+    "split": {"split_size_or_sections": "split_size"},
+    "unflatten": {"sizes": "unflattened_size"},
+    "permute": {"dims": None},
+    "flip": {"dims": None},
+    "reshape": {"shape": None},
+    "tile": {"dims": None},
+    "broadcast_to": {"size": "shape"},
+}
 
 
-def _like(fill: Callable[[_Tensor], _Tensor]) -> Callable:
-    def impl(td: TensorDictBase, *args: Any, **kwargs: Any) -> TensorDictBase:
-        return td._map_tensors(lambda x: fill(x, *args, **kwargs))
+def _leafwise_torch(func: Callable, args: tuple, kwargs: dict) -> Any:
+    """``func`` with a tensordict as a later operand: call it once per leaf of that tensordict."""
+    td = next(a for a in (*args, *kwargs.values()) if isinstance(a, TensorDictBase))
+    pos = [i for i, a in enumerate(args) if a is td]
+    kw = [k for k, v in kwargs.items() if v is td]
+    if len(pos) + len(kw) != 1 or any(
+        isinstance(a, TensorDictBase) and a is not td for a in (*args, *kwargs.values())
+    ):
+        raise TypeError(
+            f"{func.__name__}(): a tensordict must come first when several operands are "
+            "tensordicts."
+        )
+    results = []
+    for leaf in td._flat_tensors([]):
+        a = list(args)
+        k = dict(kwargs)
+        if pos:
+            a[pos[0]] = leaf
+        else:
+            k[kw[0]] = leaf
+        results.append(func(*a, **k))
+    return td._rebuild(iter(results))
 
+
+def _method_forwarder(torch_name: str, method: str) -> Callable:
+    func = getattr(torch, torch_name)
+    pointwise = torch_name in _POINTWISE
+    renames = _KWARGS.get(method, {"other": None} if pointwise else None)
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        if not args:  # torch.add(input=td, ...), torch.split(tensor=td, ...)
+            args = (kwargs.pop("input") if "input" in kwargs else kwargs.pop("tensor", None),)
+        td = args[0]
+        if not isinstance(td, TensorDictBase):
+            if pointwise:
+                return _leafwise_torch(func, args, kwargs)
+            raise TypeError(
+                f"torch.{torch_name}() got a {type(td).__name__} as its input; a tensordict "
+                "can only be its first argument."
+            )
+        bound = getattr(td, method, None)
+        if bound is None:
+            raise TypeError(
+                f"torch.{torch_name}() is not supported for {type(td).__name__}: it has no "
+                f"{method}() method."
+            )
+        if renames and kwargs:
+            extra = []
+            for old, new in renames.items():
+                if old in kwargs:
+                    value = kwargs.pop(old)
+                    if new is None:
+                        extra.append(value)
+                    else:
+                        kwargs[new] = value
+            args = (*args, *extra)
+        return bound(*args[1:], **kwargs)
+
+    impl.__name__ = torch_name
+    impl.__qualname__ = f"torch_{torch_name}"
+    return impl
+
+
+def _install_torch_methods() -> None:
+    names = [(n, n) for n in TORCH_METHODS] + list(TORCH_ALIASES.items())
+    for torch_name, method in names:
+        func = getattr(torch, torch_name, None)
+        if func is not None:
+            # The owning module's registration wins whatever the import order.
+            TD_HANDLED_FUNCTIONS.setdefault(func, _method_forwarder(torch_name, method))
+
+
+_install_torch_methods()
+
+
+def _like(fn: Callable[..., _Tensor]) -> Callable:
+    """``torch.*_like`` for tensordicts: the function on every tensor leaf.
+
+    A ``device=`` argument also becomes the result's device; a leaf the function cannot
+    handle (``rand_like`` of an integer leaf, say) is named in the error.
+    """
+
+    def impl(input: TensorDictBase, *args: Any, **kwargs: Any) -> TensorDictBase:
+        device = kwargs.get("device", NO_DEFAULT)
+        if device is not NO_DEFAULT:
+            device = parse_device(device)
+        try:
+            return input._map_tensors(lambda x: fn(x, *args, **kwargs), device)
+        except (RuntimeError, TypeError) as err:
+            for key, value in input.items(True, True):
+                if isinstance(value, _Tensor):
+                    try:
+                        fn(value, *args, **kwargs)
+                    except (RuntimeError, TypeError) as leaf_err:
+                        raise type(err)(
+                            f"torch.{fn.__name__}: failed for entry {key!r} of dtype "
+                            f"{value.dtype} and shape {tuple(value.shape)}: {leaf_err}"
+                        ) from None
+            raise
+
+    impl.__name__ = fn.__name__
     return impl
 
 
@@ -284,5 +421,6 @@ for _fn in (
     torch.full_like,
     torch.rand_like,
     torch.randn_like,
+    torch.randint_like,
 ):
     implements_for_td(_fn)(_like(_fn))

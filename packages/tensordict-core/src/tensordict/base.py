@@ -10,7 +10,7 @@ from tables by :mod:`tensordict._ops`) the families of tensor methods.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
@@ -480,6 +480,10 @@ class TensorDictBase(_TableMethods):
 
 
 _forwarders.install(TensorDictBase)
+# Tensordicts are mappings, as in the reference (``isinstance(td, Mapping)``): this is what
+# lets ``torch.testing.assert_close`` compare two of them key by key. Registration leaves
+# ``isinstance(x, TensorDictBase)`` a plain (fast) class check.
+MutableMapping.register(TensorDictBase)
 
 
 def _key_tuple(key: Any) -> tuple:
