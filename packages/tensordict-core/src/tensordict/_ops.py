@@ -161,6 +161,16 @@ def _foreach(name: str) -> Callable | None:
     return getattr(torch, f"_foreach_{name}", None)
 
 
+def _foreach_unsupported() -> bool:
+    """Whether a failed ``torch._foreach_*`` call should be redone leaf by leaf.
+
+    Inside ``torch.vmap`` (any ``torch.func`` transform) the foreach kernels have no
+    batching rule; only then is the error not the user's. (Checked on the error path
+    only: the eager hot path is unchanged.)
+    """
+    return torch._C._functorch.peek_interpreter_stack() is not None
+
+
 def _operands(td: TensorDictBase, other: Any, leaves: list, default: Any = None) -> Any:
     """The operand matched to each leaf: a list for tensordicts, ``other`` otherwise."""
     if is_tensor_collection(other):
@@ -182,16 +192,25 @@ def _make_unary(name: str) -> tuple[Callable, Callable]:
 
     def method(self: TensorDictBase) -> TensorDictBase:
         leaves = self._flat_tensors([])
-        results = fe(leaves) if fe is not None else [op(x) for x in leaves]
+        try:
+            results = fe(leaves) if fe is not None else [op(x) for x in leaves]
+        except RuntimeError:
+            if not _foreach_unsupported():
+                raise
+            results = [op(x) for x in leaves]
         return self._rebuild(iter(results))
 
     def method_(self: TensorDictBase) -> TensorDictBase:
         leaves = self._flat_tensors([])
         if fe_ is not None:
-            fe_(leaves)
-        else:
-            for x in leaves:
-                op_(x)
+            try:
+                fe_(leaves)
+                return self
+            except RuntimeError:
+                if not _foreach_unsupported():
+                    raise
+        for x in leaves:
+            op_(x)
         return self
 
     method.__doc__ = (
@@ -281,9 +300,11 @@ def _make_binary(
             else:
                 results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
         except RuntimeError as err:
-            raise _explain(
-                self, name, lambda x, *o: op(x, *o, **kwargs), leaves, operands, err
-            ) from None
+            if not _foreach_unsupported():
+                raise _explain(
+                    self, name, lambda x, *o: op(x, *o, **kwargs), leaves, operands, err
+                ) from None
+            results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
         return self._rebuild(iter(results))
 
     def method_(
@@ -292,9 +313,13 @@ def _make_binary(
         leaves, operands, foreach_ok = gather(self, args, default)
         _check_inplace(self, name + "_", leaves, operands[:n_operands])
         if fe_ is not None and foreach_ok and not kwargs and leaves:
-            fe_(leaves, *operands)
-        else:
-            _leafwise(lambda x, *o: op_(x, *o, **kwargs), leaves, operands)
+            try:
+                fe_(leaves, *operands)
+                return self
+            except RuntimeError:
+                if not _foreach_unsupported():
+                    raise
+        _leafwise(lambda x, *o: op_(x, *o, **kwargs), leaves, operands)
         return self
 
     method.__doc__ = (
@@ -426,7 +451,13 @@ def zero_(self: TensorDictBase) -> TensorDictBase:
     """
     leaves = self._flat_tensors([])
     if leaves:
-        torch._foreach_zero_(leaves)
+        try:
+            torch._foreach_zero_(leaves)
+        except RuntimeError:
+            if not _foreach_unsupported():
+                raise
+            for x in leaves:
+                x.zero_()
     return self
 
 
