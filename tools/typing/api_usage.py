@@ -277,6 +277,25 @@ def arithmetic() -> None:
     assert_type((td == other).all(), bool)
 
 
+def reductions_and_batch_ops() -> None:
+    td = make().select("obs", ("next", "reward"))
+    assert_type(td.sum(), TensorDict)
+    assert_type(td.mean(0, keepdim=True), TensorDict)
+    assert_type(td.std(dim="feature", correction=0), TensorDict)
+    assert_type(td.sum(reduce=True), torch.Tensor)
+    assert_type(td.quantile(0.5, reduce=True), torch.Tensor)
+    assert_type(td.amax(reduce=True), torch.Tensor)
+    values = td.max(0, return_indices=False)
+    assert values.batch_size == ()
+    assert_type(td.isnan(), TensorDict)
+    assert_type(td.roll(1), TensorDict)
+    assert_type(td.softmax(0), TensorDict)
+    assert_type(td.gather(0, torch.tensor([1, 0])), TensorDict)
+    assert_type(td.new_zeros(2, 3), TensorDict)
+    assert_type(td.where(torch.ones(4, dtype=torch.bool), 0.0), TensorDict)
+    assert_type(td.masked_fill(torch.ones(4, dtype=torch.bool), 1.0), TensorDict)
+
+
 def utilities() -> None:
     td = TensorDict({"k": torch.tensor([1, 2, 1, 3])}, [4])
     assert_type(expand_right(torch.tensor([1, 2]), (2, 3)), torch.Tensor)
@@ -309,6 +328,7 @@ def main() -> None:
         locking,
         devices_and_copies,
         arithmetic,
+        reductions_and_batch_ops,
         utilities,
         sibling_forwarders,
     ):

@@ -118,6 +118,18 @@ CASTS: dict[str, torch.dtype] = {
     "complex128": torch.complex128,
 }
 
+#: quantized dtypes: ``td.qint8(scale=1.0, zero_point=0)`` quantizes every leaf per tensor
+#: (``Tensor.to`` cannot produce quantized tensors).
+QUANTIZED_CASTS: dict[str, torch.dtype] = {
+    "qint8": torch.qint8,
+    "qint32": torch.qint32,
+    "quint8": torch.quint8,
+    "quint4x2": torch.quint4x2,
+}
+
+#: elementwise tests returning a tensordict of booleans (no in-place twin).
+PREDICATES: tuple[str, ...] = ("isfinite", "isinf", "isnan", "isneginf", "isposinf", "isreal")
+
 #: method name -> torch function name, where they differ.
 _TORCH_NAMES: dict[str, str] = {"mod": "remainder"}
 
@@ -276,6 +288,10 @@ def _make_binary(
     fe_ = _foreach(name + "_") if with_inplace else None
     op = getattr(torch, _TORCH_NAMES.get(name, name))
     op_ = getattr(_Tensor, name + "_", None) if with_inplace else None
+    if with_inplace and op_ is None:  # no Tensor.maximum_ & co: write through out=
+
+        def op_(x: _Tensor, *args: Any, **kwargs: Any) -> _Tensor:
+            return op(x, *args, out=x, **kwargs)
 
     def gather(self: TensorDictBase, args: tuple, default: Any) -> tuple[list, list, bool]:
         if len(args) < n_operands:
@@ -344,6 +360,53 @@ def _make_cast(name: str, dtype: torch.dtype) -> Callable:
         f"    {dtype}\n"
     )
     return method
+
+
+def _make_quantized(name: str, dtype: torch.dtype) -> Callable:
+    def method(self: TensorDictBase, scale: float = 1.0, zero_point: int = 0) -> TensorDictBase:
+        return self._map_tensors(
+            lambda x: torch.quantize_per_tensor(
+                x if x.dtype is torch.float32 else x.float(), scale, zero_point, dtype
+            )
+        )
+
+    method.__doc__ = (
+        f"Quantize every tensor leaf to ``{dtype}`` with :func:`torch.quantize_per_tensor`.\n\n"
+        "    >>> import torch\n"
+        "    >>> from tensordict import TensorDict\n"
+        f"    >>> TensorDict({{'a': torch.ones(1)}}, [1]).{name}()['a'].dtype\n"
+        f"    {dtype}\n"
+    )
+    return method
+
+
+def _make_predicate(name: str) -> Callable:
+    op = getattr(torch, name)
+
+    def method(self: TensorDictBase) -> TensorDictBase:
+        return self._rebuild(iter([op(x) for x in self._flat_tensors([])]))
+
+    method.__doc__ = (
+        f"A tensordict of booleans: :func:`torch.{name}` of every leaf.\n\n"
+        "    >>> import torch\n"
+        "    >>> from tensordict import TensorDict\n"
+        "    >>> x = torch.tensor([1.0, float('nan'), float('inf'), -float('inf')])\n"
+        "    >>> td = TensorDict({'a': x}, [4])\n"
+        f"    >>> torch.equal(td.{name}()['a'], torch.{name}(x))\n"
+        "    True\n"
+    )
+    return method
+
+
+def _cast_type(self: TensorDictBase, dst_type: torch.dtype | str) -> TensorDictBase:
+    """Cast every tensor leaf with :meth:`torch.Tensor.type` (a dtype or a tensor type name).
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> TensorDict({"a": torch.zeros(1)}, [1]).type(torch.int64)["a"].dtype
+    torch.int64
+    """
+    return self._map_tensors(lambda x: x.type(dst_type))
 
 
 def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable:
@@ -535,7 +598,19 @@ def is_floating_point(self: TensorDictBase) -> bool:
 
 
 def install(cls: type) -> None:
-    """Add every method of the tables above to ``cls``."""
+    """Add every method of the tables above (and of :mod:`tensordict._ops_reduce`) to ``cls``."""
+    from tensordict import _ops_batch, _ops_reduce
+
+    _ops_reduce.install(cls)
+    _ops_batch.install(cls)
+    for name, dtype in QUANTIZED_CASTS.items():
+        method = _make_quantized(name, dtype)
+        method.__name__ = name
+        setattr(cls, name, method)
+    for name in PREDICATES:
+        method = _make_predicate(name)
+        method.__name__ = name
+        setattr(cls, name, method)
     for name in UNARY:
         method, method_ = _make_unary(name)
         method.__name__, method_.__name__ = name, name + "_"
@@ -559,6 +634,8 @@ def install(cls: type) -> None:
         method = _reduce_bool(name)
         method.__name__ = name
         setattr(cls, name, method)
+    _cast_type.__name__ = "type"
+    cls.type = _cast_type
     for func in (
         rsub,
         clamp,

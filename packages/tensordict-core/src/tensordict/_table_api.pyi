@@ -2,9 +2,13 @@
 # tensordict._forwarders. Do not edit by hand. (Annotations say builtins.bool and
 # builtins.int because the cast methods bool() and int() shadow them here.)
 import builtins
-from typing import Any, overload
+from collections.abc import Sequence
+from typing import Any, Literal, overload
 
+import torch
 from typing_extensions import Self
+
+from tensordict.base import TensorDictBase
 
 class TableMethods:
     def abs(self) -> Self: ...
@@ -185,6 +189,365 @@ class TableMethods:
     def data(self) -> Self: ...
     @property
     def dtype(self) -> Any: ...
+    def qint8(self, scale: builtins.float = ..., zero_point: builtins.int = ...) -> Self: ...
+    def qint32(self, scale: builtins.float = ..., zero_point: builtins.int = ...) -> Self: ...
+    def quint8(self, scale: builtins.float = ..., zero_point: builtins.int = ...) -> Self: ...
+    def quint4x2(self, scale: builtins.float = ..., zero_point: builtins.int = ...) -> Self: ...
+    def isfinite(self) -> Self: ...
+    def isinf(self) -> Self: ...
+    def isnan(self) -> Self: ...
+    def isneginf(self) -> Self: ...
+    def isposinf(self) -> Self: ...
+    def isreal(self) -> Self: ...
+    def type(self, dst_type: torch.dtype | builtins.str) -> Self: ...
+    @overload
+    def sum(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        dtype: torch.dtype | None = ...,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def sum(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        dtype: torch.dtype | None = ...,
+        reduce: Literal[False] | None = ...,
+    ) -> Self: ...
+    @overload
+    def nansum(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        dtype: torch.dtype | None = ...,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def nansum(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        dtype: torch.dtype | None = ...,
+        reduce: Literal[False] | None = ...,
+    ) -> Self: ...
+    @overload
+    def mean(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        dtype: torch.dtype | None = ...,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def mean(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        dtype: torch.dtype | None = ...,
+        reduce: Literal[False] | None = ...,
+    ) -> Self: ...
+    @overload
+    def nanmean(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        dtype: torch.dtype | None = ...,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def nanmean(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        dtype: torch.dtype | None = ...,
+        reduce: Literal[False] | None = ...,
+    ) -> Self: ...
+    @overload
+    def prod(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        dtype: torch.dtype | None = ...,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def prod(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        dtype: torch.dtype | None = ...,
+        reduce: Literal[False] | None = ...,
+    ) -> Self: ...
+    @overload
+    def std(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        correction: builtins.int | builtins.float = ...,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def std(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        correction: builtins.int | builtins.float = ...,
+        reduce: Literal[False] | None = ...,
+    ) -> Self: ...
+    @overload
+    def var(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        correction: builtins.int | builtins.float = ...,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def var(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        correction: builtins.int | builtins.float = ...,
+        reduce: Literal[False] | None = ...,
+    ) -> Self: ...
+    @overload
+    def amax(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def amax(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        reduce: Literal[False] | None = ...,
+    ) -> Self: ...
+    @overload
+    def amin(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def amin(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        reduce: Literal[False] | None = ...,
+    ) -> Self: ...
+    @overload
+    def max(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        return_indices: builtins.bool = ...,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def max(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        return_indices: builtins.bool = ...,
+        reduce: Literal[False] | None = ...,
+    ) -> Any: ...
+    @overload
+    def min(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        return_indices: builtins.bool = ...,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def min(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        return_indices: builtins.bool = ...,
+        reduce: Literal[False] | None = ...,
+    ) -> Any: ...
+    @overload
+    def logsumexp(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def logsumexp(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        reduce: Literal[False] | None = ...,
+    ) -> Self: ...
+    @overload
+    def norm(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        p: builtins.float = ...,
+        dtype: torch.dtype | None = ...,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def norm(
+        self,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        p: builtins.float = ...,
+        dtype: torch.dtype | None = ...,
+        reduce: Literal[False] | None = ...,
+    ) -> Self: ...
+    @overload
+    def quantile(
+        self,
+        q: builtins.float | torch.Tensor,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        interpolation: builtins.str = ...,
+        reduce: Literal[True],
+    ) -> torch.Tensor: ...
+    @overload
+    def quantile(
+        self,
+        q: builtins.float | torch.Tensor,
+        dim: builtins.int | tuple[builtins.int, ...] | builtins.str | None = ...,
+        keepdim: builtins.bool = ...,
+        *,
+        interpolation: builtins.str = ...,
+        reduce: Literal[False] | None = ...,
+    ) -> Self: ...
+    def cummax(
+        self,
+        dim: builtins.int,
+        *,
+        reduce: builtins.bool | None = ...,
+        return_indices: builtins.bool = ...,
+    ) -> Any: ...
+    def cummin(
+        self,
+        dim: builtins.int,
+        *,
+        reduce: builtins.bool | None = ...,
+        return_indices: builtins.bool = ...,
+    ) -> Any: ...
+    def roll(self, shifts: builtins.int | Sequence[builtins.int], dims: Any = ...) -> Self: ...
+    def rot90(self, k: builtins.int = ..., dims: Sequence[builtins.int] = ...) -> Self: ...
+    def tile(self, *dims: Any) -> Self: ...
+    def repeat_interleave(
+        self,
+        repeats: builtins.int | torch.Tensor,
+        dim: builtins.int | None = ...,
+        *,
+        output_size: builtins.int | None = ...,
+    ) -> Self: ...
+    def atleast_1d(self) -> Self: ...
+    def atleast_2d(self) -> Self: ...
+    def atleast_3d(self) -> Self: ...
+    def softmax(self, dim: builtins.int, dtype: torch.dtype | None = ...) -> Self: ...
+    def gather(
+        self, dim: builtins.int, index: torch.Tensor, out: TensorDictBase | None = ...
+    ) -> Self: ...
+    def new_zeros(
+        self,
+        *size: Any,
+        dtype: torch.dtype | None = ...,
+        device: Any = ...,
+        requires_grad: builtins.bool = ...,
+        layout: torch.layout = ...,
+        pin_memory: builtins.bool | None = ...,
+    ) -> Self: ...
+    def new_ones(
+        self,
+        *size: Any,
+        dtype: torch.dtype | None = ...,
+        device: Any = ...,
+        requires_grad: builtins.bool = ...,
+        layout: torch.layout = ...,
+        pin_memory: builtins.bool | None = ...,
+    ) -> Self: ...
+    def new_empty(
+        self,
+        *size: Any,
+        dtype: torch.dtype | None = ...,
+        device: Any = ...,
+        requires_grad: builtins.bool = ...,
+        layout: torch.layout = ...,
+        pin_memory: builtins.bool | None = ...,
+    ) -> Self: ...
+    def new_full(
+        self,
+        size: Sequence[builtins.int],
+        fill_value: Any,
+        *,
+        dtype: torch.dtype | None = ...,
+        device: Any = ...,
+        requires_grad: builtins.bool = ...,
+        layout: torch.layout = ...,
+        pin_memory: builtins.bool | None = ...,
+    ) -> Self: ...
+    def new_tensor(
+        self,
+        data: Any,
+        *,
+        dtype: torch.dtype | None = ...,
+        device: Any = ...,
+        requires_grad: builtins.bool = ...,
+        pin_memory: builtins.bool = ...,
+    ) -> Self: ...
+    def masked_fill(self, mask: torch.Tensor, value: Any) -> Self: ...
+    def masked_fill_(self, mask: torch.Tensor, value: Any) -> Self: ...
+    def masked_select(self, mask: torch.Tensor) -> Self: ...
+    def where(
+        self,
+        condition: torch.Tensor,
+        other: Any,
+        *,
+        out: TensorDictBase | None = ...,
+        pad: Any = ...,
+    ) -> Self: ...
+    def scatter(
+        self,
+        dim: builtins.int,
+        index: torch.Tensor,
+        src: Any = ...,
+        *,
+        value: Any = ...,
+        reduce: builtins.str | None = ...,
+    ) -> Self: ...
     def memmap(self, *args: Any, **kwargs: Any) -> Any: ...
     def memmap_(self, *args: Any, **kwargs: Any) -> Any: ...
     def memmap_like(self, *args: Any, **kwargs: Any) -> Any: ...

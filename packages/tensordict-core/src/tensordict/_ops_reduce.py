@@ -1,0 +1,568 @@
+"""Reductions (``sum``, ``mean``, ``std``, ``max`` …), declared from tables and installed on
+``TensorDictBase``.
+
+Every reduction shares one meaning of its arguments (the reference library's):
+
+* ``dim`` omitted (or ``None``): each leaf is reduced over *all* its dimensions; the
+  result is a tensordict of scalars with ``batch_size=[]`` (``keepdim=True`` keeps every
+  dimension, with size 1). Exception, as in the reference: ``logsumexp(dim=None)`` reduces
+  over all the *batch* dimensions and keeps the feature dimensions.
+* ``dim`` an int or a tuple of ints: *batch* dimensions (negative values count from the end
+  of the batch size). Each leaf, at any depth, is reduced over those dimensions; the new
+  batch size drops them (``keepdim=True`` keeps them with size 1).
+* ``dim="feature"``: each leaf is reduced over its feature dimensions, the ones after the
+  batch dimensions of the tensordict that holds it; batch sizes do not change. A leaf
+  without feature dimensions is reduced over its single element (``sum`` returns it,
+  ``std`` gives ``nan``).
+* ``reduce=True``: one tensor aggregating every leaf. Each leaf is reshaped to
+  ``(*batch_size, n_features)`` (the batch size of the tensordict the method is called on),
+  the pieces are concatenated along that last dimension (dtypes promoted as by
+  :func:`torch.cat`), and the reduction runs over the requested batch dimensions (all of
+  them for ``dim=None``) together with the concatenated feature dimension. The result has
+  the batch shape without the reduced dimensions (kept with size 1 under ``keepdim``).
+
+``max``/``min`` with one batch ``dim`` return the values and the indices, like
+:func:`torch.max`, as a :class:`ValuesIndices` pair of tensordicts (``.values`` /
+``.indices``, ``["values"]`` / ``["indices"]``, or tuple unpacking); the reference library
+returns a tensorclass with those two fields. ``return_indices=False`` returns the values
+alone, and so do ``dim=None``, ``dim="feature"`` and ``reduce=True``. ``cummax``/``cummin``
+(:data:`CUMULATIVE`) follow the same rule along one batch dimension.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import torch
+
+from tensordict._nontensor import NonTensorData
+from tensordict._tree import TreeMapOps
+from tensordict.base import NO_DEFAULT, TensorDictBase, implements_for_td
+
+_Tensor = torch.Tensor
+
+
+class ValuesIndices(NamedTuple):
+    """The ``(values, indices)`` pair returned by ``max``/``min``/``cummax``/``cummin``.
+
+    Like :class:`torch.return_types.max`: attribute access, indexing and unpacking work;
+    ``result["values"]`` and ``result["indices"]`` work too (the reference library returns
+    a tensorclass with these two fields).
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.tensor([[1.0, 5.0], [4.0, 2.0]])}, [2, 2])
+    >>> values, indices = td.max(dim=0)
+    >>> values["a"], td.max(dim=0)["indices"]["a"]
+    (tensor([4., 5.]), tensor([1, 0]))
+    """
+
+    values: Any
+    indices: Any
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        if isinstance(key, str):
+            if key not in ("values", "indices"):
+                raise KeyError(f"{key!r}: a ValuesIndices pair has keys 'values' and 'indices'.")
+            return getattr(self, key)
+        return tuple.__getitem__(self, key)
+
+
+#: keyword parameters of a reduction: (name, default, annotation for the signature)
+_Kw = tuple[tuple[str, Any, str], ...]
+_DTYPE: _Kw = (("dtype", None, "torch.dtype | None"),)
+_CORRECTION: _Kw = (("correction", 1, "int | float"),)
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """One row of :data:`REDUCTIONS`.
+
+    ``fn(x, dim, keepdim, **kw)`` is the torch call for one leaf; ``dim`` is an int, or a
+    tuple of ints when ``multi`` is true (otherwise several dimensions are flattened into
+    one first). ``full(x, **kw)`` reduces a leaf over all its dimensions (``None``: flatten
+    and use ``fn``). With ``indices``, ``fn`` returns ``(values, indices)`` for one int
+    dimension and ``values_fn`` (multi-dimensional) gives the values alone.
+    """
+
+    fn: Callable[..., Any]
+    full: Callable[..., Any] | None = None
+    multi: bool = True
+    kwargs: _Kw = ()
+    positional: tuple[tuple[str, str], ...] = ()  # leading positional params (name, annotation)
+    indices: bool = False
+    values_fn: Callable[..., Any] | None = None
+    none_is_batch: bool = False
+    summary: str = ""
+    example_args: str = ""
+
+
+def _std(fn: Callable) -> Reduction:
+    return Reduction(
+        lambda x, d, k, correction=1: fn(x, d, correction=correction, keepdim=k),
+        full=lambda x, correction=1: fn(x, correction=correction),
+        kwargs=_CORRECTION,
+        summary=f"The {fn.__name__} (with Bessel's ``correction``)",
+    )
+
+
+def _with_dtype(fn: Callable, summary: str, multi: bool = True) -> Reduction:
+    return Reduction(
+        lambda x, d, k, dtype=None: fn(x, d, k, dtype=dtype),
+        full=lambda x, dtype=None: fn(x, dtype=dtype),
+        multi=multi,
+        kwargs=_DTYPE,
+        summary=summary,
+    )
+
+
+def _extremum(fn: Callable, values_fn: Callable, summary: str) -> Reduction:
+    return Reduction(
+        lambda x, d, k: fn(x, d, k),
+        full=fn,
+        multi=False,
+        kwargs=(("return_indices", True, "bool"),),
+        indices=True,
+        values_fn=lambda x, d, k: values_fn(x, d, k),
+        summary=summary,
+    )
+
+
+#: name -> how each leaf is reduced. Every entry becomes a method with the signature
+#: ``(*positional, dim=NO_DEFAULT, keepdim=False, *, <kwargs>, reduce=None)``.
+REDUCTIONS: dict[str, Reduction] = {
+    "sum": _with_dtype(torch.sum, "The sum"),
+    "nansum": _with_dtype(torch.nansum, "The sum, treating NaN as zero,"),
+    "mean": _with_dtype(torch.mean, "The mean"),
+    "nanmean": _with_dtype(torch.nanmean, "The mean, ignoring NaN,"),
+    "prod": _with_dtype(torch.prod, "The product", multi=False),
+    "std": _std(torch.std),
+    "var": _std(torch.var),
+    "amax": Reduction(lambda x, d, k: torch.amax(x, d, k), full=torch.amax, summary="The maximum"),
+    "amin": Reduction(lambda x, d, k: torch.amin(x, d, k), full=torch.amin, summary="The minimum"),
+    "max": _extremum(torch.max, torch.amax, "The maximum (and its index along one batch dim)"),
+    "min": _extremum(torch.min, torch.amin, "The minimum (and its index along one batch dim)"),
+    "logsumexp": Reduction(
+        lambda x, d, k: torch.logsumexp(x, d, k),
+        none_is_batch=True,
+        summary="The log of the summed exponentials",
+    ),
+    "norm": Reduction(
+        lambda x, d, k, p=2.0, dtype=None: torch.linalg.vector_norm(x, p, d, k, dtype=dtype),
+        full=lambda x, p=2.0, dtype=None: torch.linalg.vector_norm(x, p, dtype=dtype),
+        kwargs=(("p", 2.0, "float"), ("dtype", None, "torch.dtype | None")),
+        summary="The vector ``p``-norm",
+    ),
+    "quantile": Reduction(
+        lambda x, d, k, q=0.5, interpolation="linear": torch.quantile(
+            x, q, d, k, interpolation=interpolation
+        ),
+        full=lambda x, q=0.5, interpolation="linear": torch.quantile(
+            x, q, interpolation=interpolation
+        ),
+        multi=False,
+        positional=(("q", "float | torch.Tensor"),),
+        kwargs=(("interpolation", "linear", "str"),),
+        summary="The ``q``-quantile",
+        example_args="0.5, ",
+    ),
+}
+
+#: cumulative reductions along one batch dimension: name -> torch function.
+CUMULATIVE: dict[str, Callable[..., Any]] = {"cummax": torch.cummax, "cummin": torch.cummin}
+
+
+# --------------------------------------------------------------------------- dimensions
+def batch_dims_of(name: str, dim: Any, batch_size: torch.Size) -> tuple[int, ...]:
+    """Normalise ``dim`` (an int or a sequence of ints) against the batch dimensions.
+
+    >>> batch_dims_of("sum", (-1, 0), torch.Size([2, 3, 4]))
+    (0, 2)
+    """
+    nb = len(batch_size)
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    out = []
+    for d in dims:
+        if not isinstance(d, int) or isinstance(d, bool):
+            raise TypeError(
+                f"{name}(): dim must be an int, a tuple of ints, None or 'feature', got {dim!r}."
+            )
+        if not -nb <= d < nb:
+            raise IndexError(
+                f"{name}(): dim={dim!r} is out of range for batch_size={tuple(batch_size)}: "
+                f"dims refer to the {nb} batch dimension(s) (expected values in "
+                f"[{-nb}, {nb - 1}]); use dim='feature' to reduce the feature dimensions."
+            )
+        out.append(d + nb if d < 0 else d)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{name}(): dim={dim!r} names a batch dimension twice.")
+    return tuple(sorted(out))
+
+
+def _values_over(
+    spec: Reduction, x: _Tensor, dims: tuple[int, ...], keepdim: bool, kw: dict
+) -> _Tensor:
+    """Reduce ``x`` over ``dims`` (non-negative, sorted; empty: over one element)."""
+    if not dims:
+        fn = spec.values_fn or spec.fn
+        return fn(x.unsqueeze(-1), x.ndim, False, **kw)
+    if spec.values_fn is not None:
+        return spec.values_fn(x, dims, keepdim)
+    if spec.multi:
+        return spec.fn(x, dims, keepdim, **kw)
+    if len(dims) == 1:
+        return spec.fn(x, dims[0], keepdim, **kw)
+    k = len(dims)
+    last = tuple(range(x.ndim - k, x.ndim))
+    r = spec.fn(x.movedim(dims, last).flatten(x.ndim - k), x.ndim - k, False, **kw)
+    if keepdim:
+        for d in dims:
+            r = r.unsqueeze(d)
+    return r
+
+
+def _full(spec: Reduction, x: _Tensor, keepdim: bool, kw: dict) -> _Tensor:
+    if keepdim and x.ndim:
+        return _values_over(spec, x, tuple(range(x.ndim)), True, kw)
+    if spec.full is not None:
+        r = spec.full(x, **kw)
+        return r[0] if isinstance(r, tuple) else r
+    return _values_over(spec, x.reshape(-1), (0,), False, kw)
+
+
+# --------------------------------------------------------------------------- tree walk
+def _walk(
+    td: TensorDictBase,
+    name: str,
+    leaf_fn: Callable[[_Tensor, int], Any],
+    shape_fn: Callable[[torch.Size], torch.Size],
+    names_fn: Callable[[list | None], list | None],
+    nested_fn: Callable[[TensorDictBase], Any],
+    n_out: int,
+    prefix: tuple = (),
+) -> list[TensorDictBase]:
+    """Build ``n_out`` tensordicts shaped like ``td`` from the leaf results.
+
+    ``leaf_fn(x, batch_dims_of_holder)`` returns one tensor (or ``n_out`` of them);
+    ``shape_fn``/``names_fn`` map a (nested) batch size / names to the result's;
+    ``nested_fn`` handles tensordict types other than the dense one.
+    """
+    from tensordict._td import TensorDict
+
+    store = td._tensordict  # type: ignore[attr-defined]
+    nb = len(td.batch_size)
+    new_bs = shape_fn(td.batch_size)
+    outs: list[dict] = [{} for _ in range(n_out)]
+    for key, value in store.items():
+        if isinstance(value, _Tensor):
+            try:
+                r = leaf_fn(value, nb)
+            except (RuntimeError, TypeError, ValueError, IndexError) as err:
+                raise type(err)(
+                    f"{name}(): failed for entry {(prefix + (key,)) if prefix else key!r} of shape "
+                    f"{tuple(value.shape)} and dtype {value.dtype}: {err}"
+                ) from None
+            if n_out == 1:
+                outs[0][key] = r
+            else:
+                for o, ri in zip(outs, r):
+                    o[key] = ri
+        elif type(value) is NonTensorData:
+            v = value._with(new_bs)
+            for o in outs:
+                o[key] = v
+        elif isinstance(value, TreeMapOps):
+            subs = _walk(
+                value, name, leaf_fn, shape_fn, names_fn, nested_fn, n_out, prefix + (key,)
+            )
+            for o, s in zip(outs, subs):
+                o[key] = s
+        else:
+            r = nested_fn(value)
+            for o, ri in zip(outs, (r,) if n_out == 1 else tuple(r)):
+                o[key] = ri
+    names = names_fn(td._names)  # type: ignore[attr-defined]
+    if names is not None and all(n is None for n in names):
+        names = None
+    dev = td.device
+    return [TensorDict._new_unsafe(o, new_bs, dev, names) for o in outs]
+
+
+def _tensor_leaves(td: TensorDictBase) -> list[_Tensor]:
+    if isinstance(td, TreeMapOps):
+        return td._flat_tensors([])
+    return [v for v in td.values(True, True) if isinstance(v, _Tensor)]
+
+
+def _feature_matrix(td: TensorDictBase, name: str) -> _Tensor:
+    """Every leaf as ``(*batch_size, n_features)``, concatenated along the last dimension."""
+    bs = td.batch_size
+    nb = len(bs)
+    leaves = _tensor_leaves(td)
+    if not leaves:
+        raise ValueError(f"{name}(reduce=True): the tensordict has no tensor leaf to reduce.")
+    mats = [x.reshape(*bs, math.prod(x.shape[nb:])) for x in leaves]
+    return torch.cat(mats, nb) if len(mats) > 1 else mats[0]
+
+
+def _drop(seq: Any, dims: tuple[int, ...], keepdim: bool, fill: Any) -> list:
+    if keepdim:
+        return [fill if i in dims else s for i, s in enumerate(seq)]
+    return [s for i, s in enumerate(seq) if i not in dims]
+
+
+# --------------------------------------------------------------------------- the methods
+def _reduce(
+    td: TensorDictBase, name: str, spec: Reduction, dim: Any, keepdim: bool, reduce: Any, kw: dict
+) -> Any:
+    return_indices = kw.pop("return_indices", False) if spec.indices else False
+    if spec.positional and isinstance(kw.get("q"), _Tensor) and kw["q"].ndim:
+        raise ValueError(
+            f"{name}(): q must be a scalar, got a tensor of shape {tuple(kw['q'].shape)}; "
+            "call quantile once per q."
+        )
+    bs = td.batch_size
+    if dim is NO_DEFAULT or dim is None or (isinstance(dim, (tuple, list)) and not dim):
+        mode, dims = ("batch", tuple(range(len(bs)))) if spec.none_is_batch else ("all", ())
+    elif isinstance(dim, str):
+        if dim != "feature":
+            raise ValueError(
+                f"{name}(): dim must be an int, a tuple of ints, None or 'feature', got {dim!r}."
+            )
+        mode, dims = "feature", ()
+    else:
+        mode, dims = "batch", batch_dims_of(name, dim, bs)
+    if reduce:
+        return _aggregate(td, name, spec, mode, dims, keepdim, kw)
+    if mode == "all":
+        return _walk(
+            td,
+            name,
+            lambda x, nb: _full(spec, x, keepdim, kw),
+            lambda s: torch.Size([1] * len(s)) if keepdim else torch.Size(),
+            lambda n: n if keepdim else None,
+            lambda v: getattr(v, name)(None, keepdim, **kw),
+            1,
+        )[0]
+    if mode == "feature":
+        return _walk(
+            td,
+            name,
+            lambda x, nb: _values_over(spec, x, tuple(range(nb, x.ndim)), keepdim, kw),
+            lambda s: s,
+            lambda n: n,
+            lambda v: getattr(v, name)("feature", keepdim, **kw),
+            1,
+        )[0]
+    with_indices = spec.indices and return_indices
+    if with_indices and len(dims) != 1:
+        raise TypeError(
+            f"{name}(): with indices, dim must be one batch dimension, got {dim!r}; use "
+            f"return_indices=False or a{name}() to reduce several dimensions."
+        )
+    shape_fn = lambda s: torch.Size(_drop(s, dims, keepdim, 1))  # noqa: E731
+    names_fn = lambda n: n if n is None else _drop(n, dims, keepdim, None)  # noqa: E731
+    if with_indices:
+        d = dims[0]
+        values, indices = _walk(
+            td,
+            name,
+            lambda x, nb: tuple(spec.fn(x, d, keepdim)),
+            shape_fn,
+            names_fn,
+            lambda v: getattr(v, name)(d, keepdim, return_indices=True),
+            2,
+        )
+        return ValuesIndices(values, indices)
+    nested_kw = dict(kw, return_indices=False) if spec.indices else kw
+    return _walk(
+        td,
+        name,
+        lambda x, nb: _values_over(spec, x, dims, keepdim, kw),
+        shape_fn,
+        names_fn,
+        lambda v: getattr(v, name)(dims, keepdim, **nested_kw),
+        1,
+    )[0]
+
+
+def _aggregate(
+    td: TensorDictBase,
+    name: str,
+    spec: Reduction,
+    mode: str,
+    dims: tuple[int, ...],
+    keepdim: bool,
+    kw: dict,
+) -> _Tensor:
+    m = _feature_matrix(td, name)
+    bs = td.batch_size
+    nb = len(bs)
+    if mode == "all":
+        if not keepdim:
+            return _full(spec, m, False, kw)
+        dims = tuple(range(nb))
+    r = _values_over(spec, m, (*dims, nb), True, kw)
+    return r.reshape(_drop(bs, dims, keepdim, 1))
+
+
+def _signature(name: str, spec: Reduction) -> inspect.Signature:
+    P = inspect.Parameter
+    params = [P("self", P.POSITIONAL_OR_KEYWORD)]
+    params += [P(n, P.POSITIONAL_OR_KEYWORD, annotation=a) for n, a in spec.positional]
+    dim_default = None if spec.none_is_batch else NO_DEFAULT
+    params.append(
+        P(
+            "dim",
+            P.POSITIONAL_OR_KEYWORD,
+            default=dim_default,
+            annotation="int | tuple[int, ...] | str | None",
+        )
+    )
+    params.append(P("keepdim", P.POSITIONAL_OR_KEYWORD, default=False, annotation="bool"))
+    params += [P(n, P.KEYWORD_ONLY, default=d, annotation=a) for n, d, a in spec.kwargs]
+    params.append(P("reduce", P.KEYWORD_ONLY, default=None, annotation="bool | None"))
+    return inspect.Signature(params)
+
+
+def _doc(name: str, spec: Reduction) -> str:
+    a = spec.example_args
+    values = ".values" if spec.indices else ""
+    none = (
+        "all batch dimensions (feature dimensions kept)"
+        if spec.none_is_batch
+        else "every dimension of each leaf (a tensordict of scalars)"
+    )
+    extra = ""
+    if spec.indices:
+        extra = (
+            "\n\nWith one batch ``dim`` the result is a :class:`ValuesIndices` pair of "
+            "tensordicts (values and indices) unless ``return_indices=False``."
+        )
+    return (
+        f"{spec.summary} of each leaf, like :func:`torch.{name}`.\n\n"
+        f"``dim`` omitted: over {none}; an int or tuple: over those batch dimensions; "
+        "``'feature'``: over each leaf's feature dimensions. ``reduce=True`` aggregates "
+        "every leaf into one tensor (see :mod:`tensordict._ops_reduce`)." + extra + "\n\n"
+        "    >>> import torch\n"
+        "    >>> from tensordict import TensorDict\n"
+        "    >>> x = torch.arange(1.0, 7.0).reshape(2, 3)\n"
+        "    >>> td = TensorDict({'a': x, 'n': {'b': x.exp()}}, [2])\n"
+        f"    >>> torch.allclose(td.{name}({a}dim=0){values}['a'], torch.{name}(x, {a}dim=0)"
+        f"{values})\n"
+        "    True\n"
+        f"    >>> td.{name}({a}dim='feature').batch_size, td.{name}({a}).batch_size\n"
+        "    (torch.Size([2]), torch.Size([]))\n"
+        f"    >>> td.{name}({a}reduce=True).shape\n"
+        "    torch.Size([])\n"
+    )
+
+
+def _make_reduction(name: str, spec: Reduction) -> Callable:
+    pos = tuple(n for n, _ in spec.positional) + ("dim", "keepdim")
+    defaults = {
+        "dim": None if spec.none_is_batch else NO_DEFAULT,
+        "keepdim": False,
+        **{n: d for n, d, _ in spec.kwargs},
+    }
+    allowed = set(pos) | set(defaults)
+
+    def method(self: TensorDictBase, *args: Any, reduce: Any = None, **kwargs: Any) -> Any:
+        if len(args) > len(pos):
+            raise TypeError(f"{name}() takes at most {len(pos)} positional arguments.")
+        kw = dict(defaults)
+        for n, a in zip(pos, args):
+            if n in kwargs:
+                raise TypeError(f"{name}() got multiple values for argument {n!r}.")
+            kw[n] = a
+        for n in kwargs:
+            if n not in allowed:
+                raise TypeError(f"{name}() got an unexpected keyword argument {n!r}.")
+        kw.update(kwargs)
+        for n, _ in spec.positional:
+            if n not in kw:
+                raise TypeError(f"{name}() missing required argument {n!r}.")
+        dim = kw.pop("dim")
+        keepdim = kw.pop("keepdim")
+        return _reduce(self, name, spec, dim, keepdim, reduce, kw)
+
+    method.__name__ = method.__qualname__ = name
+    method.__signature__ = _signature(name, spec)  # type: ignore[attr-defined]
+    method.__doc__ = _doc(name, spec)
+    return method
+
+
+def _make_cumulative(name: str, fn: Callable) -> Callable:
+    def method(
+        self: TensorDictBase, dim: int, *, reduce: bool | None = None, return_indices: bool = True
+    ) -> Any:
+        bs = self.batch_size
+        if isinstance(dim, str) or dim is None:
+            raise TypeError(f"{name}(): dim must be one batch dimension (an int), got {dim!r}.")
+        (d,) = batch_dims_of(name, dim, bs)
+        if reduce:
+            values, indices = fn(_feature_matrix(self, name), d)
+            return ValuesIndices(values, indices) if return_indices else values
+        values, indices = _walk(
+            self,
+            name,
+            lambda x, nb: tuple(fn(x, d)),
+            lambda s: s,
+            lambda n: n,
+            lambda v: tuple(getattr(v, name)(d, return_indices=True)),
+            2,
+        )
+        return ValuesIndices(values, indices) if return_indices else values
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = (
+        f"Cumulative :func:`torch.{name}` of each leaf along batch dimension ``dim``.\n\n"
+        "Returns a :class:`ValuesIndices` pair of tensordicts with the batch size unchanged "
+        "(the values alone with ``return_indices=False``). ``reduce=True`` runs it on the "
+        "leaves concatenated as ``(*batch_size, n_features)`` and returns tensors.\n\n"
+        "    >>> import torch\n"
+        "    >>> from tensordict import TensorDict\n"
+        "    >>> td = TensorDict({'a': torch.tensor([1.0, 3.0, 2.0])}, [3])\n"
+        f"    >>> torch.equal(td.{name}(0).values['a'], torch.{name}(td['a'], 0).values)\n"
+        "    True\n"
+    )
+    return method
+
+
+def _torch_forwarder(name: str) -> Callable:
+    def impl(input: TensorDictBase, *args: Any, **kwargs: Any) -> Any:
+        if name in ("max", "min") and args and not isinstance(args[0], (int, tuple, list, str)):
+            return getattr(input, "maximum" if name == "max" else "minimum")(*args, **kwargs)
+        return getattr(input, name)(*args, **kwargs)
+
+    impl.__name__ = name
+    return impl
+
+
+def _torch_norm(
+    input: TensorDictBase,
+    p: Any = "fro",
+    dim: Any = None,
+    keepdim: bool = False,
+    out: Any = None,
+    dtype: Any = None,
+) -> Any:
+    if out is not None:
+        raise TypeError("torch.norm(tensordict, out=...) is not supported.")
+    return input.norm(dim, keepdim, p=2.0 if p == "fro" else p, dtype=dtype)
+
+
+def install(cls: type) -> None:
+    """Add every reduction of :data:`REDUCTIONS` and :data:`CUMULATIVE` to ``cls``."""
+    for name, spec in REDUCTIONS.items():
+        setattr(cls, name, _make_reduction(name, spec))
+        if name != "norm":
+            implements_for_td(getattr(torch, name))(_torch_forwarder(name))
+    for name, fn in CUMULATIVE.items():
+        setattr(cls, name, _make_cumulative(name, fn))
+        implements_for_td(fn)(_torch_forwarder(name))
+    implements_for_td(torch.norm)(_torch_norm)

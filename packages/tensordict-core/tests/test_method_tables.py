@@ -1,0 +1,761 @@
+"""Table-driven checks of the method families: every row of the tables in
+``tensordict._ops``, ``tensordict._ops_reduce`` and ``tensordict._ops_batch`` is checked
+against the same torch operation applied leaf by leaf, on a nested tensordict (nested
+tensordicts with extra batch dimensions, float32/float64 or int64/int32 leaves, a non-tensor
+entry), with tensordict, tensor and scalar operands, every reduction ``dim``/``keepdim``/
+``reduce`` variant, and bad input (clear errors, data unchanged).
+
+A test here iterates over the tables themselves, so a new row is checked as soon as it
+exists; rows that need arguments must have an entry in the argument tables below (a test
+fails otherwise).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+
+import pytest
+import torch
+
+from tensordict import TensorDict
+from tensordict._ops import (
+    BINARY,
+    BINARY_NO_INPLACE,
+    CASTS,
+    OPERATORS,
+    PREDICATES,
+    QUANTIZED_CASTS,
+    UNARY,
+)
+from tensordict._ops_batch import BATCH_OPS, METHODS, NEW
+from tensordict._ops_reduce import CUMULATIVE, REDUCTIONS, ValuesIndices
+
+pytestmark = [
+    # expected torch warnings: std/var over one element, complex32 and quantized dtypes
+    pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning"),
+    pytest.mark.filterwarnings("ignore:ComplexHalf support:UserWarning"),
+    pytest.mark.filterwarnings("ignore:.*quantize_per_tensor:UserWarning"),
+]
+
+BS = (2, 3)
+FLOAT, INT = "float", "int"
+
+
+def make_td(kind: str = FLOAT, seed: int = 0) -> TensorDict:
+    """Batch (2, 3); a nested tensordict with one extra batch dim (5); mixed dtypes."""
+    g = torch.Generator().manual_seed(seed)
+    first, second = (torch.float32, torch.float64) if kind == FLOAT else (torch.int64, torch.int32)
+
+    def r(*shape: int, dtype: torch.dtype = first) -> torch.Tensor:
+        if dtype.is_floating_point:
+            return torch.rand(*shape, generator=g, dtype=dtype) + 0.5
+        return torch.randint(1, 7, shape, generator=g, dtype=dtype)
+
+    return TensorDict(
+        {
+            "a": r(2, 3),
+            "b": r(2, 3, 4, dtype=second),
+            "n": TensorDict({"c": r(2, 3, 5, 2), "m": {"d": r(2, 3, 5)}}, [2, 3, 5]),
+            "s": "label",
+        },
+        BS,
+    )
+
+
+def leaves(td):
+    return {
+        (k if isinstance(k, tuple) else (k,)): v
+        for k, v in td.items(True, True)
+        if isinstance(v, torch.Tensor)
+    }
+
+
+def holder_dims(td):
+    """Key -> batch dims of the tensordict holding that leaf."""
+    return {k: (td if len(k) == 1 else td[k[:-1]]).batch_dims for k in leaves(td)}
+
+
+def close(actual, expected):
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    torch.testing.assert_close(actual, expected, equal_nan=True, rtol=1e-5, atol=1e-6)
+
+
+def check_leafwise(result, td, fn):
+    """``result`` has the leaves ``fn(key, leaf)`` of ``td``; non-tensor entries kept."""
+    got = leaves(result)
+    want = {k: fn(k, v) for k, v in leaves(td).items()}
+    assert set(got) == set(want)
+    for key, value in want.items():
+        close(got[key], value)
+    assert result["s"] == "label"
+
+
+def raises_for_some_leaf(td, fn):
+    for value in leaves(td).values():
+        try:
+            fn(value)
+        except (RuntimeError, TypeError, ValueError, NotImplementedError):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- pointwise
+@pytest.mark.parametrize("kind", [FLOAT, INT])
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_and_inplace_twin(name, kind):
+    td = make_td(kind)
+    op = getattr(torch, name)
+    if raises_for_some_leaf(td, op):
+        with pytest.raises((RuntimeError, TypeError, ValueError, NotImplementedError)):
+            getattr(td, name)()
+        return
+    check_leafwise(getattr(td, name)(), td, lambda k, x: op(x))
+    if raises_for_some_leaf(td, lambda x: getattr(x.clone(), name + "_")()):
+        return
+    before = td.clone()
+    ids = {k: v.data_ptr() for k, v in leaves(td).items()}
+    assert getattr(td, name + "_")() is td
+    check_leafwise(td, before, lambda k, x: getattr(x.clone(), name + "_")())
+    assert {k: v.data_ptr() for k, v in leaves(td).items()} == ids
+
+
+#: operands for every binary row: name -> positional operands builder(td) per kind of operand.
+def _operands(name: str, td: TensorDict, how: str) -> tuple:
+    other = td.apply(lambda x: x.flip(0) if x.is_floating_point() else x % 3 + 1)
+    base = {"td": other, "tensor": torch.tensor(1.5 if td["a"].is_floating_point() else 2)}
+    base["scalar"] = 2 if not td["a"].is_floating_point() or name in ("pow",) else 0.75
+    first = base[how]
+    if BINARY.get(name, BINARY_NO_INPLACE.get(name)) == 1:
+        return (first,)
+    second = {"td": other, "tensor": torch.tensor(0.25), "scalar": 0.25}[how]
+    if name == "lerp" and how == "td":
+        second = 0.3  # torch.lerp takes a scalar or a tensor weight; a tensordict weight too
+    return (first, second)
+
+
+def _leaf_operand(o, key):
+    return o[key] if isinstance(o, TensorDict) else o
+
+
+@pytest.mark.parametrize("kind", [FLOAT, INT])
+@pytest.mark.parametrize("how", ["td", "tensor", "scalar"])
+@pytest.mark.parametrize("name", [*BINARY, *BINARY_NO_INPLACE])
+def test_binary_against_torch(name, how, kind):
+    td = make_td(kind)
+    ops = _operands(name, td, how)
+    torch_name = {"mod": "remainder"}.get(name, name)
+    op = getattr(torch, torch_name)
+
+    def leaf(k, x):
+        args = [_leaf_operand(o, k) for o in ops]
+        if name in ("maximum", "minimum"):  # torch takes tensors only; the methods scalars too
+            args = [torch.as_tensor(a) for a in args]
+        return op(x, *args)
+
+    try:
+        want = {k: leaf(k, x) for k, x in leaves(td).items()}
+    except (RuntimeError, TypeError):
+        with pytest.raises((RuntimeError, TypeError)):
+            getattr(td, name)(*ops)
+        return
+    check_leafwise(getattr(td, name)(*ops), td, lambda k, x: want[k])
+    if name not in BINARY:
+        return
+    clones = {k: x.clone() for k, x in leaves(td).items()}
+    try:
+        for k, x in clones.items():
+            args = [_leaf_operand(o, k) for o in ops]
+            if name in ("maximum", "minimum"):
+                args = [torch.as_tensor(a) for a in args]
+            if hasattr(x, name + "_"):
+                getattr(x, name + "_")(*args)
+            else:  # torch.maximum & co have no Tensor method: in place through out=
+                op(x, *args, out=x)
+    except RuntimeError:
+        before = td.clone()
+        with pytest.raises(RuntimeError):
+            getattr(td, name + "_")(*ops)
+        check_leafwise(td, before, lambda k, x: x)  # unchanged
+        return
+    assert getattr(td, name + "_")(*ops) is td
+    check_leafwise(td, td, lambda k, x: clones[k])
+
+
+@pytest.mark.parametrize("dunder", list(OPERATORS))
+def test_operators(dunder):
+    method, reflected = OPERATORS[dunder]
+    kind = INT if method.startswith("bitwise") else FLOAT
+    td = make_td(kind)
+    operand = 2
+    expected = {}
+    for k, x in leaves(td).items():
+        name = method.rstrip("_")
+        torch_name = {"mod": "remainder"}.get(name, name)
+        fn = getattr(torch, torch_name)
+        expected[k] = fn(operand, x) if reflected else fn(x, operand)
+    result = getattr(td, dunder)(operand)
+    if method.endswith("_"):
+        assert result is td
+    check_leafwise(result, td, lambda k, x: expected[k])
+
+
+@pytest.mark.parametrize("name", list(CASTS))
+def test_casts(name):
+    td = make_td()
+    dtype = CASTS[name]
+    check_leafwise(getattr(td, name)(), td, lambda k, x: x.to(dtype))
+
+
+@pytest.mark.parametrize("name", list(QUANTIZED_CASTS))
+def test_quantized_casts(name):
+    td = make_td()
+    dtype = QUANTIZED_CASTS[name]
+    out = getattr(td, name)(scale=0.5)
+    for k, x in leaves(td).items():
+        assert out.get(k).dtype == dtype
+        want = torch.quantize_per_tensor(x.float(), 0.5, 0, dtype).dequantize()
+        torch.testing.assert_close(out.get(k).dequantize(), want)
+
+
+@pytest.mark.parametrize("name", PREDICATES)
+def test_predicates(name):
+    td = make_td()
+    td["a"][0, 0] = float("nan")
+    td["b"][0, 0, 0] = float("inf")
+    td["n", "c"][0, 0, 0, 0] = -float("inf")
+    op = getattr(torch, name)
+    check_leafwise(getattr(td, name)(), td, lambda k, x: op(x))
+    check_leafwise(op(td), td, lambda k, x: op(x))
+
+
+def test_type_cast():
+    td = make_td()
+    check_leafwise(td.type(torch.int32), td, lambda k, x: x.type(torch.int32))
+
+
+# --------------------------------------------------------------------------- reductions
+#: keyword variants checked for each reduction (every row of REDUCTIONS needs one).
+REDUCTION_KWARGS = {
+    "sum": [{}, {"dtype": torch.float64}],
+    "nansum": [{}],
+    "mean": [{}, {"dtype": torch.float64}],
+    "nanmean": [{}],
+    "prod": [{}],
+    "std": [{}, {"correction": 0}],
+    "var": [{}, {"correction": 2}],
+    "amax": [{}],
+    "amin": [{}],
+    "max": [{"return_indices": False}],
+    "min": [{"return_indices": False}],
+    "logsumexp": [{}],
+    "norm": [{}, {"p": 1.0}],
+    "quantile": [{"q": 0.3}, {"q": 0.7, "interpolation": "nearest"}],
+}
+
+
+def oracle(name: str, x: torch.Tensor, dims, keepdim: bool, kw: dict) -> torch.Tensor:
+    """``name`` by hand with torch: over ``dims`` (a tuple of dims) or all dims (``None``)."""
+    kw = {k: v for k, v in kw.items() if k != "return_indices"}
+    if dims is None:
+        if keepdim:
+            return oracle(name, x, tuple(range(x.ndim)), True, kw)
+        return oracle(name, x.reshape(-1), (0,), False, kw)
+    if name == "prod":  # torch.prod takes one dim at a time
+        for d in sorted(dims, reverse=True):
+            x = torch.prod(x, d, keepdim=True, **kw)
+        return x if keepdim else x.squeeze(dims)
+    if name == "quantile":  # torch.quantile takes one dim: flatten the reduced ones last
+        q = kw.pop("q")
+        rest = [d for d in range(x.ndim) if d not in dims]
+        flat = x.permute(*rest, *dims).reshape(*[x.shape[d] for d in rest], -1)
+        r = torch.quantile(flat, q, -1, **kw)
+        if keepdim:
+            for d in sorted(dims):
+                r = r.unsqueeze(d)
+        return r
+    if name in ("max", "min"):
+        return getattr(torch, "a" + name)(x, dims, keepdim)
+    if name == "norm":
+        return torch.linalg.vector_norm(x, kw.get("p", 2.0), dims, keepdim)
+    if name in ("std", "var"):
+        return getattr(torch, name)(x, dims, keepdim=keepdim, **kw)
+    return getattr(torch, name)(x, dims, keepdim, **kw)
+
+
+def _call(td, name, dim, keepdim, kw, reduce=None):
+    kw = dict(kw)
+    args = (kw.pop("q"),) if "q" in kw else ()
+    if dim == "omitted":
+        return getattr(td, name)(*args, keepdim=keepdim, reduce=reduce, **kw)
+    return getattr(td, name)(*args, dim=dim, keepdim=keepdim, reduce=reduce, **kw)
+
+
+def test_every_reduction_has_kwargs_here():
+    assert set(REDUCTION_KWARGS) == set(REDUCTIONS)
+
+
+DIMS = ["omitted", None, 0, -1, (0, 1), (-1, 0), "feature"]
+
+
+def _expected_batch(dim, keepdim, bs, name):
+    if dim in ("omitted", None):
+        if name == "logsumexp":  # reduces the batch dims only
+            return torch.Size([1] * len(bs)) if keepdim else torch.Size()
+        return torch.Size([1] * len(bs)) if keepdim else torch.Size()
+    if dim == "feature":
+        return torch.Size(bs)
+    dims = {d % 2 for d in ((dim,) if isinstance(dim, int) else dim)}
+    if keepdim:
+        return torch.Size(1 if i in dims else s for i, s in enumerate(bs))
+    return torch.Size(s for i, s in enumerate(bs) if i not in dims)
+
+
+@pytest.mark.parametrize("kind", [FLOAT, INT])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", DIMS, ids=str)
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_reduction_leafwise(name, dim, keepdim, kind):
+    td = make_td(kind)
+    nbs = holder_dims(td)
+    for kw in REDUCTION_KWARGS[name]:
+
+        def expected(k, x, kw=kw):
+            if dim in ("omitted", None):
+                dims = tuple(range(2)) if name == "logsumexp" else None
+            elif dim == "feature":
+                dims = tuple(range(nbs[k], x.ndim))
+                if not dims:  # a leaf without features: reduced over its single element
+                    return oracle(name, x.unsqueeze(-1), (x.ndim,), False, kw)
+            else:
+                dims = tuple(sorted({d % 2 for d in ((dim,) if isinstance(dim, int) else dim)}))
+            return oracle(name, x, dims, keepdim, kw)
+
+        try:
+            want = {k: expected(k, x) for k, x in leaves(td).items()}
+        except (RuntimeError, TypeError) as err:
+            with pytest.raises(type(err)) as info:
+                _call(td, name, dim, keepdim, kw)
+            assert "failed for entry" in str(info.value)
+            continue
+        result = _call(td, name, dim, keepdim, kw)
+        assert isinstance(result, TensorDict)
+        check_leafwise(result, td, lambda k, x, want=want: want[k])
+        assert result.batch_size == _expected_batch(dim, keepdim, BS, name)
+        if dim == "feature":
+            assert result["n"].batch_size == td["n"].batch_size
+        elif dim not in ("omitted", None) or name == "logsumexp":
+            assert result["n"].batch_size == result.batch_size + torch.Size([5])
+
+
+@pytest.mark.parametrize("kind", [FLOAT, INT])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", DIMS, ids=str)
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_reduction_reduce_true(name, dim, keepdim, kind):
+    """``reduce=True``: one tensor, the reduction of every leaf seen as (*batch, features)."""
+    td = make_td(kind)
+    mats = [x.reshape(*BS, -1) for x in leaves(td).values()]
+    matrix = torch.cat(mats, -1)
+    for kw in REDUCTION_KWARGS[name]:
+        try:
+            if dim in ("omitted", None):
+                flat = torch.cat([m.reshape(-1) for m in mats])
+                want = oracle(name, flat, None, False, kw)
+                if keepdim:
+                    want = want.reshape(1, 1)
+            else:
+                dims = (
+                    ()
+                    if dim == "feature"
+                    else tuple(sorted({d % 2 for d in ((dim,) if isinstance(dim, int) else dim)}))
+                )
+                want = oracle(name, matrix, (*dims, 2), True, kw).squeeze(-1)
+                if not keepdim and dims:
+                    want = want.squeeze(dims)
+        except (RuntimeError, TypeError) as err:
+            with pytest.raises(type(err)):
+                _call(td, name, dim, keepdim, kw, reduce=True)
+            continue
+        close(_call(td, name, dim, keepdim, kw, reduce=True), want)
+
+
+@pytest.mark.parametrize("name", ["max", "min"])
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", [0, -1, 1])
+def test_max_min_values_and_indices(name, dim, keepdim):
+    td = make_td()
+    result = getattr(td, name)(dim, keepdim)
+    assert isinstance(result, ValuesIndices)
+    values, indices = result
+    assert result["values"] is values and result.indices is indices
+    fn = getattr(torch, name)
+    check_leafwise(values, td, lambda k, x: fn(x, dim % 2, keepdim).values)
+    check_leafwise(indices, td, lambda k, x: fn(x, dim % 2, keepdim).indices)
+    assert values.batch_size == indices.batch_size == _expected_batch(dim, keepdim, BS, name)
+    # torch.max(td, dim) dispatches here; torch.max(td, other) is the elementwise maximum
+    torch_values = fn(td, dim, keepdim).values
+    check_leafwise(torch_values, td, lambda k, x: fn(x, dim % 2, keepdim).values)
+    other = td.apply(lambda x: x.flip(0))
+    check_leafwise(fn(td, other), td, lambda k, x: fn(x, x.flip(0)))
+
+
+@pytest.mark.parametrize("name", list(CUMULATIVE))
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cumulative(name, dim):
+    td = make_td()
+    fn = CUMULATIVE[name]
+    values, indices = getattr(td, name)(dim)
+    check_leafwise(values, td, lambda k, x: fn(x, dim % 2).values)
+    check_leafwise(indices, td, lambda k, x: fn(x, dim % 2).indices)
+    assert values.batch_size == BS and values["n"].batch_size == (2, 3, 5)
+    only = getattr(td, name)(dim, return_indices=False)
+    check_leafwise(only, td, lambda k, x: fn(x, dim % 2).values)
+    matrix = torch.cat([x.reshape(*BS, -1) for x in leaves(td).values()], -1)
+    agg = getattr(td, name)(dim, reduce=True)
+    close(agg.values, fn(matrix, dim % 2).values)
+    close(agg.indices, fn(matrix, dim % 2).indices)
+    check_leafwise(fn(td, dim).values, td, lambda k, x: fn(x, dim % 2).values)
+
+
+@pytest.mark.parametrize("name", list(REDUCTIONS))
+def test_torch_functions_dispatch_to_reductions(name):
+    td = make_td()
+    kw = dict(REDUCTION_KWARGS[name][0])
+    kw.pop("return_indices", None)  # not a torch.max keyword
+    args = (kw.pop("q"),) if "q" in kw else ()
+    dim_kw = {"dim": 0}
+    result = getattr(torch, name)(td, *args, **dim_kw, **kw)
+    if isinstance(result, tuple):
+        result = result[0]
+    expected = getattr(td, name)(*args, **dim_kw, **kw)
+    if isinstance(expected, tuple):
+        expected = expected[0]
+    check_leafwise(result, expected, lambda k, x: x)
+
+
+def test_torch_norm():
+    td = make_td()
+    check_leafwise(torch.norm(td), td, lambda k, x: torch.linalg.vector_norm(x))
+
+
+# --------------------------------------------------------------------------- batch ops
+def _flat_batch(x, nb=2):
+    return x.reshape(-1, *x.shape[nb:])
+
+
+#: name -> list of (args, kwargs, leaf oracle(x) -> tensor, expected root batch size).
+BATCH_CASES = {
+    "roll": [
+        ((1,), {}, lambda x: _flat_batch(x).roll(1, 0).reshape(x.shape), BS),
+        ((2, 1), {}, lambda x: x.roll(2, 1), BS),
+        (((1, -1), (0, -1)), {}, lambda x: x.roll((1, -1), (0, 1)), BS),
+    ],
+    "rot90": [
+        ((), {}, lambda x: x.rot90(1, (0, 1)), (3, 2)),
+        ((2, (1, 0)), {}, lambda x: x.rot90(2, (1, 0)), BS),
+    ],
+    "tile": [
+        ((2,), {}, lambda x: x.repeat(1, 2, *[1] * (x.ndim - 2)), (2, 6)),
+        (((2, 1, 3),), {}, lambda x: x.repeat(2, 1, 3, *[1] * (x.ndim - 2)), (2, 2, 9)),
+    ],
+    "repeat_interleave": [
+        ((2,), {"dim": 1}, lambda x: x.repeat_interleave(2, 1), (2, 6)),
+        ((2,), {}, lambda x: _flat_batch(x).repeat_interleave(2, 0), (12,)),
+        (
+            (torch.tensor([1, 0, 2]),),
+            {"dim": -1},
+            lambda x: x.repeat_interleave(torch.tensor([1, 0, 2]), 1),
+            (2, 3),
+        ),
+    ],
+    "atleast_1d": [((), {}, lambda x: x, BS)],
+    "atleast_2d": [((), {}, lambda x: x, BS)],
+    "atleast_3d": [((), {}, lambda x: x.unsqueeze(2), (2, 3, 1))],
+    "softmax": [
+        ((0,), {}, lambda x: x.softmax(0), BS),
+        ((-1,), {"dtype": torch.float64}, lambda x: x.softmax(1, dtype=torch.float64), BS),
+    ],
+    "gather": [
+        (
+            (1, torch.tensor([[2, 0], [1, 1]])),
+            {},
+            lambda x: x.gather(
+                1,
+                torch.tensor([[2, 0], [1, 1]])
+                .reshape(2, 2, *[1] * (x.ndim - 2))
+                .expand(2, 2, *x.shape[2:]),
+            ),
+            (2, 2),
+        ),
+    ],
+}
+
+
+def test_every_batch_op_has_cases_here():
+    assert set(BATCH_CASES) == set(BATCH_OPS)
+
+
+@pytest.mark.parametrize(
+    "name, case",
+    [(n, c) for n, cases in BATCH_CASES.items() for c in cases],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_batch_op_leafwise(name, case):
+    args, kwargs, leaf_fn, batch = case
+    td = make_td()
+    result = getattr(td, name)(*args, **kwargs)
+    assert result.batch_size == torch.Size(batch)
+    assert result["n"].batch_size == torch.Size(batch) + torch.Size([5])
+    assert result["n", "m"].batch_size == result["n"].batch_size
+    check_leafwise(result, td, lambda k, x: leaf_fn(x))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_atleast_nd_on_small_batches(n):
+    for bs in [(), (4,), (4, 2)]:
+        td = TensorDict({"a": torch.zeros(*bs, 3), "n": {"b": torch.zeros(torch.Size(bs))}}, bs)
+        out = getattr(td, f"atleast_{n}d")()
+        want = getattr(torch, f"atleast_{n}d")(torch.zeros(torch.Size(bs))).shape
+        assert out.batch_size == want
+        assert out["a"].shape == want + (3,)
+        assert out["n", "b"].shape == want
+        assert getattr(torch, f"atleast_{n}d")(td).batch_size == want
+
+
+# --------------------------------------------------------------------------- new_* constructors
+@pytest.mark.parametrize("name", NEW)
+def test_new_constructors(name):
+    td = make_td()
+    args = ((4, 1), 7.5) if name == "new_full" else (4, 1)
+    out = getattr(td, name)(*args)
+    assert out.batch_size == (4, 1)
+    assert out["n"].batch_size == (4, 1, 5)
+    assert out["s"] == "label"
+    for k, x in leaves(td).items():
+        y = out.get(k)
+        assert y.shape == (4, 1, *x.shape[2:]) and y.dtype == x.dtype
+        if name != "new_empty":
+            fill = args[1:] if name == "new_full" else ()
+            want = getattr(x, name)((4, 1, *x.shape[2:]), *fill)
+            assert torch.equal(y, want)
+    typed = getattr(td, name)(*args, dtype=torch.float16, device="cpu")
+    assert typed.device == torch.device("cpu") and typed["n"].device == torch.device("cpu")
+    assert all(v.dtype == torch.float16 for v in leaves(typed).values())
+
+
+def test_new_tensor():
+    td = make_td()
+    out = td.new_tensor([[1, 2]])
+    assert out.batch_size == (1, 2) and out["n"].batch_size == (1, 2)
+    for k, x in leaves(td).items():
+        assert torch.equal(out.get(k), torch.tensor([[1, 2]], dtype=x.dtype))
+    from_td = td.new_tensor(td.float(), dtype=torch.float64)
+    check_leafwise(from_td, td, lambda k, x: x.float().double())
+
+
+def test_like_functions():
+    td = make_td()
+    for fn in (torch.zeros_like, torch.ones_like, torch.empty_like, torch.rand_like):
+        out = fn(td)
+        for k, x in leaves(td).items():
+            assert out.get(k).shape == x.shape and out.get(k).dtype == x.dtype
+    check_leafwise(torch.full_like(td, 3), td, lambda k, x: torch.full_like(x, 3))
+    check_leafwise(torch.zeros_like(td), td, lambda k, x: torch.zeros_like(x))
+
+
+# --------------------------------------------------------------------------- masks, where, scatter
+MASK = torch.tensor([[True, False, True], [False, False, True]])
+
+
+def _right(t, x):
+    return t.reshape(*t.shape, *[1] * (x.ndim - t.ndim))
+
+
+def test_every_method_has_a_test_here():
+    assert set(METHODS) == {
+        "new_tensor",
+        "masked_fill",
+        "masked_fill_",
+        "masked_select",
+        "where",
+        "scatter",
+    }
+
+
+@pytest.mark.parametrize("mask", [MASK, MASK[:, :1], MASK[:, 0]], ids=["full", "broadcast", "lead"])
+def test_masked_fill_and_inplace(mask):
+    td = make_td()
+    check_leafwise(td.masked_fill(mask, -1.0), td, lambda k, x: x.masked_fill(_right(mask, x), -1))
+    check_leafwise(
+        torch.masked_fill(td, mask, -1.0), td, lambda k, x: x.masked_fill(_right(mask, x), -1)
+    )
+    before = td.clone()
+    assert td.masked_fill_(mask, 0) is td
+    check_leafwise(td, before, lambda k, x: x.masked_fill(_right(mask, x), 0))
+
+
+@pytest.mark.parametrize("mask", [MASK, MASK[:, 0], MASK.unsqueeze(-1)], ids=["full", "lead", "x1"])
+def test_masked_select(mask):
+    td = make_td()
+    out = td.masked_select(mask)
+    m = mask.squeeze(-1) if mask.ndim > 2 else mask
+    assert out.batch_size == (int(m.sum()), *BS[m.ndim :])
+    check_leafwise(out, td, lambda k, x: x[m])
+    check_leafwise(torch.masked_select(td, mask), td, lambda k, x: x[m])
+
+
+def test_where_operands():
+    td = make_td()
+    other = td.apply(lambda x: -x)
+    check_leafwise(td.where(MASK, other), td, lambda k, x: torch.where(_right(MASK, x), x, -x))
+    check_leafwise(td.where(MASK, 0.5), td, lambda k, x: torch.where(_right(MASK, x), x, 0.5))
+    t = torch.tensor(2.0)
+    check_leafwise(td.where(MASK, t), td, lambda k, x: torch.where(_right(MASK, x), x, t))
+    check_leafwise(
+        torch.where(MASK, td, other), td, lambda k, x: torch.where(_right(MASK, x), x, -x)
+    )
+    check_leafwise(
+        torch.where(MASK, 1.0, other), td, lambda k, x: torch.where(_right(MASK, x), 1.0, -x)
+    )
+    out = td.clone()
+    assert td.where(MASK, other, out=out) is out
+    check_leafwise(out, td, lambda k, x: torch.where(_right(MASK, x), x, -x))
+    cond = td.apply(lambda x: x > 1.0)
+    check_leafwise(td.where(cond, other), td, lambda k, x: torch.where(x > 1.0, x, -x))
+
+
+def test_where_pad():
+    td = make_td()
+    other = td.exclude("a").set("extra", torch.ones(2, 3))
+    with pytest.raises(KeyError, match="'a'"):
+        td.where(MASK, other)
+    out = td.where(MASK, other, pad=0.0)
+    assert torch.equal(out["a"], torch.where(MASK, td["a"], 0.0))
+    assert torch.equal(out["extra"], torch.where(MASK, 0.0, torch.ones(2, 3)))
+
+
+def test_scatter():
+    td = make_td()
+    index = torch.tensor([[1, 0, 1]])
+    src = td.apply(lambda x: x * 10)
+
+    def expected(k, x, s):
+        idx = _right(index, x).expand(*index.shape, *x.shape[2:])
+        return x.scatter(0, idx, s)
+
+    check_leafwise(td.scatter(0, index, src), td, lambda k, x: expected(k, x, src.get(k)))
+    check_leafwise(td.scatter(0, index, 7.0), td, lambda k, x: expected(k, x, 7.0))
+    check_leafwise(torch.scatter(td, 0, index, src), td, lambda k, x: expected(k, x, src.get(k)))
+
+
+def test_gather_dispatch_and_out():
+    td = make_td()
+    index = torch.tensor([[1, 0, 1]])
+    ref = td.gather(0, index)
+    check_leafwise(torch.gather(td, 0, index), ref, lambda k, x: x)
+    out = ref.clone().zero_()
+    assert td.gather(0, index, out=out) is out
+    check_leafwise(out, ref, lambda k, x: x)
+
+
+def test_functional_softmax():
+    td = make_td()
+    check_leafwise(torch.nn.functional.softmax(td, dim=1), td, lambda k, x: torch.softmax(x, 1))
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize(
+    "call",
+    [
+        *(lambda td, n=n: getattr(td, n)(*(0.5,) * (n == "quantile"), dim=2) for n in REDUCTIONS),
+        *(
+            lambda td, n=n: getattr(td, n)(*(0.5,) * (n == "quantile"), dim=(0, -3))
+            for n in REDUCTIONS
+        ),
+        *(lambda td, n=n: getattr(td, n)(-3) for n in CUMULATIVE),
+        lambda td: td.roll(1, 2),
+        lambda td: td.rot90(1, (0, 2)),
+        lambda td: td.repeat_interleave(2, dim=3),
+        lambda td: td.softmax(-3),
+        lambda td: td.gather(2, torch.zeros(2, 3, dtype=torch.long)),
+        lambda td: td.scatter(2, torch.zeros(2, 3, dtype=torch.long), 1.0),
+    ],
+)
+def test_bad_dim_names_the_batch_size(call):
+    td = make_td()
+    with pytest.raises(IndexError, match=r"batch_size=\(2, 3\)"):
+        call(td)
+
+
+def test_bad_reduction_arguments():
+    td = make_td()
+    with pytest.raises(ValueError, match="'feature'"):
+        td.sum(dim="features")
+    with pytest.raises(ValueError, match="twice"):
+        td.sum(dim=(0, -2))
+    with pytest.raises(TypeError, match="amax"):
+        td.max(dim=(0, 1))
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        td.sum(correction=1)
+    with pytest.raises(ValueError, match="scalar"):
+        td.quantile(torch.tensor([0.1, 0.9]), 0)
+    with pytest.raises(RuntimeError, match="'a'") as info:
+        make_td(INT).mean(0)
+    assert "torch.int64" in str(info.value)
+
+
+def test_inplace_bad_operand_names_key_and_leaves_data_unchanged():
+    td = make_td()
+    before = td.clone()
+    other = td.clone()
+    other["n", "c"] = torch.ones(2, 3, 5, 3)  # wrong feature size for ('n', 'c')
+    for name in BINARY:
+        args = (other,) if BINARY[name] == 1 else (other, other)
+        with pytest.raises(RuntimeError, match=r"\('n', 'c'\)"):
+            getattr(td, name + "_")(*args)
+        check_leafwise(td, before, lambda k, x: x)
+    with pytest.raises(RuntimeError, match=r"\('n', 'c'\)"):
+        td.add(other)
+
+
+def test_masks_of_wrong_shape_leave_data_unchanged():
+    td = make_td()
+    before = td.clone()
+    for bad in (torch.ones(3, dtype=torch.bool), torch.ones(2, 3, 4, dtype=torch.bool)):
+        with pytest.raises(RuntimeError, match=r"batch_size=\(2, 3\)"):
+            td.masked_fill_(bad, 0)
+        with pytest.raises(RuntimeError, match=r"batch_size=\(2, 3\)"):
+            td.masked_select(bad)
+        with pytest.raises(RuntimeError, match=r"batch_size=\(2, 3\)"):
+            td.where(bad, 0.0)
+    with pytest.raises(TypeError, match="boolean"):
+        td.masked_fill_(torch.ones(2, 3), 0)
+    check_leafwise(td, before, lambda k, x: x)
+
+
+def test_where_shape_mismatch_names_the_key():
+    td = make_td()
+    other = td.clone()
+    other["b"] = torch.zeros(2, 3, 7, dtype=torch.float64)
+    with pytest.raises(RuntimeError, match="'b'"):
+        td.where(MASK, other)
+
+
+def test_reduce_true_needs_a_tensor():
+    with pytest.raises(ValueError, match="no tensor leaf"):
+        TensorDict({"s": "only text"}, [2]).sum(reduce=True)
+
+
+def test_reduction_of_empty_batch_and_no_leaves():
+    td = TensorDict({"a": torch.zeros(0, 3)}, [0])
+    assert td.sum(0)["a"].shape == (3,)
+    assert td.sum(reduce=True) == 0
+    assert math.isnan(td.mean(reduce=True))
+    assert TensorDict(batch_size=[2]).sum(0).batch_size == ()
+
+
+def test_operator_module_is_consistent():
+    td = make_td()
+    check_leafwise(operator.sub(5, td), td, lambda k, x: 5 - x)
