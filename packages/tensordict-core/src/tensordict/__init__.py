@@ -20,11 +20,16 @@ from tensordict._siblings import sibling_attr as _sibling_attr
 __version__ = "0.1.0"
 
 from tensordict import _ops, utils
+from tensordict._consolidate import from_consolidated
 from tensordict._functional import cat, stack
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._misc_ops import dense_stack_tds, is_tensorclass, merge_tensordicts
 from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._pad import pad, pad_sequence
+from tensordict._printoptions import get_printoptions, set_printoptions
 from tensordict._repr import td_repr as _td_repr
 from tensordict._td import TensorDict
+from tensordict._testing import assert_allclose_td, assert_close
 from tensordict.base import (
     TensorDictBase,
     get_defaults_to_none,
@@ -41,12 +46,22 @@ __all__ = [
     "NonTensorData",
     "TensorDict",
     "TensorDictBase",
+    "assert_allclose_td",
+    "assert_close",
     "cat",
+    "dense_stack_tds",
+    "from_consolidated",
     "get_defaults_to_none",
+    "get_printoptions",
     "is_batchedtensor",
     "is_non_tensor",
     "is_tensor_collection",
+    "is_tensorclass",
+    "merge_tensordicts",
+    "pad",
+    "pad_sequence",
     "set_get_defaults_to_none",
+    "set_printoptions",
     "stack",
     "unravel_key",
     "unravel_key_list",

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING, cast
 
 import torch
 
+from tensordict._printoptions import PRINT_OPTIONS
+
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict.base import TensorDictBase
 
@@ -30,6 +32,8 @@ def leaf_repr(value: object) -> str:
 
 
 def _tensor_repr(value: torch.Tensor, shared: bool) -> str:
+    if not PRINT_OPTIONS["show_is_shared"]:
+        return f"{type(value).__name__}(shape={value.shape}, device={value.device}, dtype={value.dtype})"
     return (
         f"{type(value).__name__}(shape={value.shape}, device={value.device}, "
         f"dtype={value.dtype}, is_shared={shared})"
@@ -64,7 +68,11 @@ def _td_repr(td: TensorDictBase, indent: str) -> tuple[str, bool, bool]:
     fields = []
     shared_all = True
     any_tensor = False
-    for key in sorted(td.keys()):
+    keys = list(td.keys())
+    if PRINT_OPTIONS["sort_keys"]:
+        keys.sort()
+    limit = PRINT_OPTIONS["max_fields"]
+    for key in keys:
         # Without ``include_nested`` the view yields the top-level keys, all strings.
         value = td._get_str(cast(str, key), None)
         if isinstance(value, torch.Tensor):
@@ -81,12 +89,14 @@ def _td_repr(td: TensorDictBase, indent: str) -> tuple[str, bool, bool]:
             text = repr(value)
         fields.append(f"{field_indent}{key}: {text}")
     is_shared = any_tensor and shared_all
+    if limit is not None and len(fields) > limit:
+        fields[limit:] = [f"{field_indent}... ({len(fields) - limit} more)"]
     body = ",\n".join(fields) if fields else inner
     text = (
         f"{type(td).__name__}(\n"
         f"{inner}fields={{\n{body}}},\n"
         f"{inner}batch_size={td.batch_size},\n"
-        f"{inner}device={td.device},\n"
-        f"{inner}is_shared={is_shared})"
+        f"{inner}device={td.device}"
+        + (f",\n{inner}is_shared={is_shared})" if PRINT_OPTIONS["show_is_shared"] else ")")
     )
     return text, is_shared, any_tensor

@@ -15,14 +15,17 @@ from typing import Any, overload
 import numpy as np
 import torch
 
+from tensordict._consolidate import ConsolidateOps
 from tensordict._device_ops import DeviceOps
 from tensordict._dict_ops import DictOps, write_inplace
 from tensordict._errors import lock_error, missing_key
 from tensordict._index import index_names, indexed_batch_size, normalize_index
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
+from tensordict._misc_ops import MiscOps
 from tensordict._nontensor import NonTensorData
 from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
 from tensordict._shape_ops import DenseShapeOps
+from tensordict._state_dict import StateDictOps
 from tensordict._tree import TreeMapOps
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
@@ -36,7 +39,16 @@ def _fmt(key: Any) -> Any:
     return unravel_key(key) if isinstance(key, tuple) else key
 
 
-class TensorDict(TreeMapOps, DictOps, DeviceOps, DenseShapeOps, TensorDictBase):
+class TensorDict(
+    ConsolidateOps,
+    StateDictOps,
+    MiscOps,
+    TreeMapOps,
+    DictOps,
+    DeviceOps,
+    DenseShapeOps,
+    TensorDictBase,
+):
     """A dictionary of tensors that share leading (batch) dimensions.
 
     Args:

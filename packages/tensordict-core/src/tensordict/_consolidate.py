@@ -1,0 +1,761 @@
+"""Consolidation: every tensor leaf of a tensordict as a view into one ``uint8`` storage.
+
+A consolidated tensordict crosses a process or device boundary as *one* buffer plus a
+small metadata dict, instead of one message per leaf:
+
+* :meth:`ConsolidateOps.consolidate` copies the leaves into one contiguous byte buffer
+  and returns a tensordict whose leaves are views into it;
+* ``td._consolidated`` is ``{"storage": buffer, "metadata": metadata}``; the metadata is
+  plain JSON-able data (keys, dtypes, shapes, strides, byte offsets, batch sizes, names,
+  devices and non-tensor values);
+* :func:`from_consolidated` rebuilds the tensordict from the buffer and the metadata (or
+  from a file written by ``consolidate(filename)``) without unpickling anything;
+* pickling a consolidated tensordict sends the buffer and the metadata, and unpickles as
+  a consolidated tensordict again (``torch.multiprocessing`` moves the buffer through
+  shared memory as one storage).
+
+Layout of a buffer that carries its own metadata (``consolidate(metadata=True)``, and
+every file written by ``consolidate(filename)``)::
+
+    [leaf bytes, each leaf aligned] [metadata as UTF-8 JSON] [JSON length: 8 bytes LE] [MAGIC]
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import pickle
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tensordict._keys import unravel_key
+from tensordict._nontensor import NonTensorData
+from tensordict._shape import parse_device
+from tensordict.base import TensorDictBase
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._td import TensorDict
+
+_Tensor = torch.Tensor
+
+#: Last bytes of a buffer or file that carries its metadata.
+MAGIC = b"TDCONS01"
+_TRAILER = 8 + len(MAGIC)
+FORMAT_VERSION = 1
+#: Every leaf starts at a multiple of this many bytes (the largest element size).
+ALIGN = 16
+
+
+# ---------------------------------------------------------------------- non-tensor values
+def _is_json_exact(value: Any) -> bool:
+    """Whether ``json.loads(json.dumps(value)) == value`` holds with the same types."""
+    if value is None or type(value) in (bool, int, float, str):
+        return True
+    if type(value) is list:
+        return all(_is_json_exact(v) for v in value)
+    if type(value) is dict:
+        return all(type(k) is str and _is_json_exact(v) for k, v in value.items())
+    return False
+
+
+def _encode_non_tensor(path: tuple, value: Any, allow_pickle: bool, for_pickle: bool) -> dict:
+    if for_pickle:  # the transport is pickle already: carry the object itself
+        return {"kind": "object", "value": value}
+    if _is_json_exact(value):
+        return {"kind": "json", "value": value}
+    if allow_pickle:
+        data = base64.b64encode(pickle.dumps(value)).decode("ascii")
+        return {"kind": "pickle", "value": data}
+    raise TypeError(
+        f"consolidate: the non-tensor entry {unravel_key(path)!r} holds a "
+        f"{type(value).__name__}, which is not plain JSON data (None, bool, int, float, str, "
+        "and lists / str-keyed dicts of them). Consolidated metadata is JSON so that loading "
+        "it never unpickles; pass allow_pickle=True to store it pickled instead."
+    )
+
+
+def _decode_non_tensor(path: tuple, entry: dict, allow_pickle: bool) -> Any:
+    kind = entry.get("kind")
+    if kind in ("json", "object"):
+        return entry["value"]
+    if kind == "pickle":
+        if not allow_pickle:
+            raise ValueError(
+                f"from_consolidated: the non-tensor entry {unravel_key(path)!r} was stored "
+                "pickled; unpickling can run arbitrary code, so it needs allow_pickle=True "
+                "(only for data from a trusted source)."
+            )
+        return pickle.loads(base64.b64decode(entry["value"]))
+    raise ValueError(
+        f"from_consolidated: unknown entry kind {kind!r} at {unravel_key(path)!r} in the metadata."
+    )
+
+
+# ---------------------------------------------------------------------- layouts
+def _dense_stride(t: _Tensor) -> tuple[int, ...] | None:
+    """The strides of ``t`` if its elements fill a contiguous block exactly once
+    (contiguous or a permutation of it, e.g. channels-last), else ``None``."""
+    if t.is_contiguous():
+        return tuple(t.stride())
+    dims = sorted((d for d in range(t.ndim) if t.shape[d] != 1), key=lambda d: (t.stride(d), -d))
+    expected = 1
+    for d in dims:
+        if t.stride(d) != expected:
+            return None
+        expected *= t.shape[d]
+    return tuple(t.stride())
+
+
+def _contiguous_stride(shape: torch.Size) -> tuple[int, ...]:
+    stride = []
+    acc = 1
+    for size in reversed(shape):
+        stride.append(acc)
+        acc *= max(size, 1)
+    return tuple(reversed(stride))
+
+
+def _flat_bytes(t: _Tensor, stride: tuple[int, ...] | None) -> _Tensor:
+    """The bytes of ``t`` in the memory order it will have in the buffer."""
+    t = t.detach()
+    if stride is None or t.numel() == 0:
+        t = t.contiguous()
+    elif not t.is_contiguous():  # a dense permutation: read its memory block as is
+        t = t.as_strided((t.numel(),), (1,), t.storage_offset())
+    return t.reshape(-1).view(torch.uint8)
+
+
+# ---------------------------------------------------------------------- consolidate
+class _Plan:
+    """The leaves to copy and the metadata describing where they go."""
+
+    def __init__(self, allow_pickle: bool, for_pickle: bool = False) -> None:
+        self.allow_pickle = allow_pickle
+        self.for_pickle = for_pickle
+        self.leaves: list[_Tensor] = []
+        self.strides: list[tuple[int, ...] | None] = []
+        self.offset = 0
+
+    def node(self, td: Any, path: tuple) -> dict:
+        store = getattr(td, "_tensordict", None)
+        if store is None or not isinstance(td, TensorDictBase):
+            raise NotImplementedError(
+                f"consolidate: the entry at {unravel_key(path)!r} is a {type(td).__name__}; "
+                "only dense TensorDicts (with tensor, tensordict and non-tensor entries) can be "
+                "consolidated. Convert it with .to_tensordict() first."
+            )
+        entries: dict[str, Any] = {}
+        for key, value in store.items():
+            sub = path + (key,)
+            if isinstance(value, _Tensor):
+                entries[key] = self.tensor(value, sub)
+            elif type(value) is NonTensorData:
+                entries[key] = _encode_non_tensor(
+                    sub, value.data, self.allow_pickle, self.for_pickle
+                )
+            else:
+                entries[key] = {"kind": "tensordict", **self.node(value, sub)}
+        return {
+            "type": type(td).__name__,
+            "batch_size": list(td.batch_size),
+            "device": None if td._device is None else str(td._device),
+            "names": None if td._names is None else list(td._names),
+            "locked": bool(td._is_locked),
+            "entries": entries,
+        }
+
+    def tensor(self, value: _Tensor, path: tuple) -> dict:
+        if value.is_nested or value.layout != torch.strided:
+            raise NotImplementedError(
+                f"consolidate: the entry at {unravel_key(path)!r} is a {value.layout} "
+                f"{'nested ' if value.is_nested else ''}tensor; only strided tensors can be "
+                "consolidated."
+            )
+        stride = _dense_stride(value)
+        nbytes = value.numel() * value.element_size()
+        self.offset = -(-self.offset // ALIGN) * ALIGN
+        entry = {
+            "kind": "tensor",
+            "dtype": str(value.dtype).removeprefix("torch."),
+            "shape": list(value.shape),
+            "stride": list(stride if stride is not None else _contiguous_stride(value.shape)),
+            "offset": self.offset,
+            "nbytes": nbytes,
+            "requires_grad": bool(value.requires_grad),
+        }
+        self.leaves.append(value)
+        self.strides.append(stride)
+        self.offset += nbytes
+        return entry
+
+
+def _target_device(td: Any, leaves: list[_Tensor], device: Any) -> torch.device:
+    if device is not None:
+        return parse_device(device)
+    if td.device is not None:
+        return td.device  # type: ignore[no-any-return]
+    devices = {leaf.device for leaf in leaves}
+    if len(devices) > 1:
+        found = {}
+        for key, value in td.items(True, True):
+            if isinstance(value, _Tensor):
+                found.setdefault(str(value.device), key)
+        raise ValueError(
+            f"consolidate: the leaves live on several devices ({found}, a key on each), but "
+            "one buffer lives on one device; pass device=... to choose it."
+        )
+    return devices.pop() if devices else torch.device("cpu")
+
+
+def _fill_buffer(
+    plan: _Plan, total: int, device: torch.device, share_memory: bool, pin_memory: bool
+) -> _Tensor:
+    """One ``cat`` of every leaf's bytes (with alignment padding) into a new buffer."""
+    src_devices = {leaf.device for leaf in plan.leaves}
+    same = len(src_devices) <= 1
+    pieces: list[_Tensor] = []
+    pos = 0
+    zeros = None
+    for leaf, stride in zip(plan.leaves, plan.strides):
+        flat = _flat_bytes(leaf, stride)
+        if not same:
+            flat = flat.to(device)
+        start = -(-pos // ALIGN) * ALIGN
+        if start > pos:
+            if zeros is None or zeros.device != flat.device:
+                zeros = torch.zeros(ALIGN, dtype=torch.uint8, device=flat.device)
+            pieces.append(zeros[: start - pos])
+        pieces.append(flat)
+        pos = start + flat.numel()
+    if pos < total:
+        dev = pieces[0].device if pieces else device
+        pieces.append(torch.zeros(total - pos, dtype=torch.uint8, device=dev))
+    with torch.no_grad():
+        if not pieces:
+            buffer = torch.empty(0, dtype=torch.uint8, device=device)
+        elif pieces[0].device == device and not pin_memory:
+            buffer = torch.cat(pieces) if len(pieces) > 1 else pieces[0].clone()
+        else:
+            buffer = torch.empty(total, dtype=torch.uint8, pin_memory=pin_memory)
+            if device.type != "cpu" or pieces[0].device.type != "cpu":
+                buffer = torch.cat(pieces).to(device)
+            else:
+                torch.cat(pieces, out=buffer)
+    if share_memory:
+        buffer.share_memory_()
+    return buffer
+
+
+def _with_trailer(data: _Tensor, metadata: dict) -> _Tensor:
+    blob = json.dumps(metadata, separators=(",", ":")).encode("utf-8")
+    tail = blob + len(blob).to_bytes(8, "little") + MAGIC
+    extra = torch.frombuffer(bytearray(tail), dtype=torch.uint8).to(data.device)
+    return torch.cat([data, extra])
+
+
+def consolidate(
+    td: TensorDict,
+    filename: str | Path | None = None,
+    *,
+    device: Any = None,
+    share_memory: bool = False,
+    pin_memory: bool = False,
+    metadata: bool = False,
+    inplace: bool = False,
+    allow_pickle: bool = False,
+) -> TensorDict:
+    """Implementation of :meth:`ConsolidateOps.consolidate`."""
+    plan = _Plan(allow_pickle)
+    meta_td = plan.node(td, ())
+    total = -(-plan.offset // ALIGN) * ALIGN
+    dev = _target_device(td, plan.leaves, device)
+    meta = {
+        "format": "tensordict-consolidated",
+        "version": FORMAT_VERSION,
+        "nbytes": total,
+        "td": meta_td,
+    }
+    if device is not None and meta_td["device"] is not None:
+        _set_devices(meta_td, str(dev))
+    if filename is not None:
+        if share_memory or pin_memory or dev.type != "cpu":
+            raise ValueError(
+                "consolidate(filename=...) writes a memory-mapped CPU buffer; it cannot be "
+                "combined with share_memory, pin_memory or a non-CPU device."
+            )
+        buffer = _fill_buffer(plan, total, torch.device("cpu"), False, False)
+        buffer = _write_file(Path(filename), _with_trailer(buffer, meta))
+    else:
+        buffer = _fill_buffer(plan, total, dev, share_memory and not metadata, pin_memory)
+        if metadata:
+            buffer = _with_trailer(buffer, meta)
+            if share_memory:
+                buffer.share_memory_()
+    out = _rebuild(buffer, meta, allow_pickle=True)
+    if inplace:
+        td._tensordict = out._tensordict
+        td._device = out._device
+        td._consolidated = out._consolidated  # type: ignore[attr-defined]
+        return td
+    return out
+
+
+def _set_devices(node: dict, device: str, force: bool = False) -> None:
+    if force or node["device"] is not None:
+        node["device"] = device
+    for entry in node["entries"].values():
+        if entry["kind"] == "tensordict":
+            _set_devices(entry, device, force)
+
+
+def _write_file(path: Path, data: _Tensor) -> _Tensor:
+    """Write ``data`` to ``path`` atomically (temp file, fsync, rename) and map it back."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data.numpy().tobytes())
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return _map_file(path, data.numel())
+
+
+def _map_file(path: Path, size: int) -> _Tensor:
+    if size == 0:
+        return torch.empty(0, dtype=torch.uint8)
+    return torch.from_file(str(path), shared=True, size=size, dtype=torch.uint8)
+
+
+# ---------------------------------------------------------------------- rebuild
+def _dtype(name: Any, path: tuple) -> torch.dtype:
+    dtype = getattr(torch, name, None) if isinstance(name, str) else None
+    if not isinstance(dtype, torch.dtype):
+        raise ValueError(
+            f"from_consolidated: invalid dtype {name!r} for entry {unravel_key(path)!r}."
+        )
+    return dtype
+
+
+def _view(buffer: _Tensor, entry: dict, path: tuple, limit: int) -> _Tensor:
+    dtype = _dtype(entry.get("dtype"), path)
+    shape, stride = entry.get("shape"), entry.get("stride")
+    offset, nbytes = entry.get("offset"), entry.get("nbytes")
+    ints = [offset, nbytes, *(shape or []), *(stride or [])]
+    if (
+        not isinstance(shape, list)
+        or not isinstance(stride, list)
+        or len(shape) != len(stride)
+        or not all(type(i) is int and i >= 0 for i in ints)
+    ):
+        raise ValueError(
+            f"from_consolidated: bad shape/stride/offset for entry {unravel_key(path)!r}: {entry}."
+        )
+    itemsize = dtype.itemsize
+    numel = 1
+    span = 1
+    for size, st in zip(shape, stride):
+        numel *= size
+        span += (size - 1) * st if size else 0
+    if numel == 0:
+        span = 0
+    if nbytes != numel * itemsize or offset % itemsize or offset + span * itemsize > limit:
+        raise ValueError(
+            f"from_consolidated: entry {unravel_key(path)!r} (dtype {dtype}, shape {shape}, "
+            f"offset {offset}, nbytes {nbytes}) does not fit in a buffer of {limit} bytes."
+        )
+    region = buffer[offset : offset + span * itemsize].view(dtype)
+    view = region.as_strided(shape, stride)
+    if entry.get("requires_grad"):
+        view.requires_grad_()
+    return view
+
+
+def _build(
+    cls: type, node: dict, buffer: _Tensor, limit: int, allow_pickle: bool, path: tuple
+) -> TensorDict:
+    if not isinstance(node, dict) or not isinstance(node.get("entries"), dict):
+        raise ValueError(
+            f"from_consolidated: malformed metadata at {unravel_key(path) or '<root>'!r}."
+        )
+    batch_size = torch.Size(node.get("batch_size", []))
+    device = None if node.get("device") is None else buffer.device
+    names = node.get("names")
+    store: dict[str, Any] = {}
+    for key, entry in node["entries"].items():
+        sub = path + (key,)
+        kind = entry.get("kind") if isinstance(entry, dict) else None
+        if kind == "tensor":
+            value = _view(buffer, entry, sub, limit)
+            if value.shape[: len(batch_size)] != batch_size:
+                raise ValueError(
+                    f"from_consolidated: entry {unravel_key(sub)!r} has shape {tuple(value.shape)}, "
+                    f"which does not start with the batch size {tuple(batch_size)}."
+                )
+            store[key] = value
+        elif kind == "tensordict":
+            store[key] = _build(cls, entry, buffer, limit, allow_pickle, sub)
+        else:
+            store[key] = NonTensorData._make(
+                _decode_non_tensor(sub, entry, allow_pickle), batch_size, device
+            )
+    out = cls._new_unsafe(store, batch_size, device, list(names) if names else None)  # type: ignore[attr-defined]
+    if node.get("locked"):
+        out.lock_()
+        out._last_op = None
+    return out  # type: ignore[no-any-return]
+
+
+def _rebuild(buffer: _Tensor, metadata: dict, *, allow_pickle: bool) -> TensorDict:
+    from tensordict._td import TensorDict
+
+    if (
+        not isinstance(metadata, dict)
+        or metadata.get("format") != "tensordict-consolidated"
+        or "td" not in metadata
+    ):
+        raise ValueError(
+            "from_consolidated: the metadata is not that of a consolidated tensordict (expected "
+            "a dict with format='tensordict-consolidated', as in td._consolidated['metadata'])."
+        )
+    if metadata.get("version") != FORMAT_VERSION:
+        raise ValueError(
+            f"from_consolidated: metadata version {metadata.get('version')!r} is not supported "
+            f"(this library reads version {FORMAT_VERSION})."
+        )
+    limit = metadata.get("nbytes")
+    if type(limit) is not int or limit > buffer.numel():
+        raise ValueError(
+            f"from_consolidated: the metadata describes {limit} bytes of data but the buffer "
+            f"holds {buffer.numel()} bytes."
+        )
+    out = _build(TensorDict, metadata["td"], buffer, limit, allow_pickle, ())
+    out._consolidated = {"storage": buffer, "metadata": metadata}  # type: ignore[attr-defined]
+    return out
+
+
+def _read_trailer(blob: bytes, total: int, where: str) -> tuple[int, int]:
+    """``(json_start, json_length)`` from the last bytes of a buffer of ``total`` bytes."""
+    if total < _TRAILER or blob[-len(MAGIC) :] != MAGIC:
+        raise ValueError(
+            f"from_consolidated: {where} does not end with consolidated-tensordict metadata "
+            "(it was not written by consolidate(filename) or consolidate(metadata=True)); "
+            "pass the metadata dict explicitly."
+        )
+    length = int.from_bytes(blob[-_TRAILER : -len(MAGIC)], "little")
+    start = total - _TRAILER - length
+    if start < 0:
+        raise ValueError(f"from_consolidated: {where} is truncated (metadata length {length}).")
+    return start, length
+
+
+def _parse_json(blob: bytes, where: str) -> dict:
+    try:
+        meta = json.loads(blob.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"from_consolidated: corrupt metadata in {where}: {err}.") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"from_consolidated: corrupt metadata in {where}.")
+    return meta
+
+
+def from_consolidated(
+    source: str | Path | torch.Tensor,
+    metadata: dict | None = None,
+    *,
+    allow_pickle: bool = False,
+) -> TensorDict:
+    """Rebuild a consolidated tensordict from its buffer (and metadata) or from a file.
+
+    Nothing is unpickled: the metadata is plain JSON data. Non-tensor values that
+    :meth:`~tensordict.TensorDict.consolidate` stored pickled (``allow_pickle=True``
+    there) are refused unless ``allow_pickle=True`` here too.
+
+    Args:
+        source: the ``uint8`` buffer (``td._consolidated["storage"]``), or the path of a
+            file written by ``td.consolidate(filename)`` (memory-mapped, not read).
+        metadata: the metadata dict (``td._consolidated["metadata"]``); needed unless the
+            buffer carries it (``consolidate(metadata=True)``, and every file).
+        allow_pickle: accept non-tensor values stored pickled.
+
+    The result's leaves are views into the buffer.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.arange(3), "b": {"c": torch.ones(3, 2)}}, [3]).consolidate()
+    >>> buffer, meta = td._consolidated["storage"], td._consolidated["metadata"]
+    >>> out = from_consolidated(buffer, meta)
+    >>> out["b", "c"].untyped_storage().data_ptr() == buffer.untyped_storage().data_ptr()
+    True
+    >>> from_consolidated(td.consolidate(metadata=True)._consolidated["storage"])["a"]
+    tensor([0, 1, 2])
+    """
+    if isinstance(source, _Tensor):
+        if source.dtype != torch.uint8 or source.ndim != 1:
+            raise TypeError(
+                f"from_consolidated: the buffer must be a 1-d uint8 tensor, got dtype "
+                f"{source.dtype} and shape {tuple(source.shape)}."
+            )
+        buffer = source
+        if buffer.storage_offset() % ALIGN or not buffer.is_contiguous():
+            buffer = buffer.clone()  # leaf views need aligned offsets
+        if metadata is None:
+            total = buffer.numel()
+            tail = buffer[max(0, total - _TRAILER) :].cpu().numpy().tobytes()
+            start, length = _read_trailer(tail, total, "the buffer")
+            blob = buffer[start : start + length].cpu().numpy().tobytes()
+            metadata = _parse_json(blob, "the buffer")
+        return _rebuild(buffer, metadata, allow_pickle=allow_pickle)
+    if not isinstance(source, (str, Path)):
+        raise TypeError(
+            f"from_consolidated expects a uint8 tensor or a file path, got {type(source).__name__}."
+        )
+    path = Path(source)
+    if not path.is_file():
+        raise FileNotFoundError(f"from_consolidated: no file at {str(path)!r}.")
+    total = path.stat().st_size
+    with open(path, "rb") as f:
+        f.seek(max(0, total - _TRAILER))
+        start, length = _read_trailer(f.read(), total, f"file {str(path)!r}")
+        f.seek(start)
+        file_meta = _parse_json(f.read(length), f"file {str(path)!r}")
+    if metadata is None:
+        metadata = file_meta
+    return _rebuild(_map_file(path, total), metadata, allow_pickle=allow_pickle)
+
+
+# ---------------------------------------------------------------------- state checks
+def _storage_ptr(t: _Tensor) -> int:
+    return int(t.untyped_storage().data_ptr())
+
+
+def _iter_leaves(td: Any) -> Iterator[Any]:
+    for value in td._tensordict.values():
+        if isinstance(value, _Tensor):
+            yield value
+        elif type(value) is not NonTensorData:
+            store = getattr(value, "_tensordict", None)
+            if store is None:
+                yield value  # not dense: cannot be part of the buffer
+            else:
+                yield from _iter_leaves(value)
+
+
+def consolidated_buffer(td: Any, buffer: _Tensor | None = None) -> _Tensor | None:
+    """The buffer holding every leaf of ``td``, or ``None`` if ``td`` is not (any longer)
+    consolidated: entries added or replaced since ``consolidate()`` break it.
+
+    ``buffer`` checks against that buffer instead of the one ``td`` records."""
+    if buffer is None:
+        info = td.__dict__.get("_consolidated")
+        if info is None:
+            return None
+        buffer = info["storage"]
+    ptr = _storage_ptr(buffer)
+    for leaf in _iter_leaves(td):
+        if not isinstance(leaf, _Tensor) or _storage_ptr(leaf) != ptr:
+            return None
+    return buffer  # type: ignore[no-any-return]
+
+
+def current_metadata(
+    td: Any, buffer: _Tensor, *, for_pickle: bool, nbytes: int | None = None
+) -> dict:
+    """Metadata describing ``td``'s leaves as they are now placed in ``buffer``."""
+    plan = _Plan(allow_pickle=True, for_pickle=for_pickle)
+    node = plan.node(td, ())
+    base = buffer.storage_offset()
+    for leaf, (_, entry) in zip(plan.leaves, _tensor_entries(node)):
+        entry["offset"] = leaf.storage_offset() * leaf.element_size() - base
+        entry["stride"] = list(leaf.stride())
+    return {
+        "format": "tensordict-consolidated",
+        "version": FORMAT_VERSION,
+        "nbytes": int(
+            td.__dict__["_consolidated"]["metadata"]["nbytes"] if nbytes is None else nbytes
+        ),
+        "td": node,
+    }
+
+
+def _tensor_entries(node: dict) -> Iterator[tuple[str, dict]]:
+    for key, entry in node["entries"].items():
+        if entry["kind"] == "tensor":
+            yield key, entry
+        elif entry["kind"] == "tensordict":
+            yield from _tensor_entries(entry)
+
+
+def _unpickle_consolidated(buffer: _Tensor, metadata: dict) -> TensorDict:
+    out = _rebuild(buffer, metadata, allow_pickle=False)
+    # ``object`` entries are only used inside a pickle; keep JSON-able metadata on the result
+    _to_json_entries(metadata["td"])
+    return out
+
+
+def _to_json_entries(node: dict) -> None:
+    for entry in node["entries"].values():
+        if entry["kind"] == "object":
+            value = entry["value"]
+            if _is_json_exact(value):
+                entry["kind"] = "json"
+            else:
+                entry["kind"] = "pickle"
+                entry["value"] = base64.b64encode(pickle.dumps(value)).decode("ascii")
+        elif entry["kind"] == "tensordict":
+            _to_json_entries(entry)
+
+
+# ---------------------------------------------------------------------- the mixin
+class ConsolidateOps:
+    """Mixin of :class:`~tensordict.TensorDict`: consolidation and its pickling."""
+
+    def consolidate(
+        self,
+        filename: str | Path | None = None,
+        *,
+        num_threads: int = 0,
+        device: torch.device | str | None = None,
+        non_blocking: bool = False,
+        inplace: bool = False,
+        return_early: bool = False,
+        use_buffer: bool = False,
+        share_memory: bool = False,
+        pin_memory: bool = False,
+        metadata: bool = False,
+        allow_pickle: bool = False,
+    ) -> TensorDict:
+        """Copy every tensor leaf into one contiguous ``uint8`` buffer; leaves become views.
+
+        The result keeps ``_consolidated = {"storage": buffer, "metadata": dict}``, where
+        the metadata is plain JSON data (see :func:`~tensordict.from_consolidated`).
+        Shapes, dtypes, ``requires_grad`` flags, batch sizes, names, locks and non-tensor
+        values are kept; contiguous and densely permuted (e.g. channels-last) leaves keep
+        their strides, other leaves become contiguous. Autograd history is not carried.
+        Pickling the result sends the buffer and the metadata only, and unpickles as a
+        consolidated tensordict.
+
+        Args:
+            filename: write the buffer, followed by its metadata, to this file (atomically)
+                and return a tensordict whose leaves are views into the memory-mapped file.
+            num_threads: accepted for compatibility (one ``torch.cat`` does the copy).
+            device: device of the buffer (default: the tensordict's, or its leaves').
+            non_blocking: accepted for compatibility.
+            inplace: make this tensordict's leaves the views (returns ``self``).
+            return_early: not supported (raises if ``True``).
+            use_buffer: accepted for compatibility.
+            share_memory: put the buffer in shared memory.
+            pin_memory: allocate the buffer in pinned memory (CUDA-enabled PyTorch only).
+            metadata: also append the metadata to the buffer, so the buffer alone can be
+                passed to :func:`~tensordict.from_consolidated`.
+            allow_pickle: store non-tensor values that are not plain JSON data pickled
+                (otherwise they raise ``TypeError``).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2, 3), "b": {"c": torch.ones(2, dtype=torch.int64)}}, [2])
+        >>> ctd = td.consolidate()
+        >>> ctd.is_consolidated(), td.is_consolidated()
+        (True, False)
+        >>> buffer = ctd._consolidated["storage"]
+        >>> ptrs = {v.untyped_storage().data_ptr() for v in ctd.values(True, True)}
+        >>> ptrs == {buffer.untyped_storage().data_ptr()}
+        True
+        """
+        if return_early:
+            raise NotImplementedError("consolidate(return_early=True) is not supported.")
+        return consolidate(
+            self,  # type: ignore[arg-type]
+            filename,
+            device=device,
+            share_memory=share_memory,
+            pin_memory=pin_memory,
+            metadata=metadata,
+            inplace=inplace,
+            allow_pickle=allow_pickle,
+        )
+
+    def is_consolidated(self) -> bool:
+        """Whether every tensor leaf is a view into the buffer made by :meth:`consolidate`.
+
+        Adding or replacing an entry with a tensor from elsewhere makes it ``False``;
+        writing into the leaves in place does not.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2)}, [2]).consolidate()
+        >>> td.is_consolidated()
+        True
+        >>> td["b"] = torch.ones(2)
+        >>> td.is_consolidated()
+        False
+        """
+        return consolidated_buffer(self) is not None
+
+    @classmethod
+    def from_consolidated(
+        cls,
+        filename: str | Path | torch.Tensor,
+        metadata: dict | None = None,
+        *,
+        allow_pickle: bool = False,
+    ) -> TensorDict:
+        """Rebuild a tensordict from a consolidated buffer or file (see
+        :func:`tensordict.from_consolidated`).
+
+        >>> import tempfile, os
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.arange(4.0)}, [4], names=["t"])
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     _ = td.consolidate(os.path.join(d, "td.bin"))
+        ...     out = TensorDict.from_consolidated(os.path.join(d, "td.bin"))
+        ...     print(out["a"], out.names)
+        tensor([0., 1., 2., 3.]) ['t']
+        """
+        return from_consolidated(filename, metadata, allow_pickle=allow_pickle)
+
+    def to(self, *args: Any, **kwargs: Any) -> TensorDict:
+        # A consolidated tensordict moves to another device as one buffer copy.
+        if "batch_size" not in kwargs and not (args and isinstance(args[0], TensorDictBase)):
+            non_blocking = bool(kwargs.pop("non_blocking", False))
+            device, dtype, nb, _ = torch._C._nn._parse_to(*args, **kwargs)
+            if device is not None and dtype is None and "_consolidated" in self.__dict__:
+                device = parse_device(device)
+                buffer = consolidated_buffer(self)
+                if buffer is not None and buffer.device != device:
+                    meta = current_metadata(self, buffer, for_pickle=True)
+                    _set_devices(meta["td"], str(device), force=True)
+                    moved = buffer.to(device, non_blocking=non_blocking or nb)
+                    out = _rebuild(moved, meta, allow_pickle=False)
+                    _to_json_entries(meta["td"])
+                    return out
+                if buffer is not None:  # same device: the leaves are kept, and so is the buffer
+                    out = super().to(*args, **kwargs)  # type: ignore[misc]
+                    if out is not self and consolidated_buffer(out, buffer) is not None:
+                        nbytes = self.__dict__["_consolidated"]["metadata"]["nbytes"]
+                        meta = current_metadata(out, buffer, for_pickle=False, nbytes=nbytes)
+                        out._consolidated = {"storage": buffer, "metadata": meta}
+                    return out  # type: ignore[no-any-return]
+            if non_blocking:
+                kwargs["non_blocking"] = True
+        return super().to(*args, **kwargs)  # type: ignore[misc,no-any-return]
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        buffer = consolidated_buffer(self)
+        if buffer is None:
+            return super().__reduce_ex__(protocol)
+        return _unpickle_consolidated, (buffer, current_metadata(self, buffer, for_pickle=True))
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state.pop("_consolidated", None)
+        state.pop("_ctx_ops", None)
+        return state

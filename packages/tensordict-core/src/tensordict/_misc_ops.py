@@ -1,0 +1,739 @@
+"""Small methods of the dense ``TensorDict`` that fit no family, and a few functions.
+
+Methods: entry inspection (``get_item_shape``, ``entry_class``, ``sorted_keys``,
+``depth``), memory accounting (``data_ptr``, ``param_count``, ``bytes``), key-set
+surgery (``separates``, ``split_keys``, ``create_nested``, ``replace``), indexed
+in-place writes (``get_at``, ``set_at_``, ``update_at_``, ``copy_``, ``copy_at_``),
+``record_stream`` and ``to_padded_tensor``. Functions: :func:`merge_tensordicts`,
+:func:`dense_stack_tds` and :func:`is_tensorclass`.
+
+Every method that writes checks everything first, so bad input leaves the tensordict
+unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tensordict._errors import lock_error, missing_key
+from tensordict._keys import NestedKey, unravel_key
+from tensordict._nontensor import NonTensorData
+from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple, is_tensor_collection
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Self
+
+    from tensordict._td import TensorDict
+
+_Tensor = torch.Tensor
+
+
+def _leaf_items(td: Any, prefix: tuple = ()) -> list[tuple[tuple, Any]]:
+    """``(key tuple, raw value)`` for every leaf, depth first (non-tensors wrapped)."""
+    out: list[tuple[tuple, Any]] = []
+    store = getattr(td, "_tensordict", None)
+    items = store.items() if store is not None else td.items()
+    for key, value in items:
+        path = prefix + (key,)
+        if isinstance(value, TensorDictBase) and type(value) is not NonTensorData:
+            out.extend(_leaf_items(value, path))
+        else:
+            out.append((path, value))
+    return out
+
+
+class MiscOps:
+    """Mixin of :class:`~tensordict.TensorDict`: the methods of this module."""
+
+    # ------------------------------------------------------------------ inspection
+    def get_item_shape(self, key: NestedKey) -> torch.Size:
+        """The shape of the entry at ``key`` (the batch size for nested tensordicts and
+        non-tensor values), without unwrapping it.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2, 3), "b": {"c": torch.zeros(2, 4)}}, [2])
+        >>> td.get_item_shape("a"), td.get_item_shape("b")
+        (torch.Size([2, 3]), torch.Size([2]))
+        """
+        value = self._get_tuple(_key_tuple(key), NO_DEFAULT)  # type: ignore[attr-defined]
+        if isinstance(value, _Tensor):
+            return value.shape
+        return value.batch_size  # type: ignore[no-any-return]
+
+    def entry_class(self, key: NestedKey) -> type:
+        """The class of the stored entry at ``key`` (``NonTensorData`` for non-tensor values).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(()), "b": {}, "c": "text"})
+        >>> [td.entry_class(k).__name__ for k in ("a", "b", "c")]
+        ['Tensor', 'TensorDict', 'NonTensorData']
+        """
+        return type(self._get_tuple(_key_tuple(key), NO_DEFAULT))  # type: ignore[attr-defined]
+
+    @property
+    def sorted_keys(self) -> list[str]:
+        """The top-level keys in sorted order.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"b": torch.zeros(()), "a": torch.zeros(())}).sorted_keys
+        ['a', 'b']
+        """
+        return sorted(self._tensordict)  # type: ignore[attr-defined]
+
+    @property
+    def depth(self) -> int:
+        """How many levels of nested tensordicts there are (``0`` for a flat tensordict).
+
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": {"b": {"c": 0}}, "d": 1}).depth
+        2
+        """
+        deepest = 0
+        for value in self._tensordict.values():  # type: ignore[attr-defined]
+            if isinstance(value, TensorDictBase) and type(value) is not NonTensorData:
+                sub = value.depth if isinstance(value, MiscOps) else _generic_depth(value)
+                deepest = max(deepest, 1 + sub)
+        return deepest
+
+    # ------------------------------------------------------------------ memory
+    def data_ptr(self, *, storage: bool = False) -> TensorDict:
+        """A tensordict of the same structure (batch size ``[]``) holding each tensor
+        leaf's ``data_ptr()`` (``untyped_storage().data_ptr()`` with ``storage=True``).
+
+        Non-tensor entries are left out.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> x = torch.zeros(4)
+        >>> td = TensorDict({"a": x[:2], "b": {"c": x[2:]}}, [2])
+        >>> ptrs = td.data_ptr(storage=True)
+        >>> bool(ptrs["a"] == ptrs["b", "c"]), bool(td.data_ptr()["a"] == ptrs["a"])
+        (True, True)
+        """
+        from tensordict._td import TensorDict
+
+        def walk(td: Any) -> TensorDict:
+            out: dict[str, Any] = {}
+            store = getattr(td, "_tensordict", None)
+            for key, value in store.items() if store is not None else td.items():
+                if isinstance(value, _Tensor):
+                    ptr = value.untyped_storage().data_ptr() if storage else value.data_ptr()
+                    out[key] = torch.tensor(ptr, dtype=torch.int64)
+                elif isinstance(value, TensorDictBase) and type(value) is not NonTensorData:
+                    out[key] = walk(value)
+            return TensorDict._new_unsafe(out, torch.Size([]))
+
+        return walk(self)
+
+    def param_count(self, *, count_duplicates: bool = True) -> int:
+        """The number of elements in all tensor leaves.
+
+        With ``count_duplicates=False`` a tensor stored under several keys is counted
+        once (the same tensor object; different views of one storage count separately).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> x = torch.zeros(2, 3)
+        >>> td = TensorDict({"a": x, "b": {"c": torch.zeros(2)}, "d": x}, [2])
+        >>> td.param_count(), td.param_count(count_duplicates=False)
+        (14, 8)
+        """
+        return sum(t.numel() for t in self._tensor_leaves(count_duplicates))
+
+    def bytes(self, *, count_duplicates: bool = False) -> int:
+        """The number of bytes of all tensor leaves (``numel() * element_size()``).
+
+        With ``count_duplicates=False`` (the default) a tensor stored under several keys
+        is counted once.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> x = torch.zeros(2, 3)
+        >>> td = TensorDict({"a": x, "b": torch.zeros(2, dtype=torch.int8), "c": x}, [2])
+        >>> td.bytes(), td.bytes(count_duplicates=True)
+        (26, 50)
+        """
+        return sum(t.numel() * t.element_size() for t in self._tensor_leaves(count_duplicates))
+
+    def _tensor_leaves(self, count_duplicates: bool) -> list[_Tensor]:
+        leaves = [v for _, v in _leaf_items(self) if isinstance(v, _Tensor)]
+        if count_duplicates:
+            return leaves
+        seen: set[int] = set()
+        unique = []
+        for t in leaves:
+            if id(t) not in seen:
+                seen.add(id(t))
+                unique.append(t)
+        return unique
+
+    # ------------------------------------------------------------------ key sets
+    def separates(
+        self,
+        *keys: NestedKey,
+        default: Any = NO_DEFAULT,
+        strict: bool = True,
+        filter_empty: bool = True,
+    ) -> TensorDict:
+        """Move ``keys`` out of this tensordict into a new one (with the same batch size).
+
+        A missing key raises ``KeyError`` (nothing is moved) unless ``default`` is given
+        (the new tensordict gets ``default`` there, unless it is ``None``) or
+        ``strict=False`` (it is skipped). With ``filter_empty`` nested tensordicts left
+        empty by the move are removed.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": {"b": torch.zeros(()), "c": torch.zeros(())}, "d": torch.zeros(())})
+        >>> out = td.separates(("a", "b"), "d")
+        >>> list(out.keys(True, True)), list(td.keys(True, True))
+        ([('a', 'b'), 'd'], [('a', 'c')])
+        """
+        if len(keys) == 1 and isinstance(keys[0], list):
+            keys = tuple(keys[0])
+        out = self.empty()  # type: ignore[attr-defined]
+        found: list[tuple] = []
+        for key in keys:
+            path = _key_tuple(key)
+            value = self._get_tuple(path, None)  # type: ignore[attr-defined]
+            if value is None:
+                if default is not NO_DEFAULT:
+                    if default is not None:
+                        out.set(path, default)
+                    continue
+                if strict:
+                    raise KeyError(
+                        f"separates: key {unravel_key(path)!r} is not in the tensordict (pass "
+                        f"strict=False or a default); nothing was moved. Keys: "
+                        f"{sorted(map(str, self.keys(True)))}."  # type: ignore[attr-defined]
+                    )
+                continue
+            out._set_tuple(path, value, inplace=False, validated=False)
+            found.append(path)
+        if found and self._is_locked:  # type: ignore[attr-defined]
+            raise lock_error(unravel_key(found[0]), "remove")
+        for path in found:
+            self._pop_path(path, filter_empty)
+        return out  # type: ignore[no-any-return]
+
+    def _pop_path(self, path: tuple, filter_empty: bool) -> None:
+        parents = [self]
+        for part in path[:-1]:
+            parents.append(parents[-1]._tensordict[part])  # type: ignore[attr-defined]
+        parents[-1]._tensordict.pop(path[-1], None)  # type: ignore[attr-defined]
+        if filter_empty:
+            for depth in range(len(parents) - 1, 0, -1):
+                if parents[depth]._tensordict:  # type: ignore[attr-defined]
+                    break
+                parents[depth - 1]._tensordict.pop(path[depth - 1])  # type: ignore[attr-defined]
+
+    def split_keys(
+        self,
+        *key_sets: Sequence[NestedKey] | Mapping[NestedKey, NestedKey],
+        inplace: bool = False,
+        default: Any = NO_DEFAULT,
+        strict: bool = True,
+        reproduce_struct: bool = False,
+    ) -> tuple[TensorDict, ...]:
+        """Split into one tensordict per key set, plus one with the remaining keys.
+
+        A key set is a list of keys or a ``{key: new_key}`` mapping (renaming on the
+        way). ``default``/``strict`` treat missing keys as in :meth:`separates`; with
+        ``inplace=True`` the keys are removed from this tensordict, which is returned
+        last. ``reproduce_struct`` gives every result the nested structure of the input.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({k: torch.zeros(()) for k in "abcd"})
+        >>> a, bc, rest = td.split_keys(["a"], {"b": "B", "c": "c"})
+        >>> list(a.keys()), list(bc.keys()), list(rest.keys())
+        (['a'], ['B', 'c'], ['d'])
+        """
+        outs = []
+        taken: list[tuple] = []
+        for key_set in key_sets:
+            pairs = (
+                list(key_set.items())
+                if isinstance(key_set, Mapping)
+                else [(k, k) for k in ([key_set] if isinstance(key_set, str) else key_set)]
+            )
+            out = self.empty(recurse=reproduce_struct)  # type: ignore[attr-defined]
+            for in_key, out_key in pairs:
+                path = _key_tuple(in_key)
+                value = self._get_tuple(path, None)  # type: ignore[attr-defined]
+                if value is None:
+                    if default is not NO_DEFAULT:
+                        if default is not None:
+                            out.set(out_key, default)
+                        continue
+                    if strict:
+                        raise KeyError(
+                            f"split_keys: key {unravel_key(path)!r} is not in the tensordict "
+                            "(pass strict=False or a default); nothing was split."
+                        )
+                    continue
+                if type(value) is NonTensorData and value.data is None:
+                    taken.append(path)
+                    continue
+                out._set_tuple(_key_tuple(out_key), value, inplace=False, validated=False)
+                taken.append(path)
+            outs.append(out)
+        if inplace and self._is_locked and taken:  # type: ignore[attr-defined]
+            raise lock_error(unravel_key(taken[0]), "remove")
+        rest = self.exclude(*taken, inplace=inplace)  # type: ignore[attr-defined]
+        return (*outs, rest)
+
+    def create_nested(self, key: NestedKey) -> Self:
+        """Write an empty tensordict at ``key`` with its parent's batch size, device and
+        names (overwriting any entry there).
+
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(batch_size=[3], names=["t"]).create_nested(("a", "b"))
+        >>> td["a", "b"].batch_size, td["a", "b"].names
+        (torch.Size([3]), ['t'])
+        """
+        from tensordict._td import TensorDict
+
+        path = _key_tuple(key)
+        parent = self
+        if len(path) > 1:
+            found = self._get_tuple(path[:-1], None)  # type: ignore[attr-defined]
+            if found is not None:
+                if not isinstance(found, TensorDictBase) or type(found) is NonTensorData:
+                    raise KeyError(
+                        f"create_nested: the entry at {unravel_key(path[:-1])!r} is a "
+                        f"{type(found).__name__}, not a tensordict."
+                    )
+                parent = found  # type: ignore[assignment]
+        new = TensorDict._new_unsafe(
+            {},
+            parent.batch_size,  # type: ignore[attr-defined]
+            parent.device,  # type: ignore[attr-defined]
+            list(parent.names) if any(n is not None for n in parent.names) else None,  # type: ignore[attr-defined]
+        )
+        if parent is not self:
+            parent.set(path[-1], new)  # type: ignore[attr-defined]
+        else:
+            self.set(path, new)  # type: ignore[attr-defined]
+        return self
+
+    def replace(self, *args: Any, **kwargs: Any) -> Self:
+        """A shallow copy with some entries replaced (``self`` if nothing is given).
+
+        Takes at most one dict or tensordict, and/or top-level entries as keywords.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2), "b": torch.zeros(2)}, [2])
+        >>> out = td.replace(a=torch.ones(2))
+        >>> out["a"], td["a"], out["b"] is td["b"]
+        (tensor([1., 1.]), tensor([0., 0.]), True)
+        """
+        if not args and not kwargs:
+            return self
+        if len(args) > 1:
+            raise TypeError(f"replace() takes at most one positional argument, got {len(args)}.")
+        if args and not isinstance(args[0], (Mapping, TensorDictBase)):
+            raise TypeError(
+                f"replace() takes a dict or a tensordict, got {type(args[0]).__name__}."
+            )
+        source: dict[Any, Any] = {}
+        if args:
+            source.update(args[0].items() if isinstance(args[0], TensorDictBase) else args[0])
+        source.update(kwargs)
+        out = self.copy()  # type: ignore[attr-defined]
+        out.update(source)
+        return out  # type: ignore[no-any-return]
+
+    # ------------------------------------------------------------------ indexed writes
+    def get_at(self, key: NestedKey, index: Any, default: Any = NO_DEFAULT) -> Any:
+        """``td.get(key)[index]``: the entry at ``key``, indexed (batch dims first).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.arange(6).reshape(2, 3)}, [2])
+        >>> td.get_at("a", (1, 0)), td.get_at("missing", 0, None)
+        (tensor(3), None)
+        """
+        value = self._get_tuple(_key_tuple(key), None)  # type: ignore[attr-defined]
+        if value is None:
+            if default is NO_DEFAULT:
+                raise missing_key(unravel_key(_key_tuple(key)), self)  # type: ignore[arg-type]
+            return default
+        if type(value) is NonTensorData:
+            return value.data
+        return value[index]
+
+    def set_at_(
+        self, key: NestedKey, value: Any, index: Any, *, non_blocking: bool = False
+    ) -> Self:
+        """Write ``value`` in place into the existing entry at ``key``, at ``index``.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2])
+        >>> td.set_at_("a", torch.ones(3), 1)["a"]
+        tensor([[0., 0., 0.],
+                [1., 1., 1.]])
+        """
+        path = _key_tuple(key)
+        target = self._get_tuple(path, None)  # type: ignore[attr-defined]
+        if target is None:
+            raise KeyError(
+                f"set_at_ writes in place, but key {unravel_key(path)!r} is not in the "
+                f"tensordict (keys: {sorted(map(str, self.keys(True)))})."  # type: ignore[attr-defined]
+            )
+        _check_at(path, target, value, index)
+        _write_at(target, value, index, non_blocking)
+        return self
+
+    def update_at_(
+        self,
+        input_dict_or_td: Mapping[Any, Any] | TensorDictBase,
+        index: Any,
+        clone: bool = False,
+        *,
+        non_blocking: bool = False,
+        keys_to_update: Sequence[NestedKey] | None = None,
+    ) -> Self:
+        """Write every leaf of ``input_dict_or_td`` in place at ``index`` of the entry
+        with the same key. All keys must exist; all values are checked before writing.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.zeros(3, 2)}}, [3])
+        >>> _ = td.update_at_({"a": torch.tensor(1.0), "b": {"c": torch.ones(2)}}, 1)
+        >>> td["a"], td["b", "c"][:, 0]
+        (tensor([0., 1., 0.]), tensor([0., 1., 0.]))
+        """
+        wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
+        pairs = []
+        for path, value in _source_leaves(input_dict_or_td):
+            if wanted is not None and path not in wanted:
+                continue
+            target = self._get_tuple(path, None)  # type: ignore[attr-defined]
+            if target is None:
+                raise KeyError(
+                    f"update_at_ writes in place, but key {unravel_key(path)!r} is not in the "
+                    f"tensordict (keys: {sorted(map(str, self.keys(True, True)))})."  # type: ignore[attr-defined]
+                )
+            _check_at(path, target, value, index)
+            pairs.append((target, value))
+        for target, value in pairs:
+            if clone and isinstance(value, _Tensor):
+                value = value.clone()
+            _write_at(target, value, index, non_blocking)
+        return self
+
+    def copy_(self, tensor: Mapping[Any, Any] | TensorDictBase, non_blocking: bool = False) -> Self:
+        """Copy ``tensor`` (a tensordict or dict) into the matching entries, in place.
+
+        Same as :meth:`update_`; every key of ``tensor`` must exist here.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+        >>> td.copy_(TensorDict({"a": torch.ones(2)}, [2]))["a"]
+        tensor([1., 1.])
+        """
+        return self.update_(tensor, non_blocking=non_blocking)  # type: ignore[attr-defined,no-any-return]
+
+    def copy_at_(
+        self, tensordict: Mapping[Any, Any] | TensorDictBase, idx: Any, non_blocking: bool = False
+    ) -> Self:
+        """Copy ``tensordict`` in place at index ``idx`` (same as :meth:`update_at_`).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(3)}, [3])
+        >>> td.copy_at_(TensorDict({"a": torch.ones(2)}, [2]), slice(1, None))["a"]
+        tensor([0., 1., 1.])
+        """
+        return self.update_at_(tensordict, idx, non_blocking=non_blocking)
+
+    # ------------------------------------------------------------------ devices
+    def record_stream(self, stream: torch.cuda.Stream) -> Self:
+        """Mark every tensor leaf as used by the CUDA ``stream`` (see
+        :meth:`torch.Tensor.record_stream`). Every leaf must be on a CUDA device.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+        >>> try:
+        ...     td.record_stream(None)
+        ... except RuntimeError as err:
+        ...     print(str(err)[:43])
+        record_stream needs CUDA tensors, but 'a' i
+        """
+        leaves = [(p, v) for p, v in _leaf_items(self) if isinstance(v, _Tensor)]
+        for path, leaf in leaves:
+            if not leaf.is_cuda:
+                raise RuntimeError(
+                    f"record_stream needs CUDA tensors, but {unravel_key(path)!r} is on "
+                    f"{leaf.device}; streams only exist for CUDA devices."
+                )
+        for _, leaf in leaves:
+            leaf.record_stream(stream)
+        return self
+
+    def to_padded_tensor(self, padding: float = 0.0, mask_key: NestedKey | None = None) -> Self:
+        """Replace every nested (jagged) tensor leaf by its padded version.
+
+        With ``mask_key``, a boolean mask of the valid positions (shape: the padded
+        shape up to the ragged dimension) is written there; every nested leaf must then
+        have the same ragged lengths.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> nt = torch.nested.nested_tensor([torch.ones(1, 2), torch.ones(3, 2)], layout=torch.jagged)
+        >>> out = TensorDict({"x": nt}, [2]).to_padded_tensor(mask_key="mask")
+        >>> out["x"].shape, out["mask"].tolist()
+        (torch.Size([2, 3, 2]), [[True, False, False], [True, True, True]])
+        """
+        mask = None
+        mask_from = None
+        nested = [(p, v) for p, v in _leaf_items(self) if isinstance(v, _Tensor) and v.is_nested]
+        if mask_key is not None:
+            for path, value in nested:
+                m = _valid_mask(value)
+                if mask is None:
+                    mask, mask_from = m, path
+                elif m.shape != mask.shape or not torch.equal(m, mask):
+                    raise ValueError(
+                        f"to_padded_tensor(mask_key=...): the nested entries {unravel_key(mask_from)!r} "  # type: ignore[arg-type]
+                        f"and {unravel_key(path)!r} have different ragged lengths; one mask cannot "
+                        "describe both."
+                    )
+        ids = {id(v) for _, v in nested}
+        out = self._map_tensors(  # type: ignore[attr-defined]
+            lambda t: torch.nested.to_padded_tensor(t, padding) if id(t) in ids else t
+        )
+        if mask is not None:
+            out.set(mask_key, mask)
+        return out  # type: ignore[no-any-return]
+
+    def pad(self, pad_size: Sequence[int], value: float = 0.0) -> Self:
+        """Pad the batch dimensions (see :func:`tensordict.pad`).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.ones(2)}, [2]).pad([1, 0])["a"]
+        tensor([0., 1., 1.])
+        """
+        from tensordict._pad import pad
+
+        return pad(self, pad_size, value)  # type: ignore[arg-type,return-value]
+
+
+def _generic_depth(td: Any) -> int:
+    deepest = 0
+    for key in td.keys(True):
+        if isinstance(key, tuple):
+            deepest = max(deepest, len(key) - 1)
+    return deepest
+
+
+def _valid_mask(nt: _Tensor) -> _Tensor:
+    """For a jagged tensor: ``True`` where the padded tensor holds data (up to the
+    ragged dimension)."""
+    ragged = next(i for i, s in enumerate(nt.shape) if not isinstance(s, int))
+    ones = torch.ones_like(nt, dtype=torch.uint8)
+    full = torch.nested.to_padded_tensor(ones, 0).bool()
+    while full.ndim > ragged + 1:
+        full = full.any(-1)
+    return full
+
+
+def _source_leaves(source: Any, prefix: tuple = ()) -> list[tuple[tuple, Any]]:
+    if isinstance(source, TensorDictBase):
+        return [
+            (p, v.data if type(v) is NonTensorData else v) for p, v in _leaf_items(source, prefix)
+        ]
+    out = []
+    for key, value in source.items():
+        path = prefix + _key_tuple(key)
+        if isinstance(value, (Mapping, TensorDictBase)) and type(value) is not NonTensorData:
+            out.extend(_source_leaves(value, path))
+        else:
+            out.append((path, value))
+    return out
+
+
+def _check_at(path: tuple, target: Any, value: Any, index: Any) -> None:
+    if type(target) is NonTensorData:
+        raise TypeError(
+            f"cannot write at an index of the non-tensor entry {unravel_key(path)!r} in place."
+        )
+    if isinstance(target, TensorDictBase):
+        return  # the tensordict's own indexed write checks (and writes) atomically
+    try:
+        selected = target[index].shape
+    except (IndexError, RuntimeError, TypeError) as err:
+        raise IndexError(
+            f"cannot index entry {unravel_key(path)!r} (shape {tuple(target.shape)}) by "
+            f"{index!r}: {err}"
+        ) from None
+    shape = value.shape if isinstance(value, _Tensor) else torch.as_tensor(value).shape
+    try:
+        ok = torch.broadcast_shapes(shape, selected) == selected
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise RuntimeError(
+            f"cannot write a value of shape {tuple(shape)} into entry {unravel_key(path)!r} at "
+            f"index {index!r}, which selects shape {tuple(selected)}."
+        )
+
+
+def _write_at(target: Any, value: Any, index: Any, non_blocking: bool) -> None:
+    if isinstance(value, _Tensor) and isinstance(target, _Tensor) and value.device != target.device:
+        value = value.to(target.device, non_blocking=non_blocking)
+    target[index] = value
+
+
+# ---------------------------------------------------------------------- functions
+def merge_tensordicts(
+    *tensordicts: TensorDictBase,
+    callback_exist: Callable[..., Any] | Mapping[NestedKey, Any] | None = None,
+) -> TensorDict:
+    """Merge tensordicts key by key into a new one.
+
+    Nested tensordicts are merged recursively. A key present in only some of the inputs
+    takes the first value found. A key present in *every* input is combined with
+    ``callback_exist(*values)`` when given (a callable, or a dict of callables by key,
+    nested dicts for nested keys); without a callback the first value wins. The result
+    has the longest batch size shared by all inputs.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td0 = TensorDict({"a": {"b0": 0}, "common": 0})
+    >>> td1 = TensorDict({"a": {"b1": 1}, "common": 1})
+    >>> td2 = TensorDict({"common": 2})
+    >>> td = merge_tensordicts(td0, td1, td2, callback_exist=lambda *v: torch.stack(v))
+    >>> list(td.keys(True, True)), td["common"]
+    ([('a', 'b0'), ('a', 'b1'), 'common'], tensor([0, 1, 2]))
+    """
+    if len(tensordicts) < 2:
+        raise RuntimeError(
+            f"merge_tensordicts needs at least 2 tensordicts, got {len(tensordicts)}."
+        )
+    for i, td in enumerate(tensordicts):
+        if not isinstance(td, TensorDictBase):
+            raise TypeError(
+                f"merge_tensordicts: argument {i} is a {type(td).__name__}, not a tensordict."
+            )
+    return _merge(list(tensordicts), callback_exist, ())
+
+
+def _common_batch_size(tds: Sequence[Any]) -> torch.Size:
+    common = list(tds[0].batch_size)
+    for td in tds[1:]:
+        n = 0
+        for a, b in zip(common, td.batch_size):
+            if a != b:
+                break
+            n += 1
+        common = common[:n]
+    return torch.Size(common)
+
+
+def _merge(tds: list, callback: Any, prefix: tuple) -> TensorDict:
+    from tensordict._td import TensorDict
+
+    batch_size = _common_batch_size(tds)
+    device = tds[0].device if all(td.device == tds[0].device for td in tds) else None
+    keys: dict[str, None] = {}
+    for td in tds:
+        keys.update(dict.fromkeys(td.keys()))
+    out = TensorDict._new_unsafe({}, batch_size, device)
+    for key in keys:
+        path = prefix + (key,)
+        values = [v for v in (td._get_str(key, None) for td in tds) if v is not None]
+        cb = callback.get(key) if isinstance(callback, Mapping) else callback
+        nested = [is_tensor_collection(v) and type(v) is not NonTensorData for v in values]
+        if all(nested):
+            merged: Any = _merge(values, cb, path) if len(values) > 1 else values[0].copy()
+        elif any(nested):
+            raise TypeError(
+                f"merge_tensordicts: the entry {unravel_key(path)!r} is a tensordict in some "
+                "inputs and not in others."
+            )
+        elif len(values) == len(tds) and callable(cb):
+            raw = [v.data if type(v) is NonTensorData else v for v in values]
+            merged = cb(*raw)
+        else:
+            merged = values[0]
+        if type(merged) is not NonTensorData and isinstance(merged, TensorDictBase):
+            if merged.batch_size[: len(batch_size)] != batch_size:
+                merged = merged.clone(False)
+                merged.batch_size = batch_size
+        out._set_str(key, merged, inplace=False, validated=False)
+    return out
+
+
+def dense_stack_tds(
+    td_list: Sequence[TensorDictBase] | TensorDictBase, dim: int | None = None
+) -> TensorDict:
+    """Stack tensordicts of identical structure into one dense tensordict.
+
+    Unlike ``torch.stack`` (which may return a lazy stack), the result is dense at the
+    top level; nested lazy stacks stay lazy. ``td_list`` may be a lazy stack (its
+    members and stack dimension are used) or a sequence of tensordicts with ``dim``.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> tds = [TensorDict({"a": torch.full((2,), float(i))}, [2]) for i in range(3)]
+    >>> out = dense_stack_tds(tds, dim=1)
+    >>> out.batch_size, out["a"][0]
+    (torch.Size([2, 3]), tensor([0., 1., 2.]))
+    """
+    members = getattr(td_list, "tensordicts", None)
+    if members is not None and isinstance(td_list, TensorDictBase):
+        if dim is None:
+            dim = td_list.stack_dim  # type: ignore[attr-defined]
+        td_list = list(members)
+    elif dim is None:
+        raise ValueError("dense_stack_tds: pass dim= when stacking a list of tensordicts.")
+    tds = list(td_list)  # type: ignore[arg-type]
+    if not tds:
+        raise ValueError("dense_stack_tds needs at least one tensordict.")
+    first = tds[0]
+    shape = list(first.batch_size)
+    ndim = len(shape) + 1
+    if not -ndim <= dim < ndim:
+        raise IndexError(
+            f"dense_stack_tds: dim {dim} is out of range for stacking tensordicts of batch size "
+            f"{tuple(first.batch_size)} (expected -{ndim} <= dim < {ndim})."
+        )
+    dim = dim % ndim
+    for i, td in enumerate(tds[1:], 1):
+        if td.batch_size != first.batch_size:
+            raise RuntimeError(
+                f"dense_stack_tds: tensordict {i} has batch size {tuple(td.batch_size)}, "
+                f"tensordict 0 has {tuple(first.batch_size)}."
+            )
+    shape.insert(dim, len(tds))
+    out = first.unsqueeze(dim).expand(shape).clone()
+    for i, td in enumerate(tds):
+        out[(slice(None),) * dim + (i,)] = td
+    return out  # type: ignore[no-any-return]
+
+
+def is_tensorclass(obj: Any) -> bool:
+    """Whether ``obj`` is a tensorclass (a class made by ``@tensorclass``) or an instance.
+
+    Reads the ``_is_tensorclass`` marker, so it works without importing the
+    ``tensorclass`` distribution.
+
+    >>> from tensordict import TensorDict
+    >>> is_tensorclass(TensorDict()), is_tensorclass(type("T", (), {"_is_tensorclass": True}))
+    (False, True)
+    """
+    cls = obj if isinstance(obj, type) else type(obj)
+    return getattr(cls, "_is_tensorclass", False) is True

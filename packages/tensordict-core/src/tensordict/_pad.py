@@ -1,0 +1,223 @@
+"""Padding: :func:`pad` grows batch dimensions, :func:`pad_sequence` stacks tensordicts of
+different lengths after padding them to a common one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tensordict._keys import unravel_key
+from tensordict._nontensor import NonTensorData
+from tensordict.base import TensorDictBase
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._td import TensorDict
+
+_Tensor = torch.Tensor
+
+
+def _pad_tensor(t: _Tensor, widths: Sequence[tuple[int, int]], value: float) -> _Tensor:
+    """``t`` with ``widths[d] = (before, after)`` elements of ``value`` added on dim ``d``."""
+    if not any(b or a for b, a in widths):
+        return t
+    shape = list(t.shape)
+    index = []
+    for d, (before, after) in enumerate(widths):
+        index.append(slice(before, before + shape[d]))
+        shape[d] += before + after
+    out = torch.full(shape, value, dtype=t.dtype, device=t.device)
+    out[tuple(index)] = t
+    return out
+
+
+def _pad_td(td: Any, widths: Sequence[tuple[int, int]], value: float) -> TensorDict:
+    from tensordict._td import TensorDict
+
+    bs = list(td.batch_size)
+    for d, (before, after) in enumerate(widths):
+        bs[d] += before + after
+    new_bs = torch.Size(bs)
+    out: dict[str, Any] = {}
+    store = getattr(td, "_tensordict", None)
+    items = store.items() if store is not None else td.items()
+    for key, entry in items:
+        if isinstance(entry, _Tensor):
+            out[key] = _pad_tensor(entry, widths, value)
+        elif type(entry) is NonTensorData:
+            out[key] = entry._with(new_bs)
+        elif isinstance(entry, TensorDictBase):
+            out[key] = _pad_td(entry, widths, value)
+        else:  # pragma: no cover - non-dense containers yield unwrapped values
+            out[key] = NonTensorData._make(entry, new_bs, td.device)
+    return TensorDict._new_unsafe(
+        out, new_bs, td.device, list(td._names) if getattr(td, "_names", None) else None
+    )
+
+
+def pad(tensordict: TensorDictBase, pad_size: Sequence[int], value: float = 0.0) -> TensorDict:
+    """Pad the batch dimensions of every entry with ``value``.
+
+    ``pad_size`` lists ``(before, after)`` amounts from the *first* batch dimension on:
+    ``[dim0_before, dim0_after, dim1_before, dim1_after, ...]``; trailing batch
+    dimensions it does not cover are not padded. Feature dimensions are never padded.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.ones(3, 4, 1), "b": {"c": torch.ones(3, 4)}}, [3, 4])
+    >>> out = pad(td, [0, 1, 2, 0], value=-1.0)
+    >>> out.batch_size, out["b", "c"][:, 0].tolist()
+    (torch.Size([4, 6]), [-1.0, -1.0, -1.0, -1.0])
+    """
+    if not isinstance(tensordict, TensorDictBase):
+        raise TypeError(f"pad expects a tensordict, got {type(tensordict).__name__}.")
+    sizes = list(pad_size)
+    nb = tensordict.batch_dims
+    if len(sizes) % 2 or len(sizes) > 2 * nb:
+        raise ValueError(
+            f"pad: pad_size must hold (before, after) pairs for at most the {nb} batch "
+            f"dimension(s) of batch size {tuple(tensordict.batch_size)}; got {sizes}."
+        )
+    if any(not isinstance(s, int) or s < 0 for s in sizes):
+        raise ValueError(f"pad: pad_size must hold non-negative integers, got {sizes}.")
+    widths = [(sizes[i], sizes[i + 1]) for i in range(0, len(sizes), 2)]
+    return _pad_td(tensordict, widths, value)
+
+
+def pad_sequence(
+    list_of_tensordicts: Sequence[TensorDictBase],
+    pad_dim: int = 0,
+    padding_value: float = 0.0,
+    out: TensorDictBase | None = None,
+    device: torch.device | str | None = None,
+    return_mask: bool = False,
+) -> TensorDict:
+    """Pad tensordicts to a common length along ``pad_dim`` and stack them (new dim 0).
+
+    ``pad_dim`` counts the dimensions of the entries (batch dimensions first). If it
+    is a batch dimension, every entry is padded to the longest batch; otherwise each
+    entry is padded to the longest length that *it* has across the tensordicts.
+    Non-tensor entries are stacked unchanged.
+
+    With ``return_mask=True`` the result also holds ``"masks"``: for each entry, a
+    boolean tensor marking the real (un-padded) positions, of shape ``[N, *shape]``
+    where ``shape`` is the entry's padded shape up to ``pad_dim`` (and at least the
+    batch dimensions).
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> tds = [TensorDict({"a": torch.ones(n, 2)}) for n in (1, 3)]
+    >>> out = pad_sequence(tds, return_mask=True)
+    >>> out["a"].shape, out["masks", "a"].tolist()
+    (torch.Size([2, 3, 2]), [[True, False, False], [True, True, True]])
+    """
+    from tensordict._functional import stack
+
+    tds = list(list_of_tensordicts)
+    if not tds:
+        raise ValueError("pad_sequence needs at least one tensordict.")
+    for i, td in enumerate(tds):
+        if not isinstance(td, TensorDictBase):
+            raise TypeError(f"pad_sequence: item {i} is a {type(td).__name__}, not a tensordict.")
+    nb = tds[0].batch_dims
+    if any(td.batch_dims != nb for td in tds):
+        raise ValueError(
+            "pad_sequence: the tensordicts must have the same number of batch dimensions; got "
+            f"batch sizes {[tuple(td.batch_size) for td in tds]}."
+        )
+    if pad_dim < 0:
+        raise ValueError(f"pad_sequence: pad_dim must be non-negative, got {pad_dim}.")
+    if pad_dim < nb:
+        longest = max(td.batch_size[pad_dim] for td in tds)
+        for i, td in enumerate(tds):
+            other = [s for d, s in enumerate(td.batch_size) if d != pad_dim]
+            ref = [s for d, s in enumerate(tds[0].batch_size) if d != pad_dim]
+            if other != ref:
+                raise ValueError(
+                    f"pad_sequence: tensordict {i} has batch size {tuple(td.batch_size)}, which "
+                    f"differs from tensordict 0's {tuple(tds[0].batch_size)} outside pad_dim "
+                    f"{pad_dim}."
+                )
+    leaf_lists = [_leaves(td) for td in tds]
+    keys = list(leaf_lists[0])
+    for i, leaves in enumerate(leaf_lists[1:], 1):
+        if set(leaves) != set(keys):
+            raise KeyError(
+                f"pad_sequence: tensordict {i} has different keys from tensordict 0: only in 0: "
+                f"{sorted(map(str, set(keys) - set(leaves)))}, only in {i}: "
+                f"{sorted(map(str, set(leaves) - set(keys)))}."
+            )
+    targets: dict[tuple, int] = {}
+    for key in keys:
+        lengths = []
+        for leaves in leaf_lists:
+            value = leaves[key]
+            if isinstance(value, _Tensor):
+                if value.ndim <= pad_dim:
+                    raise ValueError(
+                        f"pad_sequence: entry {unravel_key(key)!r} has shape "
+                        f"{tuple(value.shape)}, which has no dimension pad_dim={pad_dim}."
+                    )
+                lengths.append(value.shape[pad_dim])
+        if lengths:
+            targets[key] = longest if pad_dim < nb else max(lengths)
+    padded = []
+    masks = []
+    for td, leaves in zip(tds, leaf_lists):
+        if pad_dim < nb:
+            widths = [(0, 0)] * nb
+            widths[pad_dim] = (0, longest - td.batch_size[pad_dim])
+            new_td = _pad_td(td, widths, padding_value)
+        else:
+            new_td = td.copy() if hasattr(td, "_tensordict") else td.to_tensordict()
+            for key, target in targets.items():
+                value = leaves[key]
+                widths = [(0, 0)] * value.ndim
+                widths[pad_dim] = (0, target - value.shape[pad_dim])
+                new_td._set_tuple(
+                    key, _pad_tensor(value, widths, padding_value), inplace=False, validated=True
+                )
+        padded.append(new_td)
+        if return_mask:
+            masks.append(_masks(new_td, leaves, targets, pad_dim, nb))
+    result = stack(padded, 0)
+    if return_mask:
+        result.set("masks", stack(masks, 0))
+    if device is not None:
+        result = result.to(device)
+    if out is not None:
+        out.update(result)
+        return out  # type: ignore[return-value]
+    return result
+
+
+def _leaves(td: Any, prefix: tuple = ()) -> dict[tuple, Any]:
+    out: dict[tuple, Any] = {}
+    store = getattr(td, "_tensordict", None)
+    items = store.items() if store is not None else td.items()
+    for key, value in items:
+        path = prefix + (key,)
+        if isinstance(value, TensorDictBase) and type(value) is not NonTensorData:
+            out.update(_leaves(value, path))
+        else:
+            out[path] = value
+    return out
+
+
+def _masks(
+    td: TensorDict, leaves: dict[tuple, Any], targets: dict[tuple, int], pad_dim: int, nb: int
+) -> TensorDict:
+    from tensordict._td import TensorDict
+
+    out = TensorDict._new_unsafe({}, td.batch_size, td.device)
+    upto = max(pad_dim + 1, nb)
+    for key, target in targets.items():
+        value = leaves[key]
+        shape = list(value.shape[:upto])
+        shape[pad_dim] = target
+        mask = torch.zeros(shape, dtype=torch.bool, device=value.device)
+        mask.narrow(pad_dim, 0, value.shape[pad_dim]).fill_(True)
+        out._set_tuple(key, mask, inplace=False, validated=False)
+    return out

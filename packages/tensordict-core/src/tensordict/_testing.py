@@ -1,0 +1,133 @@
+"""Assertions for tests: compare two tensordicts leaf by leaf, naming the first difference."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from tensordict._keys import unravel_key
+from tensordict._nontensor import NonTensorData
+from tensordict.base import TensorDictBase, is_tensor_collection
+
+
+class KeyMismatchError(AssertionError, KeyError):
+    """The two tensordicts have different keys (an ``AssertionError`` and a ``KeyError``)."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return str(self.args[0]) if self.args else ""
+
+
+def _leaves(td: Any, prefix: tuple = ()) -> dict[tuple, Any]:
+    out: dict[tuple, Any] = {}
+    store = getattr(td, "_tensordict", None)
+    items = store.items() if store is not None else td.items()
+    for key, value in items:
+        path = prefix + (key,)
+        if is_tensor_collection(value) and type(value) is not NonTensorData:
+            out[path] = value  # the container itself: its batch size is compared too
+            out.update(_leaves(value, path))
+        else:
+            out[path] = value.data if type(value) is NonTensorData else value
+    return out
+
+
+def assert_allclose_td(
+    actual: TensorDictBase,
+    expected: TensorDictBase,
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+    equal_nan: bool = True,
+    msg: str = "",
+) -> bool:
+    """Assert that two tensordicts hold the same keys and close values; returns ``True``.
+
+    Checks batch sizes, key sets (including nested ones; a mismatch raises
+    :class:`KeyMismatchError`, both an ``AssertionError`` and a ``KeyError``), then each
+    leaf in order with :func:`torch.testing.assert_close` (dtypes and shapes must match,
+    values within ``atol + rtol * |expected|``); non-tensor values must be equal. The
+    error names the first differing key; ``msg`` is appended to it.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> a = TensorDict({"x": torch.zeros(2), "y": {"z": torch.ones(2)}}, [2])
+    >>> assert_allclose_td(a, a.clone())
+    True
+    >>> b = a.clone()
+    >>> b["y", "z"][0] = 2.0
+    >>> try:
+    ...     assert_allclose_td(a, b)
+    ... except AssertionError as err:
+    ...     print(str(err).splitlines()[0])
+    key ('y', 'z') does not match: Tensor-likes are not close!
+    """
+    if not is_tensor_collection(actual) or not is_tensor_collection(expected):
+        raise TypeError(
+            f"assert_allclose_td compares tensordicts, got {type(actual).__name__} and "
+            f"{type(expected).__name__}."
+        )
+    suffix = f"\n{msg}" if msg else ""
+    if actual.batch_size != expected.batch_size:
+        raise AssertionError(
+            f"batch sizes differ: actual {tuple(actual.batch_size)}, expected "
+            f"{tuple(expected.batch_size)}.{suffix}"
+        )
+    got, want = _leaves(actual), _leaves(expected)
+    if got.keys() != want.keys():
+        missing = [unravel_key(k) for k in want if k not in got]
+        extra = [unravel_key(k) for k in got if k not in want]
+        first = missing[0] if missing else extra[0]
+        raise KeyMismatchError(
+            f"key {first!r} is in one tensordict but not the other: missing from actual: "
+            f"{missing}; only in actual: {extra}.{suffix}"
+        )
+    for path, exp in want.items():
+        act = got[path]
+        name = unravel_key(path)
+        if is_tensor_collection(exp) and type(exp) is not NonTensorData:
+            if not is_tensor_collection(act) or act.batch_size != exp.batch_size:
+                what = act.batch_size if is_tensor_collection(act) else type(act).__name__
+                raise AssertionError(
+                    f"key {name!r} does not match: actual {what}, expected a tensordict of "
+                    f"batch size {tuple(exp.batch_size)}.{suffix}"
+                )
+        elif isinstance(exp, torch.Tensor):
+            if not isinstance(act, torch.Tensor):
+                raise AssertionError(
+                    f"key {name!r} does not match: actual is a {type(act).__name__}, expected "
+                    f"a tensor.{suffix}"
+                )
+            try:
+                torch.testing.assert_close(act, exp, rtol=rtol, atol=atol, equal_nan=equal_nan)
+            except AssertionError as err:
+                raise AssertionError(f"key {name!r} does not match: {err}{suffix}") from None
+        elif isinstance(act, torch.Tensor) or not _equal(act, exp):
+            raise AssertionError(
+                f"key {name!r} does not match: actual {act!r}, expected {exp!r}.{suffix}"
+            )
+    return True
+
+
+def _equal(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except Exception:  # e.g. arrays: ambiguous truth value
+        return a is b
+
+
+def assert_close(
+    actual: TensorDictBase,
+    expected: TensorDictBase,
+    rtol: float = 1e-5,
+    atol: float = 1e-8,
+    equal_nan: bool = True,
+    msg: str = "",
+) -> bool:
+    """Alias of :func:`assert_allclose_td`.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> assert_close(TensorDict({"a": torch.ones(1)}, [1]), TensorDict({"a": torch.ones(1)}, [1]))
+    True
+    """
+    return assert_allclose_td(actual, expected, rtol, atol, equal_nan, msg)

@@ -1,0 +1,98 @@
+"""pad and pad_sequence."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tensordict import TensorDict, pad, pad_sequence
+
+
+def test_pad_matches_functional_pad_per_leaf():
+    td = TensorDict(
+        {"a": torch.randn(3, 4, 2), "b": {"c": torch.arange(12).reshape(3, 4)}, "s": "x"},
+        [3, 4],
+        names=["t", "e"],
+    )
+    out = pad(td, [1, 2, 0, 3], value=7)
+    assert out.batch_size == (6, 7) and out["b"].batch_size == (6, 7)
+    # F.pad lists dims from the last one: (last_before, last_after, ...)
+    assert torch.equal(out["a"], F.pad(td["a"], [0, 0, 0, 3, 1, 2], value=7))
+    assert torch.equal(out["b", "c"], F.pad(td["b", "c"], [0, 3, 1, 2], value=7))
+    assert out["s"] == "x" and out.names == ["t", "e"]
+    assert td.batch_size == (3, 4)  # input untouched
+
+
+def test_pad_first_dims_only_and_method():
+    td = TensorDict({"a": torch.ones(2, 3)}, [2, 3])
+    out = pad(td, [1, 1])
+    assert out.batch_size == (4, 3)
+    assert out["a"][:, 0].tolist() == [0, 1, 1, 0]
+    assert td.pad([0, 0, 0, 2])["a"].shape == (2, 5)
+    bools = TensorDict({"m": torch.ones(2, dtype=torch.bool)}, [2]).pad([1, 0])
+    assert bools["m"].tolist() == [False, True, True]
+
+
+def test_pad_bad_sizes():
+    td = TensorDict({"a": torch.ones(2, 3)}, [2])
+    with pytest.raises(ValueError, match=r"at most the 1 batch dimension.*\[1, 1, 1, 1\]"):
+        pad(td, [1, 1, 1, 1])
+    with pytest.raises(ValueError, match="pairs"):
+        pad(td, [1])
+    with pytest.raises(ValueError, match="non-negative"):
+        pad(td, [-1, 0])
+    with pytest.raises(TypeError, match="tensordict"):
+        pad(torch.zeros(2), [1, 1])  # type: ignore[arg-type]
+
+
+def test_pad_sequence_feature_dim():
+    tds = [
+        TensorDict({"a": torch.ones(3, 8), "b": torch.ones(6, 8), "s": "x"}),
+        TensorDict({"a": torch.ones(5, 8) * 2, "b": torch.ones(6, 8), "s": "x"}),
+    ]
+    out = pad_sequence(tds, return_mask=True, padding_value=-1)
+    assert out.batch_size == (2,)
+    assert out["a"].shape == (2, 5, 8) and out["b"].shape == (2, 6, 8)
+    assert torch.equal(out["a"][0, :3], torch.ones(3, 8))
+    assert torch.equal(out["a"][0, 3:], torch.full((2, 8), -1.0))
+    assert torch.equal(out["a"][1], torch.full((5, 8), 2.0))
+    assert out["masks", "a"].tolist() == [[True] * 3 + [False] * 2, [True] * 5]
+    assert out["masks", "b"].all() and out["masks", "b"].shape == (2, 6)
+    assert out["s"] == "x"
+
+
+def test_pad_sequence_batch_dim():
+    tds = [
+        TensorDict({"a": torch.arange(n * 2.0).reshape(n, 2), "n": {"b": torch.ones(n)}}, [n])
+        for n in (1, 3, 2)
+    ]
+    out = pad_sequence(tds, pad_dim=0, return_mask=True)
+    assert out.batch_size == (3, 3) and out["n"].batch_size == (3, 3)
+    assert out["a"][0].tolist() == [[0, 1], [0, 0], [0, 0]]
+    assert out["n", "b"].tolist() == [[1, 0, 0], [1, 1, 1], [1, 1, 0]]
+    assert out["masks", "a"].tolist() == [[True, False, False], [True] * 3, [True, True, False]]
+    assert out["masks", "n", "b"].shape == (3, 3)
+
+
+def test_pad_sequence_inner_dim():
+    tds = [TensorDict({"a": torch.ones(2, n)}, [2]) for n in (1, 4)]
+    out = pad_sequence(tds, pad_dim=1, return_mask=True)
+    assert out.batch_size == (2, 2) and out["a"].shape == (2, 2, 4)
+    assert out["masks", "a"].shape == (2, 2, 4)
+    assert out["masks", "a"][0].tolist() == [[True, False, False, False]] * 2
+
+
+def test_pad_sequence_bad_input():
+    with pytest.raises(ValueError, match="at least one"):
+        pad_sequence([])
+    with pytest.raises(KeyError, match="different keys"):
+        pad_sequence([TensorDict({"a": torch.ones(1)}), TensorDict({"b": torch.ones(1)})])
+    with pytest.raises(ValueError, match=r"'a'.*no dimension pad_dim=1"):
+        pad_sequence(
+            [TensorDict({"a": torch.ones(1)}), TensorDict({"a": torch.ones(2)})], pad_dim=1
+        )
+    with pytest.raises(ValueError, match="same number of batch dimensions"):
+        pad_sequence([TensorDict(batch_size=[1]), TensorDict()])
+    with pytest.raises(ValueError, match="outside pad_dim"):
+        pad_sequence([TensorDict(batch_size=[1, 2]), TensorDict(batch_size=[1, 3])], pad_dim=0)
