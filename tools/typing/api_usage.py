@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 
@@ -308,6 +309,25 @@ def utilities() -> None:
     assert deduped.batch_size == (3,)
 
 
+def conversions() -> None:
+    td = make()
+    assert_type(TensorDict.from_dict({"a": torch.zeros(2)}, auto_batch_size=True), TensorDict)
+    assert_type(tensordict.from_dict({"a": torch.zeros(2)}, batch_size=[2]), TensorDict)
+    assert_type(tensordict.make_tensordict(a=torch.zeros(2)), TensorDict)
+    assert_type(tensordict.fromkeys(["a", "b"], 0), TensorDict)
+    assert_type(TensorDict.from_tuple((torch.zeros(2),)), TensorDict)
+    assert_type(TensorDict.from_list([{"a": 0}, {"a": 1}]), TensorDict)
+    assert_type(TensorDict.from_pytree([torch.zeros(1)]), TensorDict)
+    assert_type(td.to_dict(), dict[str, Any])
+    assert_type(td.numpy(), dict[str, Any])
+    as_dict: dict[str, Any] = td.exclude("env_name").to_pytree()
+    assert set(as_dict) == {"obs", "action", "next"}
+    struct = td.exclude("env_name").to_struct_array()
+    assert_type(TensorDict.from_struct_array(struct), TensorDict)
+    rows: list[dict[str, Any]] = td.tolist()
+    assert len(rows) == 4
+
+
 def sibling_forwarders() -> None:
     td = make()
     # Only looked up, not called: calling needs tensordict-memmap.
@@ -330,6 +350,7 @@ def main() -> None:
         arithmetic,
         reductions_and_batch_ops,
         utilities,
+        conversions,
         sibling_forwarders,
     ):
         check()

@@ -19,8 +19,9 @@ from tensordict._siblings import sibling_attr as _sibling_attr
 
 __version__ = "0.1.0"
 
-from tensordict import _ops, utils
+from tensordict import _ops, _pytree, utils
 from tensordict._consolidate import from_consolidated
+from tensordict._convert import fromkeys, make_tensordict
 from tensordict._functional import cat, stack
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
 from tensordict._misc_ops import dense_stack_tds, is_tensorclass, merge_tensordicts
@@ -40,6 +41,15 @@ from tensordict.utils import is_batchedtensor
 
 _ops.install(TensorDictBase)
 TensorDictBase.__repr__ = _td_repr  # type: ignore[method-assign,assignment]
+_pytree.register(TensorDict)
+
+# Top-level conversions (the classmethods of TensorDict, bound).
+from_dict = TensorDict.from_dict
+from_any = TensorDict.from_any
+from_namedtuple = TensorDict.from_namedtuple
+from_tuple = TensorDict.from_tuple
+from_struct_array = TensorDict.from_struct_array
+from_pytree = TensorDict.from_pytree
 
 __all__ = [
     "NestedKey",
@@ -50,13 +60,21 @@ __all__ = [
     "assert_close",
     "cat",
     "dense_stack_tds",
+    "from_any",
     "from_consolidated",
+    "from_dict",
+    "from_namedtuple",
+    "from_pytree",
+    "from_struct_array",
+    "from_tuple",
+    "fromkeys",
     "get_defaults_to_none",
     "get_printoptions",
     "is_batchedtensor",
     "is_non_tensor",
     "is_tensor_collection",
     "is_tensorclass",
+    "make_tensordict",
     "merge_tensordicts",
     "pad",
     "pad_sequence",

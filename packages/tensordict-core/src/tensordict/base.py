@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import torch
 
 from tensordict import _forwarders, _siblings
+from tensordict._convert import ConversionOps
 from tensordict._errors import missing_key
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
 from tensordict._nontensor import NonTensorData
@@ -88,7 +89,7 @@ def _abstract(td: Any) -> str:
     return f"{type(td).__name__} does not implement {caller}()"
 
 
-class TensorDictBase(_TableMethods):
+class TensorDictBase(ConversionOps, _TableMethods):
     """Abstract base of every tensordict: a dict of tensors with a common batch shape.
 
     >>> import torch

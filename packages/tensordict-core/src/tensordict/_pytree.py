@@ -1,0 +1,456 @@
+"""Tensordicts and pytrees, both ways.
+
+* :func:`from_pytree` / :func:`to_pytree`: a bijection between pytrees of lists, tuples,
+  namedtuples, deques and dicts (any keys) and tensordicts. Every level records what it
+  was in a non-tensor entry :data:`PYTREE_KEY` holding a :class:`PytreeNode`.
+* :func:`register`: makes a tensordict class a ``torch.utils._pytree`` node, so
+  ``tree_map``, ``tree_flatten``/``tree_unflatten`` and the ``torch.func`` transforms see
+  through it. Children are the tensors and nested tensordicts; keys, batch size, device,
+  names and non-tensor entries travel in the context.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._shape import parse_batch_size
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._td import TensorDict
+
+_Tensor = torch.Tensor
+_functorch = torch._C._functorch
+
+#: The key of the non-tensor entry recording what each level of a pytree was.
+PYTREE_KEY = "_pytree_type"
+
+
+class PytreeNode:
+    """What one level of a pytree was: ``kind`` plus what rebuilding it needs.
+
+    ``kind`` is ``"list"``, ``"tuple"``, ``"deque"``, ``"namedtuple"`` (``cls`` is the
+    class), ``"dict"`` (``cls`` the dict class, ``keys`` the original keys when they
+    are not all plain strings, ``extra`` a defaultdict's factory) or ``"tensordict"``
+    (a tensordict found inside the pytree, stored under ``"0"``).
+
+    >>> from tensordict._pytree import PytreeNode
+    >>> PytreeNode("dict", dict, (1, "a"))
+    PytreeNode('dict', keys=(1, 'a'))
+    """
+
+    __slots__ = ("kind", "cls", "keys", "extra")
+
+    def __init__(
+        self,
+        kind: str,
+        cls: type | None = None,
+        keys: tuple[Any, ...] | None = None,
+        extra: Any = None,
+    ) -> None:
+        self.kind = kind
+        self.cls = cls
+        self.keys = keys
+        self.extra = extra
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PytreeNode):
+            return NotImplemented
+        return (self.kind, self.cls, self.keys, self.extra) == (
+            other.kind,
+            other.cls,
+            other.keys,
+            other.extra,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.keys))
+
+    def __getstate__(self) -> tuple[Any, ...]:
+        return (self.kind, self.cls, self.keys, self.extra)
+
+    def __setstate__(self, state: tuple[Any, ...]) -> None:
+        self.kind, self.cls, self.keys, self.extra = state
+
+    def __repr__(self) -> str:
+        detail = ""
+        if self.kind == "namedtuple" and self.cls is not None:
+            detail = f", cls={self.cls.__name__}"
+        elif self.cls not in (None, dict, list, tuple):
+            detail = f", cls={self.cls.__name__}"
+        if self.keys is not None:
+            detail += f", keys={self.keys!r}"
+        return f"PytreeNode({self.kind!r}{detail})"
+
+
+# ---------------------------------------------------------------------- pytree -> td
+def from_pytree(tree: Any, batch_size: Any, copy_tds: bool) -> TensorDict:
+    """The body of ``TensorDict.from_pytree`` (without auto batch-size)."""
+    bs = parse_batch_size(batch_size)
+    out = _level(tree, bs, copy_tds, ())
+    if out is None:
+        raise TypeError(
+            f"from_pytree expects a list, tuple, namedtuple, deque, dict or tensordict at the "
+            f"top level, got {type(tree).__name__}."
+        )
+    return out
+
+
+def _level(obj: Any, bs: torch.Size, copy_tds: bool, path: tuple[Any, ...]) -> TensorDict | None:
+    """The tensordict for one pytree node, or ``None`` when ``obj`` is a leaf."""
+    from tensordict._td import TensorDict
+    from tensordict.base import is_tensor_collection
+
+    if isinstance(obj, _Tensor):
+        return None
+    cls = type(obj)
+    if is_tensor_collection(obj) and not is_non_tensor(obj):
+        node = PytreeNode("tensordict")
+        items: Any = {"0": obj.copy() if copy_tds and cls is TensorDict else obj}
+        copy_tds = False
+    elif cls is list or cls is tuple or cls is collections.deque:
+        node = PytreeNode(cls.__name__, extra=obj.maxlen if cls is collections.deque else None)
+        items = {str(i): v for i, v in enumerate(obj)}
+    elif isinstance(obj, tuple) and hasattr(cls, "_fields"):
+        node = PytreeNode("namedtuple", cls)
+        items = obj._asdict()  # type: ignore[attr-defined]
+    elif cls is dict or cls is collections.OrderedDict or cls is collections.defaultdict:
+        factory = obj.default_factory if cls is collections.defaultdict else None
+        if all(type(k) is str and k != PYTREE_KEY for k in obj):
+            node = PytreeNode("dict", cls, None, factory)
+            items = obj
+        else:
+            node = PytreeNode("dict", cls, tuple(obj), factory)
+            items = {str(i): v for i, v in enumerate(obj.values())}
+    else:
+        return None
+    source = {}
+    for key, value in items.items():
+        sub = None if node.kind == "tensordict" else _level(value, bs, copy_tds, path + (key,))
+        source[key] = value if sub is None else sub
+    source[PYTREE_KEY] = NonTensorData._make(node, bs, None)
+    try:
+        return TensorDict(source, batch_size=bs)
+    except (RuntimeError, ValueError, TypeError) as err:
+        if not path:
+            raise
+        raise type(err)(f"{err} (in the pytree node at {path!r})") from None
+
+
+# ---------------------------------------------------------------------- td -> pytree
+def _entries(td: Any) -> dict[str, Any]:
+    store = getattr(td, "_tensordict", None)
+    return store if type(store) is dict else dict(td.items())
+
+
+def _leaf(value: Any) -> Any:
+    from tensordict.base import TensorDictBase
+
+    if isinstance(value, _Tensor):
+        return value
+    if type(value) is NonTensorData:
+        return value.data
+    if is_non_tensor(value):
+        return value.tolist()
+    if isinstance(value, TensorDictBase):
+        return to_pytree(value)
+    return value
+
+
+def to_pytree(td: Any) -> Any:
+    """The body of ``TensorDictBase.to_pytree``."""
+    store = _entries(td)
+    record = store.get(PYTREE_KEY)
+    node = record.data if type(record) is NonTensorData else None
+    if not isinstance(node, PytreeNode):
+        return {key: _leaf(value) for key, value in store.items()}
+    kind = node.kind
+    if kind == "tensordict":
+        return store["0"]
+    if kind == "dict":
+        cls: Any = node.cls or dict
+        if node.keys is None:
+            items = [(k, _leaf(v)) for k, v in store.items() if k != PYTREE_KEY]
+        else:
+            items = [(k, _leaf(store[str(i)])) for i, k in enumerate(node.keys)]
+        if cls is collections.defaultdict:
+            return collections.defaultdict(node.extra, items)
+        return cls(items)
+    values = [_leaf(store[str(i)]) for i in range(len(store) - 1)] if kind != "namedtuple" else None
+    if kind == "list":
+        return values
+    if kind == "tuple":
+        return tuple(values)  # type: ignore[arg-type]
+    if kind == "deque":
+        return collections.deque(values, node.extra)  # type: ignore[arg-type]
+    assert node.cls is not None
+    return node.cls(*(_leaf(store[f]) for f in node.cls._fields))  # type: ignore[attr-defined]
+
+
+# ---------------------------------------------------------------------- pytree node
+class _NonTensorEntries(tuple[Any, ...]):
+    """The non-tensor ``(key, NonTensorData)`` entries of a flattened tensordict.
+
+    Hashable (by keys) and compared safely whatever the values are, so tree specs
+    holding it can be hashed and compared.
+    """
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return hash(tuple(key for key, _ in self))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, tuple) or len(other) != len(self):
+            return False
+        for (k1, v1), (k2, v2) in zip(self, other, strict=True):
+            if k1 != k2:
+                return False
+            if v1 is v2:
+                continue
+            try:
+                if not (v1 == v2):
+                    return False
+            except (ValueError, TypeError, RuntimeError):
+                return False
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return not self.__eq__(other)
+
+
+def _vmap_level(value: Any) -> int:
+    """The ``torch.vmap`` level of a batched tensor, ``-1`` for any other tensor."""
+    return _functorch.maybe_get_level(value) if _functorch.is_batchedtensor(value) else -1
+
+
+def _first_leaf(values: Iterable[Any]) -> Any:
+    """A tensor leaf among ``values`` or, failing that, inside the tensordicts among them."""
+    nested = []
+    for value in values:
+        if isinstance(value, _Tensor):
+            return value
+        if type(value) is not NonTensorData and hasattr(value, "batch_size"):
+            nested.append(value)
+    for value in nested:
+        store = getattr(value, "_tensordict", None)
+        leaf = _first_leaf(store.values() if type(store) is dict else value.values(True, True))
+        if leaf is not None:
+            return leaf
+    return None
+
+
+def _flatten(td: Any) -> tuple[list[Any], tuple[Any, ...]]:
+    children = []
+    non_tensor = None
+    level = None
+    for key, value in td._tensordict.items():
+        if type(value) is NonTensorData:
+            if non_tensor is None:
+                non_tensor = []
+            non_tensor.append((key, value))
+        else:
+            if level is None and isinstance(value, _Tensor):
+                level = _vmap_level(value)
+            children.append(value)
+    if level is None and children:  # only nested tensordicts: look inside them
+        leaf = _first_leaf(children)
+        level = None if leaf is None else _vmap_level(leaf)
+    names = td._names
+    context = (
+        tuple(td._tensordict),
+        td._batch_size,
+        td._device,
+        None if names is None else tuple(names),
+        None if non_tensor is None else _NonTensorEntries(non_tensor),
+        -1 if level is None else level,
+    )
+    return children, context
+
+
+def _flatten_with_keys(td: Any) -> tuple[list[tuple[Any, Any]], tuple[Any, ...]]:
+    children, context = _flatten(td)
+    skip = () if context[4] is None else {key for key, _ in context[4]}
+    keys = [key for key in context[0] if key not in skip]
+    return [(pytree.MappingKey(k), v) for k, v in zip(keys, children, strict=True)], context
+
+
+def _make_unflatten(cls: type) -> Any:
+    def unflatten(values: Iterable[Any], context: tuple[Any, ...]) -> Any:
+        return _unflatten(cls, values, context)
+
+    return unflatten
+
+
+def _unflatten(cls: Any, values: Iterable[Any], context: tuple[Any, ...]) -> Any:
+    from tensordict.base import TensorDictBase
+
+    keys, bs, device, names, non_tensor, level = context
+    children = values if type(values) is list else list(values)
+    if non_tensor is None:
+        source = dict(zip(keys, children, strict=True))
+    else:
+        fixed = dict(non_tensor)
+        it = iter(children)
+        source = {key: fixed[key] if key in fixed else next(it) for key in keys}
+    nb = len(bs)
+    ok = True
+    first = True
+    for value in children:
+        if isinstance(value, _Tensor):
+            if first:
+                first = False
+                if _vmap_level(value) != level:  # entering or leaving a torch.vmap level
+                    ok = False
+                    break
+            if value.shape[:nb] != bs:
+                ok = False
+                break
+            if device is not None and value.device != device:
+                device = None
+        elif isinstance(value, TensorDictBase):
+            if value.batch_size[:nb] != bs:
+                ok = False
+                break
+            if device is not None and value.device != device:
+                device = None
+        else:
+            ok = False
+            break
+    if ok and first and children:  # only nested tensordicts: did they cross a vmap level?
+        leaf = _first_leaf(children)
+        ok = leaf is None or _vmap_level(leaf) == level
+    if ok:
+        return cls._new_unsafe(source, bs, device, None if names is None else list(names))
+    return _unflatten_reshaped(cls, source, children, bs, names, level)
+
+
+def _unflatten_reshaped(
+    cls: Any,
+    source: dict[str, Any],
+    children: list[Any],
+    bs: torch.Size,
+    names: tuple[Any, ...] | None,
+    level: int,
+) -> Any:
+    """Unflatten when the leaves no longer start with the batch size, or crossed a vmap level.
+
+    Entering ``torch.vmap`` (leaves batched at a new level) removes the vmapped batch
+    dimension; leaving it (leaves no longer batched) inserts the dimension ``out_dims``
+    put back. Otherwise the batch size is kept if the leaves allow it, else it becomes
+    the old one with one dimension inserted (as in Jacobians), else the longest prefix of
+    the old one that every leaf still has.
+    """
+    from tensordict.base import TensorDictBase
+
+    shapes = []
+    reps = []  # the tensors telling which vmap level the leaves are at
+    for value in children:
+        if isinstance(value, _Tensor):
+            shapes.append(tuple(value.shape))
+            reps.append(value)
+        elif isinstance(value, TensorDictBase):
+            shapes.append(tuple(value.batch_size))
+    if not reps:
+        leaf = _first_leaf(children)
+        reps = [] if leaf is None else [leaf]
+    levels = {_vmap_level(t) for t in reps}
+    bdims = {_functorch.maybe_get_bdim(t) if _vmap_level(t) >= 0 else None for t in reps}
+    nb = len(bs)
+    old = tuple(bs)
+    old_names = list(names) if names is not None else [None] * nb
+    candidates: list[tuple[tuple[Any, ...], list[Any]]] = []
+    inserted = []
+    if shapes:
+        ref = shapes[0]
+        for d in range(min(nb, len(ref) - 1) + 1):
+            inserted.append((old[:d] + (ref[d],) + old[d:], old_names[:d] + [None] + old_names[d:]))
+    entering = len(levels) == 1 and next(iter(levels)) > level
+    if entering and len(bdims) == 1:
+        bdim = next(iter(bdims))
+        if bdim is not None and bdim < nb:
+            candidates.append(
+                (old[:bdim] + old[bdim + 1 :], old_names[:bdim] + old_names[bdim + 1 :])
+            )
+    leaving = level >= 0 and levels and max(levels) < level
+    if leaving:
+        candidates += inserted
+    candidates.append((old, old_names))
+    if not leaving:
+        candidates += inserted
+    candidates += [(old[:k], old_names[:k]) for k in range(nb - 1, -1, -1)]
+    for candidate, cand_names in candidates:
+        n = len(candidate)
+        if all(s[:n] == candidate for s in shapes):
+            try:
+                return cls(
+                    source,
+                    batch_size=candidate,
+                    names=cand_names if any(x is not None for x in cand_names) else None,
+                )
+            except (RuntimeError, ValueError):
+                continue
+    return cls(source, batch_size=[])
+
+
+def _to_dumpable_context(context: tuple[Any, ...]) -> str:
+    keys, bs, device, names, non_tensor, _ = context
+    try:
+        data = None if non_tensor is None else [(k, v.data) for k, v in non_tensor]
+        return json.dumps(
+            {
+                "keys": list(keys),
+                "batch_size": list(bs),
+                "device": None if device is None else str(device),
+                "names": None if names is None else list(names),
+                "non_tensor": data,
+            }
+        )
+    except TypeError:
+        raise TypeError(
+            "cannot serialize the tree spec of a tensordict whose non-tensor entries are not "
+            f"JSON values (keys {[k for k, _ in non_tensor or ()]})."
+        ) from None
+
+
+def _from_dumpable_context(dumped: str) -> tuple[Any, ...]:
+    data = json.loads(dumped)
+    bs = torch.Size(data["batch_size"])
+    device = None if data["device"] is None else torch.device(data["device"])
+    non_tensor = data["non_tensor"]
+    if non_tensor is not None:
+        non_tensor = _NonTensorEntries(
+            (k, NonTensorData._make(v, bs, device)) for k, v in non_tensor
+        )
+    names = None if data["names"] is None else tuple(data["names"])
+    return (tuple(data["keys"]), bs, device, names, non_tensor, -1)
+
+
+def register(cls: type) -> None:
+    """Register a dense tensordict class (``_tensordict`` storage) as a pytree node.
+
+    >>> import torch
+    >>> from torch.utils._pytree import tree_map
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.ones(2), "b": {"c": torch.ones(2)}}, [2])
+    >>> out = tree_map(lambda x: x * 2, td)
+    >>> type(out).__name__, out["b", "c"], out.batch_size
+    ('TensorDict', tensor([2., 2.]), torch.Size([2]))
+    """
+    if cls in pytree.SUPPORTED_NODES:
+        return
+    pytree.register_pytree_node(
+        cls,
+        _flatten,
+        _make_unflatten(cls),
+        serialized_type_name=f"{cls.__module__}.{cls.__qualname__}",
+        to_dumpable_context=_to_dumpable_context,
+        from_dumpable_context=_from_dumpable_context,
+        flatten_with_keys_fn=_flatten_with_keys,
+    )
