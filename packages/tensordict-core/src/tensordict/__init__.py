@@ -15,6 +15,7 @@ __path__ = pkgutil.extend_path(__path__, __name__)
 from typing import Any
 
 from tensordict._siblings import LAZY_TOP_LEVEL as _LAZY_TOP_LEVEL
+from tensordict._siblings import import_sibling as _import_sibling
 from tensordict._siblings import sibling_attr as _sibling_attr
 
 __version__ = "0.1.0"
@@ -24,8 +25,10 @@ from tensordict._consolidate import from_consolidated
 from tensordict._convert import fromkeys, make_tensordict
 from tensordict._functional import cat, stack
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._lazy import LazyStackedTensorDict, lazy_stack, maybe_dense_stack
+from tensordict._legacy import lazy_legacy, set_lazy_legacy
 from tensordict._misc_ops import dense_stack_tds, is_tensorclass, merge_tensordicts
-from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._nontensor import MetaData, NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._pad import pad, pad_sequence
 from tensordict._printoptions import get_printoptions, set_printoptions
 from tensordict._repr import td_repr as _td_repr
@@ -52,8 +55,11 @@ from_struct_array = TensorDict.from_struct_array
 from_pytree = TensorDict.from_pytree
 
 __all__ = [
+    "LazyStackedTensorDict",
+    "MetaData",
     "NestedKey",
     "NonTensorData",
+    "NonTensorStack",
     "TensorDict",
     "TensorDictBase",
     "assert_allclose_td",
@@ -74,11 +80,15 @@ __all__ = [
     "is_non_tensor",
     "is_tensor_collection",
     "is_tensorclass",
+    "lazy_legacy",
+    "lazy_stack",
     "make_tensordict",
+    "maybe_dense_stack",
     "merge_tensordicts",
     "pad",
     "pad_sequence",
     "set_get_defaults_to_none",
+    "set_lazy_legacy",
     "set_printoptions",
     "stack",
     "unravel_key",
@@ -92,7 +102,14 @@ def __getattr__(name: str) -> Any:
         subpackage, attr = _LAZY_TOP_LEVEL[name]
     except KeyError:
         raise AttributeError(f"module 'tensordict' has no attribute {name!r}") from None
-    value = _sibling_attr(subpackage, attr, f"tensordict.{name}")
+    if name == subpackage:
+        # ``tensordict.memmap`` / ``tensordict.tensorclass`` name both a subpackage and a
+        # function: the subpackage module is callable and forwards to the function, so
+        # returning the module keeps ``import tensordict.tensorclass`` and the call working
+        # whatever is accessed first.
+        value = _import_sibling(subpackage, f"tensordict.{name}")
+    else:
+        value = _sibling_attr(subpackage, attr, f"tensordict.{name}")
     globals()[name] = value
     return value
 
