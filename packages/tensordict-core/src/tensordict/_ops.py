@@ -598,7 +598,8 @@ def is_floating_point(self: TensorDictBase) -> bool:
 
 
 def install(cls: type) -> None:
-    """Add every method of the tables above (and of :mod:`tensordict._ops_reduce`) to ``cls``."""
+    """Add every method of the tables above, of :mod:`tensordict._ops_reduce` and of
+    :mod:`tensordict._ops_batch` to ``cls``."""
     from tensordict import _ops_batch, _ops_reduce
 
     _ops_reduce.install(cls)

@@ -64,6 +64,12 @@ def _index_for(index: _Tensor, x: Any, nb: int) -> _Tensor:
     return _right(index, x.ndim).expand(*index.shape, *x.shape[nb:])
 
 
+def _dense(td: TensorDictBase) -> Any:
+    """``td`` itself when dense; otherwise (lazy stacks …) a dense copy, whose leaves line up
+    with the batch dimensions that masks and indices refer to."""
+    return td if isinstance(td, TreeMapOps) else td.contiguous()
+
+
 def _check_mask(name: str, mask: Any, td: TensorDictBase, exact: bool = False) -> _Tensor:
     """A boolean tensor aligned with the leading batch dimensions (size 1 broadcasts)."""
     bs = td.batch_size
@@ -460,6 +466,7 @@ def masked_fill(self: TensorDictBase, mask: torch.Tensor, value: Any) -> TensorD
             [1., 1.]])
     """
     mask = _check_mask("masked_fill", mask, self)
+    self = _dense(self)
     leaves = self._flat_tensors([])  # type: ignore[attr-defined]
     return self._rebuild(iter([x.masked_fill(_right(mask, x.ndim), value) for x in leaves]))  # type: ignore[attr-defined]
 
@@ -474,6 +481,8 @@ def masked_fill_(self: TensorDictBase, mask: torch.Tensor, value: Any) -> Tensor
     tensor([0., 5.])
     """
     mask = _check_mask("masked_fill_", mask, self)
+    if not isinstance(self, TreeMapOps):
+        return self.update_(masked_fill(self, mask, value))
     for x in self._flat_tensors([]):  # type: ignore[attr-defined]
         x.masked_fill_(_right(mask, x.ndim), value)
     return self
@@ -530,7 +539,7 @@ def _where_td(
                     f"{'self' if o is None else 'other'}; pass pad= to fill the missing side."
                 )
             one = x if x is not None else o
-            if type(one) is NonTensorData:
+            if isinstance(one, NonTensorData):
                 out[key] = one
             elif isinstance(one, _Tensor):
                 out[key] = _where_leaf(c, x, pad) if o is None else _where_leaf(c, pad, o)
@@ -552,7 +561,7 @@ def _where_td(
                     f"where(): entry {prefix + (key,)!r} of shape {tuple(x.shape)} with "
                     f"other of shape {tuple(o.shape)}: {err}"
                 ) from None
-        elif type(x) is NonTensorData:
+        elif isinstance(x, NonTensorData):
             out[key] = x
         else:
             out[key] = _where_td(x, c, o, pad, prefix + (key,))
@@ -586,6 +595,7 @@ def where(
             [3., 3.]])
     """
     cond = _condition_for("where", condition, self)
+    self = _dense(self)
     if is_tensor_collection(other):
         result = _where_td(self, cond, other, pad, ())
     else:
@@ -636,6 +646,7 @@ def scatter(
             f"(batch_size={tuple(bs)})."
         )
     kw = {} if reduce is None else {"reduce": reduce}
+    self = _dense(self)
     leaves = self._flat_tensors([])  # type: ignore[attr-defined]
     srcs = self._aligned_tensors(src, None) if is_tensor_collection(src) else None  # type: ignore[attr-defined]
     results = []

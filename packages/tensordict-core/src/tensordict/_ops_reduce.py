@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 import torch
 
 from tensordict._nontensor import NonTensorData
+from tensordict._td import TensorDict
 from tensordict._tree import TreeMapOps
 from tensordict.base import NO_DEFAULT, TensorDictBase, implements_for_td
 
@@ -112,8 +113,8 @@ def _std(fn: Callable) -> Reduction:
 
 def _with_dtype(fn: Callable, summary: str, multi: bool = True) -> Reduction:
     return Reduction(
-        lambda x, d, k, dtype=None: fn(x, d, k, dtype=dtype),
-        full=lambda x, dtype=None: fn(x, dtype=dtype),
+        lambda x, d, k, **kw: fn(x, d, k, **kw),
+        full=lambda x, **kw: fn(x, **kw),
         multi=multi,
         kwargs=_DTYPE,
         summary=summary,
@@ -251,13 +252,17 @@ def _walk(
     ``shape_fn``/``names_fn`` map a (nested) batch size / names to the result's;
     ``nested_fn`` handles tensordict types other than the dense one.
     """
-    from tensordict._td import TensorDict
-
-    store = td._tensordict  # type: ignore[attr-defined]
-    nb = len(td.batch_size)
-    new_bs = shape_fn(td.batch_size)
+    if not isinstance(td, TreeMapOps):  # lazy stacks & co: reduce a dense copy
+        dense = td.contiguous()
+        if not isinstance(dense, TreeMapOps):
+            raise TypeError(f"{name}() is not supported for {type(td).__name__}.")
+        td = dense
+    bs = td._batch_size  # type: ignore[attr-defined]
+    nb = len(bs)
+    new_bs = shape_fn(bs)
     outs: list[dict] = [{} for _ in range(n_out)]
-    for key, value in store.items():
+    out = outs[0]
+    for key, value in td._tensordict.items():  # type: ignore[attr-defined]
         if isinstance(value, _Tensor):
             try:
                 r = leaf_fn(value, nb)
@@ -266,36 +271,47 @@ def _walk(
                     f"{name}(): failed for entry {(prefix + (key,)) if prefix else key!r} of shape "
                     f"{tuple(value.shape)} and dtype {value.dtype}: {err}"
                 ) from None
-            if n_out == 1:
-                outs[0][key] = r
-            else:
-                for o, ri in zip(outs, r):
-                    o[key] = ri
-        elif type(value) is NonTensorData:
-            v = value._with(new_bs)
-            for o in outs:
-                o[key] = v
         elif isinstance(value, TreeMapOps):
-            subs = _walk(
-                value, name, leaf_fn, shape_fn, names_fn, nested_fn, n_out, prefix + (key,)
-            )
-            for o, s in zip(outs, subs):
-                o[key] = s
+            r = _walk(value, name, leaf_fn, shape_fn, names_fn, nested_fn, n_out, prefix + (key,))
+            if n_out == 1:
+                r = r[0]
+        elif isinstance(value, NonTensorData):
+            r = value._with(new_bs)
+            if n_out > 1:
+                r = (r,) * n_out
         else:
             r = nested_fn(value)
-            for o, ri in zip(outs, (r,) if n_out == 1 else tuple(r)):
+        if n_out == 1:
+            out[key] = r
+        else:
+            for o, ri in zip(outs, r):
                 o[key] = ri
-    names = names_fn(td._names)  # type: ignore[attr-defined]
-    if names is not None and all(n is None for n in names):
-        names = None
-    dev = td.device
-    return [TensorDict._new_unsafe(o, new_bs, dev, names) for o in outs]
+    names = td._names  # type: ignore[attr-defined]
+    if names is not None:
+        names = names_fn(names)
+        if names is not None and all(n is None for n in names):
+            names = None
+    dev = td._device  # type: ignore[attr-defined]
+    new = TensorDict._new_unsafe
+    return [new(o, new_bs, dev, names) for o in outs]
 
 
 def _tensor_leaves(td: TensorDictBase) -> list[_Tensor]:
-    if isinstance(td, TreeMapOps):
-        return td._flat_tensors([])
+    """Every tensor leaf, with the full batch shape of ``td`` in front."""
+    if _all_dense(td):
+        return td._flat_tensors([])  # type: ignore[attr-defined]
+    # lazy stacks give their members' leaves to _flat_tensors: read stacked values instead
     return [v for v in td.values(True, True) if isinstance(v, _Tensor)]
+
+
+def _all_dense(td: Any) -> bool:
+    if not isinstance(td, TreeMapOps):
+        return False
+    return all(
+        _all_dense(v)
+        for v in td._tensordict.values()  # type: ignore[attr-defined]
+        if isinstance(v, TensorDictBase)
+    )
 
 
 def _feature_matrix(td: TensorDictBase, name: str) -> _Tensor:
@@ -320,6 +336,8 @@ def _reduce(
     td: TensorDictBase, name: str, spec: Reduction, dim: Any, keepdim: bool, reduce: Any, kw: dict
 ) -> Any:
     return_indices = kw.pop("return_indices", False) if spec.indices else False
+    if kw.get("dtype", 0) is None:  # torch is faster without an explicit dtype=None
+        del kw["dtype"]
     if spec.positional and isinstance(kw.get("q"), _Tensor) and kw["q"].ndim:
         raise ValueError(
             f"{name}(): q must be a scalar, got a tensor of shape {tuple(kw['q'].shape)}; "
@@ -339,10 +357,13 @@ def _reduce(
     if reduce:
         return _aggregate(td, name, spec, mode, dims, keepdim, kw)
     if mode == "all":
+        full = spec.full
         return _walk(
             td,
             name,
-            lambda x, nb: _full(spec, x, keepdim, kw),
+            (lambda x, nb: full(x, **kw))
+            if full is not None and not keepdim
+            else (lambda x, nb: _full(spec, x, keepdim, kw)),
             lambda s: torch.Size([1] * len(s)) if keepdim else torch.Size(),
             lambda n: n if keepdim else None,
             lambda v: getattr(v, name)(None, keepdim, **kw),
@@ -379,10 +400,15 @@ def _reduce(
         )
         return ValuesIndices(values, indices)
     nested_kw = dict(kw, return_indices=False) if spec.indices else kw
+    fn = spec.fn
+    if spec.multi and spec.values_fn is None:  # straight to torch (the hot path)
+        leaf = lambda x, nb: fn(x, dims, keepdim, **kw)  # noqa: E731
+    else:
+        leaf = lambda x, nb: _values_over(spec, x, dims, keepdim, kw)  # noqa: E731
     return _walk(
         td,
         name,
-        lambda x, nb: _values_over(spec, x, dims, keepdim, kw),
+        leaf,
         shape_fn,
         names_fn,
         lambda v: getattr(v, name)(dims, keepdim, **nested_kw),
