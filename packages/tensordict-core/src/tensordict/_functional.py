@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 if TYPE_CHECKING:
@@ -11,9 +12,15 @@ if TYPE_CHECKING:
 import torch
 
 from tensordict._nontensor import NonTensorData
-from tensordict._ops import BINARY, BINARY_NO_INPLACE, UNARY
+from tensordict._ops import BINARY, BINARY_NO_INPLACE, OPERATORS, UNARY
 from tensordict._shape import normalize_dim, parse_device
-from tensordict.base import NO_DEFAULT, TD_HANDLED_FUNCTIONS, TensorDictBase, implements_for_td
+from tensordict.base import (
+    NO_DEFAULT,
+    TD_HANDLED_BY_NAME,
+    TD_HANDLED_FUNCTIONS,
+    TensorDictBase,
+    implements_for_td,
+)
 
 _Tensor = torch.Tensor
 _T = TypeVar("_T", bound=TensorDictBase)
@@ -373,6 +380,24 @@ def _method_forwarder(torch_name: str, method: str) -> Callable:
     return impl
 
 
+def _tensor_method_forwarder(func: Callable, name: str) -> Callable:
+    """``Tensor.<name>`` (a binary method or operator) reached with a tensordict operand.
+
+    ``tensor + td`` in eager Python ends in ``td.__radd__``; under ``torch.compile``
+    dynamo dispatches it as ``Tensor.__add__``/``Tensor.add`` with a tensordict argument
+    instead, which lands here.
+    """
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        first = args[0]
+        if isinstance(first, TensorDictBase):
+            return getattr(first, name)(*args[1:], **kwargs)
+        return _leafwise_torch(func, args, kwargs)
+
+    impl.__name__ = name
+    return impl
+
+
 def _install_torch_methods() -> None:
     names = [(n, n) for n in TORCH_METHODS] + list(TORCH_ALIASES.items())
     for torch_name, method in names:
@@ -380,6 +405,12 @@ def _install_torch_methods() -> None:
         if func is not None:
             # The owning module's registration wins whatever the import order.
             TD_HANDLED_FUNCTIONS.setdefault(func, _method_forwarder(torch_name, method))
+    for name in (*BINARY, *BINARY_NO_INPLACE, *OPERATORS):
+        func = getattr(_Tensor, name, None)
+        if func is not None:
+            impl = TD_HANDLED_FUNCTIONS.setdefault(func, _tensor_method_forwarder(func, name))
+            if isinstance(func, FunctionType):  # written in Python: see TD_HANDLED_BY_NAME
+                TD_HANDLED_BY_NAME.setdefault(func.__name__, impl)
 
 
 _install_torch_methods()

@@ -9,6 +9,7 @@ Storage is a plain ``dict`` mapping string keys to tensors, nested tensordicts o
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from types import EllipsisType
 from typing import Any, overload
 
@@ -786,13 +787,14 @@ class TensorDict(
         True
         """
         self._propagate_lock(True)
-        self._last_op = ("lock_", self._undo_lock)
+        # a partial, not a bound method: torch.compile can rebuild it on a new tensordict
+        self._last_op = ("lock_", partial(type(self)._undo_lock, self))
         return self
 
     def unlock_(self) -> TensorDict:
         """Unlock the tensordict (and nested ones); as a context manager, re-locks on exit."""
         self._propagate_lock(False)
-        self._last_op = ("unlock_", self._undo_unlock)
+        self._last_op = ("unlock_", partial(type(self)._undo_unlock, self))
         return self
 
     def _undo_lock(self) -> None:

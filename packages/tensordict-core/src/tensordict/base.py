@@ -9,8 +9,10 @@ from tables by :mod:`tensordict._ops`) the families of tensor methods.
 
 from __future__ import annotations
 
+import enum
 import sys
 from collections.abc import Callable, Iterator, MutableMapping
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
@@ -34,8 +36,10 @@ else:
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-class _NoDefault:
-    __slots__ = ()
+class _NoDefault(enum.Enum):
+    # An enum member (not a plain instance) so that torch.compile can rebuild it where it
+    # is a default argument of a method called on a tensordict made inside the compiled code.
+    NO_DEFAULT = "NO_DEFAULT"
 
     def __repr__(self) -> str:
         return "NO_DEFAULT"
@@ -45,7 +49,7 @@ class _NoDefault:
 
 
 #: Sentinel for "argument not given" (``None`` is a meaningful default in several places).
-NO_DEFAULT: Any = _NoDefault()
+NO_DEFAULT: Any = _NoDefault.NO_DEFAULT
 
 _GET_DEFAULTS_TO_NONE = False
 
@@ -72,6 +76,12 @@ def is_tensor_collection(obj: Any) -> bool:
 
 #: ``torch`` function -> tensordict implementation, filled by the modules that own them.
 TD_HANDLED_FUNCTIONS: dict[Callable, Callable] = {}
+
+#: The same, by ``__name__``, for the ``Tensor`` operators written in Python
+#: (``Tensor.__rsub__``, ``Tensor.__rpow__`` ...): under ``torch.compile`` dynamo passes them
+#: to ``__torch_function__`` as values its dict lookup does not match, so those are looked
+#: up by name first.
+TD_HANDLED_BY_NAME: dict[str, Callable] = {}
 
 
 def implements_for_td(torch_function: Callable[..., Any]) -> Callable[[_F], _F]:
@@ -460,7 +470,10 @@ class TensorDictBase(ConversionOps, _TableMethods):
     def __torch_function__(
         cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
     ) -> Any:
-        impl = TD_HANDLED_FUNCTIONS.get(func)
+        if type(func) is FunctionType:  # see TD_HANDLED_BY_NAME
+            impl = TD_HANDLED_BY_NAME.get(func.__name__) or TD_HANDLED_FUNCTIONS.get(func)
+        else:
+            impl = TD_HANDLED_FUNCTIONS.get(func)
         if impl is None:
             return NotImplemented
         return impl(*args, **(kwargs or {}))
