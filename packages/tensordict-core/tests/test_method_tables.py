@@ -759,3 +759,29 @@ def test_reduction_of_empty_batch_and_no_leaves():
 def test_operator_module_is_consistent():
     td = make_td()
     check_leafwise(operator.sub(5, td), td, lambda k, x: 5 - x)
+
+
+# --------------------------------------------------------------------------- autograd
+def test_backward_grad_zero_grad():
+    w = torch.ones(2, 3, requires_grad=True)
+    td = TensorDict({"a": w * 2, "n": {"b": (w * w).unsqueeze(-1)}, "i": torch.ones(2, 3)}, BS)
+    td.backward(retain_graph=True)
+    torch.testing.assert_close(w.grad, torch.full((2, 3), 4.0))
+    w.grad = None
+    td.backward(use_global_sum=False)
+    torch.testing.assert_close(w.grad, torch.full((2, 3), 4.0))
+    params = TensorDict({"w": w, "n": {"v": torch.zeros(2, 3), "u": w}}, BS)
+    grads = params.grad
+    assert set(grads.keys(True, True)) == {"w", ("n", "u")}
+    torch.testing.assert_close(grads["w"], w.grad)
+    assert params.zero_grad(set_to_none=False) is params
+    assert torch.equal(w.grad, torch.zeros(2, 3))
+    params.zero_grad()
+    assert w.grad is None
+    with pytest.raises(RuntimeError, match="requires grad"):
+        make_td().backward()
+
+
+def test_as_tensor():
+    td = make_td()
+    check_leafwise(td.as_tensor(), td, lambda k, x: x)
