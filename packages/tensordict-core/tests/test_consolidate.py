@@ -12,6 +12,7 @@ import torch.multiprocessing as mp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tensordict
 from tensordict import NonTensorData, TensorDict, from_consolidated
 
 
@@ -376,3 +377,60 @@ def test_property_consolidate_round_trips(td):
                 assert got == value
         ptrs = {_ptr(v) for v in _tensor_leaves(back).values() if v.numel()}
         assert len(ptrs) <= 1
+
+
+# ---------------------------------------------------------------------- non-tensor stacks
+_nontensor = pytest.importorskip("tensordict._nontensor")
+needs_stack = pytest.mark.skipif(
+    not hasattr(_nontensor, "NonTensorStack"), reason="needs NonTensorStack"
+)
+
+
+@needs_stack
+def test_non_tensor_stack_and_metadata_entries():
+    rows = [
+        TensorDict({"s": s, "x": torch.full((2,), float(i)), "m": _nontensor.MetaData("run")}, [])
+        for i, s in enumerate("ab")
+    ]
+    td = torch.stack([torch.stack(rows), torch.stack(rows[::-1])], 1)  # batch [2, 2]
+    out = td.consolidate()
+    assert out.is_consolidated() and out["s"] == [["a", "b"], ["b", "a"]]
+    assert out._consolidated["metadata"]["td"]["entries"]["s"]["kind"] == "stack"
+    for back in (
+        pickle.loads(pickle.dumps(out)),
+        from_consolidated(
+            out._consolidated["storage"], json.loads(json.dumps(out._consolidated["metadata"]))
+        ),
+    ):
+        assert type(back.get("s")).__name__ == "NonTensorStack"
+        assert back["s"] == [["a", "b"], ["b", "a"]] and back.batch_size == (2, 2)
+        assert type(dict(back.items())["m"]).__name__ == "MetaData" and back["m"] == "run"
+        assert torch.equal(back["x"], td["x"])
+
+
+@pytest.mark.skipif(not hasattr(tensordict, "lazy_stack"), reason="needs lazy stacks")
+def test_lazy_stacks_heterogeneous_members():
+    from tensordict._consolidate import consolidate, consolidated_buffer
+
+    a = TensorDict({"x": torch.zeros(3), "n": {"y": torch.ones(3, 2)}, "s": "a"}, [3])
+    b = TensorDict(
+        {"x": torch.ones(3), "n": {"y": torch.full((3, 2), 2.0), "z": torch.zeros(3)}, "s": "b"},
+        [3],
+    )
+    lazy = tensordict.lazy_stack([a, b], 1)
+    root = consolidate(lazy)  # a lazy stack itself
+    assert type(root).__name__ == "LazyStackedTensorDict" and root.stack_dim == 1
+    assert consolidated_buffer(root) is not None
+    outer = TensorDict({"lz": lazy, "w": torch.zeros(3, 2)}, [3, 2]).consolidate()
+    assert outer.is_consolidated()
+    for back in (
+        pickle.loads(pickle.dumps(outer)),
+        from_consolidated(
+            outer._consolidated["storage"], json.loads(json.dumps(outer._consolidated["metadata"]))
+        ),
+    ):
+        inner = back.get("lz")
+        assert type(inner).__name__ == "LazyStackedTensorDict" and inner.stack_dim == 1
+        assert torch.equal(back["lz", "x"], lazy["x"])
+        assert torch.equal(inner.tensordicts[1]["n", "z"], torch.zeros(3))
+        assert "z" not in inner.tensordicts[0]["n"].keys()

@@ -96,3 +96,17 @@ def test_pad_sequence_bad_input():
         pad_sequence([TensorDict(batch_size=[1]), TensorDict()])
     with pytest.raises(ValueError, match="outside pad_dim"):
         pad_sequence([TensorDict(batch_size=[1, 2]), TensorDict(batch_size=[1, 3])], pad_dim=0)
+
+
+_nontensor = pytest.importorskip("tensordict._nontensor")
+
+
+@pytest.mark.skipif(not hasattr(_nontensor, "NonTensorStack"), reason="needs NonTensorStack")
+def test_pad_non_tensor_stack_with_none():
+    td = torch.stack([TensorDict({"s": s, "x": torch.ones(())}) for s in "ab"])
+    out = pad(td, [1, 2])
+    assert out["s"] == [None, "a", "b", None, None]
+    grid = torch.stack([td, td], 1)  # [2, 2]
+    assert pad(grid, [0, 0, 0, 1])["s"] == [["a", "a", None], ["b", "b", None]]
+    seq = pad_sequence([td, td[:1]], pad_dim=0)
+    assert seq["x"].tolist() == [[1, 1], [1, 0]]

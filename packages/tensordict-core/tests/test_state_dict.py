@@ -171,3 +171,25 @@ def test_locked_tensordict_refuses_new_keys():
     assert dest["a"] == 0
     dest.load_state_dict({"a": torch.ones(())})
     assert dest["a"] == 1
+
+
+_nontensor = pytest.importorskip("tensordict._nontensor")
+
+
+@pytest.mark.skipif(not hasattr(_nontensor, "NonTensorStack"), reason="needs NonTensorStack")
+def test_non_tensor_stack_and_metadata_round_trip():
+    td = torch.stack(
+        [TensorDict({"s": s, "m": _nontensor.MetaData("run"), "x": torch.zeros(())}) for s in "ab"]
+    )
+    sd = td.state_dict()
+    assert sd["s"] == ["a", "b"] and sd["m"] == "run"
+    dest = torch.stack(
+        [TensorDict({"s": s, "m": _nontensor.MetaData("old"), "x": torch.ones(())}) for s in "xy"]
+    )
+    dest.load_state_dict(sd)
+    assert type(dest.get("s")).__name__ == "NonTensorStack" and dest["s"] == ["a", "b"]
+    assert type(dict(dest.items())["m"]).__name__ == "MetaData" and dest["m"] == "run"
+    sd["s"] = ["only one"]
+    with pytest.raises(RuntimeError, match="'s'.*nested lists"):
+        dest.load_state_dict(sd)
+    assert dest["s"] == ["a", "b"]

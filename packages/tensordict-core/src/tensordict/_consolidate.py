@@ -32,8 +32,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _nontensor
 from tensordict._keys import unravel_key
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict._shape import parse_device
 from tensordict.base import TensorDictBase
 
@@ -141,22 +142,34 @@ class _Plan:
         self.offset = 0
 
     def node(self, td: Any, path: tuple) -> dict:
+        members = _lazy_members(td)
+        if members is not None:
+            return {
+                "type": "LazyStackedTensorDict",
+                "batch_size": list(td.batch_size),
+                "stack_dim": int(td.stack_dim),
+                "members": [self.node(m, path) for m in members],
+                "entries": {},
+            }
         store = getattr(td, "_tensordict", None)
         if store is None or not isinstance(td, TensorDictBase):
             raise NotImplementedError(
                 f"consolidate: the entry at {unravel_key(path)!r} is a {type(td).__name__}; "
-                "only dense TensorDicts (with tensor, tensordict and non-tensor entries) can be "
-                "consolidated. Convert it with .to_tensordict() first."
+                "only dense TensorDicts and lazy stacks of them (with tensor, tensordict and "
+                "non-tensor entries) can be consolidated. Convert it with .to_tensordict() first."
             )
         entries: dict[str, Any] = {}
         for key, value in store.items():
             sub = path + (key,)
             if isinstance(value, _Tensor):
                 entries[key] = self.tensor(value, sub)
-            elif type(value) is NonTensorData:
-                entries[key] = _encode_non_tensor(
-                    sub, value.data, self.allow_pickle, self.for_pickle
-                )
+            elif isinstance(value, NonTensorData):
+                entry = _encode_non_tensor(sub, value.data, self.allow_pickle, self.for_pickle)
+                if type(value) is not NonTensorData:
+                    entry["cls"] = type(value).__name__
+                entries[key] = entry
+            elif is_non_tensor(value):  # a NonTensorStack: one value per element
+                entries[key] = self.stack(value, sub)
             else:
                 entries[key] = {"kind": "tensordict", **self.node(value, sub)}
         return {
@@ -166,6 +179,21 @@ class _Plan:
             "names": None if td._names is None else list(td._names),
             "locked": bool(td._is_locked),
             "entries": entries,
+        }
+
+    def stack(self, value: Any, path: tuple) -> dict:
+        shape = list(value.batch_size)
+        flat = value.tolist()
+        for _ in range(len(shape) - 1):
+            flat = [x for row in flat for x in row]
+        if not shape:
+            flat = [flat]
+        return {
+            "kind": "stack",
+            "shape": shape,
+            "values": [
+                _encode_non_tensor(path, v, self.allow_pickle, self.for_pickle) for v in flat
+            ],
         }
 
     def tensor(self, value: _Tensor, path: tuple) -> dict:
@@ -279,7 +307,7 @@ def consolidate(
         "nbytes": total,
         "td": meta_td,
     }
-    if device is not None and meta_td["device"] is not None:
+    if device is not None:
         _set_devices(meta_td, str(dev))
     if filename is not None:
         if share_memory or pin_memory or dev.type != "cpu":
@@ -296,6 +324,10 @@ def consolidate(
             if share_memory:
                 buffer.share_memory_()
     out = _rebuild(buffer, meta, allow_pickle=True)
+    if inplace and not hasattr(td, "_tensordict"):
+        raise NotImplementedError(
+            f"consolidate(inplace=True) needs a dense TensorDict, not a {type(td).__name__}."
+        )
     if inplace:
         td._tensordict = out._tensordict
         td._device = out._device
@@ -305,6 +337,10 @@ def consolidate(
 
 
 def _set_devices(node: dict, device: str, force: bool = False) -> None:
+    for member in node.get("members", ()):
+        _set_devices(member, device, force)
+    if "members" in node:
+        return
     if force or node["device"] is not None:
         node["device"] = device
     for entry in node["entries"].values():
@@ -385,6 +421,19 @@ def _build(
         raise ValueError(
             f"from_consolidated: malformed metadata at {unravel_key(path) or '<root>'!r}."
         )
+    if node.get("type") == "LazyStackedTensorDict":
+        import tensordict
+
+        lazy_cls = getattr(tensordict, "LazyStackedTensorDict", None)
+        members = node.get("members")
+        if lazy_cls is None or not isinstance(members, list):
+            raise ValueError(
+                f"from_consolidated: cannot rebuild the lazy stack at "
+                f"{unravel_key(path) or '<root>'!r}."
+            )
+        built = [_build(cls, m, buffer, limit, allow_pickle, path) for m in members]
+        kwargs = {} if built else {"batch_size": node.get("batch_size")}
+        return lazy_cls(*built, stack_dim=node.get("stack_dim", 0), **kwargs)  # type: ignore[no-any-return]
     batch_size = torch.Size(node.get("batch_size", []))
     device = None if node.get("device") is None else buffer.device
     names = node.get("names")
@@ -402,8 +451,18 @@ def _build(
             store[key] = value
         elif kind == "tensordict":
             store[key] = _build(cls, entry, buffer, limit, allow_pickle, sub)
+        elif kind == "stack":
+            store[key] = _build_stack(entry, sub, allow_pickle, batch_size, device)
         else:
-            store[key] = NonTensorData._make(
+            wrapper = NonTensorData
+            if entry.get("cls") is not None:
+                wrapper = getattr(_nontensor, str(entry["cls"]), None)  # type: ignore[assignment]
+                if not (isinstance(wrapper, type) and issubclass(wrapper, NonTensorData)):
+                    raise ValueError(
+                        f"from_consolidated: unknown non-tensor class {entry['cls']!r} at "
+                        f"{unravel_key(sub)!r}."
+                    )
+            store[key] = wrapper._make(
                 _decode_non_tensor(sub, entry, allow_pickle), batch_size, device
             )
     out = cls._new_unsafe(store, batch_size, device, list(names) if names else None)  # type: ignore[attr-defined]
@@ -411,6 +470,24 @@ def _build(
         out.lock_()
         out._last_op = None
     return out  # type: ignore[no-any-return]
+
+
+def _build_stack(
+    entry: dict, path: tuple, allow_pickle: bool, batch_size: torch.Size, device: Any
+) -> Any:
+    stack_cls = getattr(_nontensor, "NonTensorStack", None)
+    shape, values = entry.get("shape"), entry.get("values")
+    if stack_cls is None or not isinstance(shape, list) or not isinstance(values, list):
+        raise ValueError(f"from_consolidated: cannot rebuild the stack at {unravel_key(path)!r}.")
+    decoded = [_decode_non_tensor(path, v, allow_pickle) for v in values]
+    size = torch.Size(shape)
+    if size[: len(batch_size)] != batch_size or len(decoded) != size.numel():
+        raise ValueError(
+            f"from_consolidated: the stack at {unravel_key(path)!r} has shape {shape} and "
+            f"{len(decoded)} values, which does not fit the batch size {tuple(batch_size)}."
+        )
+    out = stack_cls.from_list(decoded, device=device, ndim=1)
+    return out if len(shape) == 1 else out.reshape(shape)
 
 
 def _rebuild(buffer: _Tensor, metadata: dict, *, allow_pickle: bool) -> TensorDict:
@@ -536,14 +613,27 @@ def _storage_ptr(t: _Tensor) -> int:
     return int(t.untyped_storage().data_ptr())
 
 
+def _lazy_members(td: Any) -> list | None:
+    """The members of a lazy stack (``None`` for anything else)."""
+    if isinstance(td, TensorDictBase) and not hasattr(td, "_tensordict"):
+        members = getattr(td, "tensordicts", None)
+        if isinstance(members, list) and hasattr(td, "stack_dim"):
+            return members
+    return None
+
+
 def _iter_leaves(td: Any) -> Iterator[Any]:
+    members = _lazy_members(td)
+    if members is not None:
+        for member in members:
+            yield from _iter_leaves(member)
+        return
     for value in td._tensordict.values():
         if isinstance(value, _Tensor):
             yield value
-        elif type(value) is not NonTensorData:
-            store = getattr(value, "_tensordict", None)
-            if store is None:
-                yield value  # not dense: cannot be part of the buffer
+        elif not is_non_tensor(value):
+            if getattr(value, "_tensordict", None) is None and _lazy_members(value) is None:
+                yield value  # neither dense nor a lazy stack: cannot be part of the buffer
             else:
                 yield from _iter_leaves(value)
 
@@ -586,6 +676,8 @@ def current_metadata(
 
 
 def _tensor_entries(node: dict) -> Iterator[tuple[str, dict]]:
+    for member in node.get("members", ()):
+        yield from _tensor_entries(member)
     for key, entry in node["entries"].items():
         if entry["kind"] == "tensor":
             yield key, entry
@@ -601,16 +693,31 @@ def _unpickle_consolidated(buffer: _Tensor, metadata: dict) -> TensorDict:
 
 
 def _to_json_entries(node: dict) -> None:
+    for member in node.get("members", ()):
+        _to_json_entries(member)
     for entry in node["entries"].values():
-        if entry["kind"] == "object":
-            value = entry["value"]
-            if _is_json_exact(value):
-                entry["kind"] = "json"
-            else:
-                entry["kind"] = "pickle"
-                entry["value"] = base64.b64encode(pickle.dumps(value)).decode("ascii")
-        elif entry["kind"] == "tensordict":
+        if entry["kind"] == "tensordict":
             _to_json_entries(entry)
+        for item in entry["values"] if entry["kind"] == "stack" else (entry,):
+            if item["kind"] == "object":
+                value = item["value"]
+                if _is_json_exact(value):
+                    item["kind"] = "json"
+                else:
+                    item["kind"] = "pickle"
+                    item["value"] = base64.b64encode(pickle.dumps(value)).decode("ascii")
+
+
+def _device_move(args: tuple, kwargs: dict) -> tuple[torch.device, bool] | None:
+    """``(device, non_blocking)`` if ``to(*args, **kwargs)`` only changes the device."""
+    if "batch_size" in kwargs or (args and isinstance(args[0], TensorDictBase)):
+        return None
+    kwargs = dict(kwargs)
+    non_blocking = bool(kwargs.pop("non_blocking", False))
+    device, dtype, nb, _ = torch._C._nn._parse_to(*args, **kwargs)
+    if device is None or dtype is not None:
+        return None
+    return parse_device(device), non_blocking or nb
 
 
 # ---------------------------------------------------------------------- the mixin
@@ -723,30 +830,26 @@ class ConsolidateOps:
         return from_consolidated(filename, metadata, allow_pickle=allow_pickle)
 
     def to(self, *args: Any, **kwargs: Any) -> TensorDict:
+        if "_consolidated" not in self.__dict__:  # the common case: one dict lookup
+            return super().to(*args, **kwargs)  # type: ignore[misc,no-any-return]
         # A consolidated tensordict moves to another device as one buffer copy.
-        if "batch_size" not in kwargs and not (args and isinstance(args[0], TensorDictBase)):
-            non_blocking = bool(kwargs.pop("non_blocking", False))
-            device, dtype, nb, _ = torch._C._nn._parse_to(*args, **kwargs)
-            if device is not None and dtype is None and "_consolidated" in self.__dict__:
-                device = parse_device(device)
-                buffer = consolidated_buffer(self)
-                if buffer is not None and buffer.device != device:
-                    meta = current_metadata(self, buffer, for_pickle=True)
-                    _set_devices(meta["td"], str(device), force=True)
-                    moved = buffer.to(device, non_blocking=non_blocking or nb)
-                    out = _rebuild(moved, meta, allow_pickle=False)
-                    _to_json_entries(meta["td"])
-                    return out
-                if buffer is not None:  # same device: the leaves are kept, and so is the buffer
-                    out = super().to(*args, **kwargs)  # type: ignore[misc]
-                    if out is not self and consolidated_buffer(out, buffer) is not None:
-                        nbytes = self.__dict__["_consolidated"]["metadata"]["nbytes"]
-                        meta = current_metadata(out, buffer, for_pickle=False, nbytes=nbytes)
-                        out._consolidated = {"storage": buffer, "metadata": meta}
-                    return out  # type: ignore[no-any-return]
-            if non_blocking:
-                kwargs["non_blocking"] = True
-        return super().to(*args, **kwargs)  # type: ignore[misc,no-any-return]
+        buffer = consolidated_buffer(self)
+        target = _device_move(args, kwargs)
+        if buffer is None or target is None:
+            return super().to(*args, **kwargs)  # type: ignore[misc,no-any-return]
+        device, non_blocking = target
+        if buffer.device != device:
+            meta = current_metadata(self, buffer, for_pickle=True)
+            _set_devices(meta["td"], str(device), force=True)
+            out = _rebuild(buffer.to(device, non_blocking=non_blocking), meta, allow_pickle=False)
+            _to_json_entries(meta["td"])
+            return out
+        out = super().to(*args, **kwargs)  # type: ignore[misc]
+        if out is not self and consolidated_buffer(out, buffer) is not None:
+            nbytes = self.__dict__["_consolidated"]["metadata"]["nbytes"]
+            meta = current_metadata(out, buffer, for_pickle=False, nbytes=nbytes)
+            out._consolidated = {"storage": buffer, "metadata": meta}
+        return out  # type: ignore[no-any-return]
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         buffer = consolidated_buffer(self)

@@ -20,7 +20,7 @@ import torch
 
 from tensordict._errors import lock_error, missing_key
 from tensordict._keys import NestedKey, unravel_key
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple, is_tensor_collection
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,6 +29,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
 
 _Tensor = torch.Tensor
+
+
+def is_nested(value: Any) -> bool:
+    """Whether ``value`` is a nested tensordict (not a tensor, not a non-tensor leaf)."""
+    return is_tensor_collection(value) and not is_non_tensor(value)
+
+
+def unwrap(value: Any) -> Any:
+    """The Python value(s) of a non-tensor leaf (a list for a stack); others as they are."""
+    if isinstance(value, NonTensorData):
+        return value.data
+    if is_non_tensor(value):
+        return value.tolist()
+    return value
 
 
 def _leaf_items(td: Any, prefix: tuple = ()) -> list[tuple[tuple, Any]]:
@@ -278,7 +292,7 @@ class MiscOps:
                             "(pass strict=False or a default); nothing was split."
                         )
                     continue
-                if type(value) is NonTensorData and value.data is None:
+                if isinstance(value, NonTensorData) and value.data is None:
                     taken.append(path)
                     continue
                 out._set_tuple(_key_tuple(out_key), value, inplace=False, validated=False)
@@ -366,9 +380,9 @@ class MiscOps:
             if default is NO_DEFAULT:
                 raise missing_key(unravel_key(_key_tuple(key)), self)  # type: ignore[arg-type]
             return default
-        if type(value) is NonTensorData:
+        if isinstance(value, NonTensorData):
             return value.data
-        return value[index]
+        return unwrap(value[index])
 
     def set_at_(
         self, key: NestedKey, value: Any, index: Any, *, non_blocking: bool = False
@@ -553,7 +567,8 @@ def _valid_mask(nt: _Tensor) -> _Tensor:
 def _source_leaves(source: Any, prefix: tuple = ()) -> list[tuple[tuple, Any]]:
     if isinstance(source, TensorDictBase):
         return [
-            (p, v.data if type(v) is NonTensorData else v) for p, v in _leaf_items(source, prefix)
+            (p, v.data if isinstance(v, NonTensorData) else v)
+            for p, v in _leaf_items(source, prefix)
         ]
     out = []
     for key, value in source.items():
@@ -566,7 +581,7 @@ def _source_leaves(source: Any, prefix: tuple = ()) -> list[tuple[tuple, Any]]:
 
 
 def _check_at(path: tuple, target: Any, value: Any, index: Any) -> None:
-    if type(target) is NonTensorData:
+    if is_non_tensor(target):
         raise TypeError(
             f"cannot write at an index of the non-tensor entry {unravel_key(path)!r} in place."
         )
@@ -656,7 +671,7 @@ def _merge(tds: list, callback: Any, prefix: tuple) -> TensorDict:
         path = prefix + (key,)
         values = [v for v in (td._get_str(key, None) for td in tds) if v is not None]
         cb = callback.get(key) if isinstance(callback, Mapping) else callback
-        nested = [is_tensor_collection(v) and type(v) is not NonTensorData for v in values]
+        nested = [is_nested(v) for v in values]
         if all(nested):
             merged: Any = _merge(values, cb, path) if len(values) > 1 else values[0].copy()
         elif any(nested):
@@ -665,7 +680,7 @@ def _merge(tds: list, callback: Any, prefix: tuple) -> TensorDict:
                 "inputs and not in others."
             )
         elif len(values) == len(tds) and callable(cb):
-            raw = [v.data if type(v) is NonTensorData else v for v in values]
+            raw = [unwrap(v) for v in values]
             merged = cb(*raw)
         else:
             merged = values[0]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict._keys import unravel_key
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict.base import TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,14 +46,35 @@ def _pad_td(td: Any, widths: Sequence[tuple[int, int]], value: float) -> TensorD
     for key, entry in items:
         if isinstance(entry, _Tensor):
             out[key] = _pad_tensor(entry, widths, value)
-        elif type(entry) is NonTensorData:
+        elif isinstance(entry, NonTensorData):
             out[key] = entry._with(new_bs)
+        elif is_non_tensor(entry):  # a stack: pad its values with None
+            values = _pad_list(entry.tolist(), widths, new_bs)
+            out[key] = type(entry).from_list(values, device=entry.device, ndim=len(new_bs))
         elif isinstance(entry, TensorDictBase):
             out[key] = _pad_td(entry, widths, value)
         else:  # pragma: no cover - non-dense containers yield unwrapped values
             out[key] = NonTensorData._make(entry, new_bs, td.device)
     return TensorDict._new_unsafe(
         out, new_bs, td.device, list(td._names) if getattr(td, "_names", None) else None
+    )
+
+
+def _nones(shape: Sequence[int]) -> Any:
+    return [_nones(shape[1:]) for _ in range(shape[0])] if shape else None
+
+
+def _pad_list(values: Any, widths: Sequence[tuple[int, int]], shape: Sequence[int]) -> Any:
+    """Nested lists (of the padded batch ``shape``) padded with ``None`` as
+    :func:`_pad_tensor` pads a tensor."""
+    if not widths:
+        return values
+    (before, after), rest = widths[0], widths[1:]
+    inner = [_pad_list(v, rest, shape[1:]) for v in values]
+    return (
+        [_nones(shape[1:]) for _ in range(before)]
+        + inner
+        + [_nones(shape[1:]) for _ in range(after)]
     )
 
 

@@ -17,7 +17,7 @@ import torch
 
 from tensordict._errors import lock_error
 from tensordict._keys import unravel_key
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict._shape import parse_batch_size
 from tensordict.base import TensorDictBase
 
@@ -70,8 +70,10 @@ class StateDictOps:
                 )
             if isinstance(value, _Tensor):
                 out[prefix + key] = value if keep_vars else value.detach().clone()
-            elif type(value) is NonTensorData:
+            elif isinstance(value, NonTensorData):
                 out[prefix + key] = value.data
+            elif is_non_tensor(value):  # a stack: one value per element, as nested lists
+                out[prefix + key] = value.tolist()
             elif isinstance(value, StateDictOps):
                 out[prefix + key] = value.state_dict(keep_vars=keep_vars)
             else:
@@ -252,7 +254,21 @@ def _plan_load(
             continue
         if current is None and td._is_locked:
             raise lock_error(unravel_key(sub))
-        plan.append((store.__setitem__, key, NonTensorData._make(value, new_bs, td._device)))
+        if is_non_tensor(current) and not isinstance(current, NonTensorData):
+            # a stack stays a stack: the state dict holds its values as nested lists
+            try:
+                leaf = type(current).from_list(value, device=td._device, ndim=nb)  # type: ignore[union-attr]
+                if leaf.batch_size != new_bs:
+                    raise ValueError(f"got shape {tuple(leaf.batch_size)}")
+            except (TypeError, ValueError) as err:
+                raise RuntimeError(
+                    f"load_state_dict: the value at {unravel_key(sub)!r} must be nested lists "
+                    f"of the batch shape {tuple(new_bs)} to load into the stack there: {err}"
+                ) from None
+        else:
+            wrapper = type(current) if isinstance(current, NonTensorData) else NonTensorData
+            leaf = wrapper._make(value, new_bs, td._device)
+        plan.append((store.__setitem__, key, leaf))
     # entries the state dict does not mention (strict=False) must fit the new batch size
     for key, current in store.items():
         if key in sd:
@@ -263,7 +279,7 @@ def _plan_load(
                 f"load_state_dict: the entry {unravel_key(path + (key,))!r} (shape "
                 f"{tuple(shape)}) does not fit the loaded batch size {tuple(new_bs)}."
             )
-        if type(current) is NonTensorData:
+        if is_non_tensor(current):
             plan.append((store.__setitem__, key, current._with(new_bs)))
     if new_bs != td.batch_size:
         plan.append((_set_batch_size, td, new_bs))

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 
 from tensordict._keys import unravel_key
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict.base import TensorDictBase, is_tensor_collection
 
 
@@ -24,11 +24,17 @@ def _leaves(td: Any, prefix: tuple = ()) -> dict[tuple, Any]:
     items = store.items() if store is not None else td.items()
     for key, value in items:
         path = prefix + (key,)
-        if is_tensor_collection(value) and type(value) is not NonTensorData:
+        if is_tensor_collection(value) and not is_non_tensor(value):
             out[path] = value  # the container itself: its batch size is compared too
             out.update(_leaves(value, path))
         else:
-            out[path] = value.data if type(value) is NonTensorData else value
+            out[path] = (
+                value.data
+                if isinstance(value, NonTensorData)
+                else value.tolist()
+                if is_non_tensor(value)
+                else value
+            )
     return out
 
 
@@ -84,7 +90,7 @@ def assert_allclose_td(
     for path, exp in want.items():
         act = got[path]
         name = unravel_key(path)
-        if is_tensor_collection(exp) and type(exp) is not NonTensorData:
+        if is_tensor_collection(exp) and not is_non_tensor(exp):
             if not is_tensor_collection(act) or act.batch_size != exp.batch_size:
                 what = act.batch_size if is_tensor_collection(act) else type(act).__name__
                 raise AssertionError(
