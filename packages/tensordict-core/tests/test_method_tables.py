@@ -313,15 +313,14 @@ def _expected_batch(dim, keepdim, bs, name):
 
 
 @pytest.mark.parametrize("kind", [FLOAT, INT])
-@pytest.mark.parametrize("keepdim", [False, True])
 @pytest.mark.parametrize("dim", DIMS, ids=str)
 @pytest.mark.parametrize("name", list(REDUCTIONS))
-def test_reduction_leafwise(name, dim, keepdim, kind):
+def test_reduction_leafwise(name, dim, kind):
     td = make_td(kind)
     nbs = holder_dims(td)
-    for kw in REDUCTION_KWARGS[name]:
+    for keepdim, kw in [(k, kw) for k in (False, True) for kw in REDUCTION_KWARGS[name]]:
 
-        def expected(k, x, kw=kw):
+        def expected(k, x, kw=kw, keepdim=keepdim):
             if dim in ("omitted", None):
                 dims = tuple(range(2)) if name == "logsumexp" else None
             elif dim == "feature":
@@ -350,15 +349,14 @@ def test_reduction_leafwise(name, dim, keepdim, kind):
 
 
 @pytest.mark.parametrize("kind", [FLOAT, INT])
-@pytest.mark.parametrize("keepdim", [False, True])
 @pytest.mark.parametrize("dim", DIMS, ids=str)
 @pytest.mark.parametrize("name", list(REDUCTIONS))
-def test_reduction_reduce_true(name, dim, keepdim, kind):
+def test_reduction_reduce_true(name, dim, kind):
     """``reduce=True``: one tensor, the reduction of every leaf seen as (*batch, features)."""
     td = make_td(kind)
     mats = [x.reshape(*BS, -1) for x in leaves(td).values()]
     matrix = torch.cat(mats, -1)
-    for kw in REDUCTION_KWARGS[name]:
+    for keepdim, kw in [(k, kw) for k in (False, True) for kw in REDUCTION_KWARGS[name]]:
         try:
             if dim in ("omitted", None):
                 flat = torch.cat([m.reshape(-1) for m in mats])
@@ -759,3 +757,53 @@ def test_reduction_of_empty_batch_and_no_leaves():
 def test_operator_module_is_consistent():
     td = make_td()
     check_leafwise(operator.sub(5, td), td, lambda k, x: 5 - x)
+
+
+# --------------------------------------------------------------------------- autograd
+def test_backward_grad_zero_grad():
+    w = torch.ones(2, 3, requires_grad=True)
+    td = TensorDict({"a": w * 2, "n": {"b": (w * w).unsqueeze(-1)}, "i": torch.ones(2, 3)}, BS)
+    td.backward(retain_graph=True)
+    torch.testing.assert_close(w.grad, torch.full((2, 3), 4.0))
+    w.grad = None
+    td.backward(use_global_sum=False)
+    torch.testing.assert_close(w.grad, torch.full((2, 3), 4.0))
+    params = TensorDict({"w": w, "n": {"v": torch.zeros(2, 3), "u": w}}, BS)
+    grads = params.grad
+    assert set(grads.keys(True, True)) == {"w", ("n", "u")}
+    torch.testing.assert_close(grads["w"], w.grad)
+    assert params.zero_grad(set_to_none=False) is params
+    assert torch.equal(w.grad, torch.zeros(2, 3))
+    params.zero_grad()
+    assert w.grad is None
+    with pytest.raises(RuntimeError, match="requires grad"):
+        make_td().backward()
+
+
+def test_as_tensor():
+    td = make_td()
+    check_leafwise(td.as_tensor(), td, lambda k, x: x)
+
+
+# --------------------------------------------------------------------------- torch.compile
+def test_table_methods_compile_without_graph_breaks():
+    def f(td, mask):
+        return (
+            td.sum(0),
+            td.std(dim="feature"),
+            td.max(1).indices,
+            td.mean(reduce=True),
+            td.where(mask, 0.0),
+            td.roll(1, 0).softmax(1),
+            td.gather(1, torch.zeros(2, 1, dtype=torch.long)),
+        )
+
+    td = make_td()
+    compiled = torch.compile(f, fullgraph=True, backend="eager")
+    for got, want in zip(compiled(td, MASK), f(td, MASK)):
+        if isinstance(want, torch.Tensor):
+            close(got, want)
+        else:
+            assert got.batch_size == want.batch_size
+            for k, v in leaves(want).items():
+                close(got.get(k), v)

@@ -265,3 +265,43 @@ def test_vmap_in_and_out_dims():
 
 def test_top_level_from_pytree():
     assert tensordict.from_pytree([torch.zeros(1)]).to_pytree()[0].tolist() == [0.0]
+
+
+# ---------------------------------------------------------------------- lazy stacks
+needs_lazy = pytest.mark.skipif(
+    not hasattr(tensordict, "LazyStackedTensorDict"), reason="needs LazyStackedTensorDict"
+)
+
+
+def _lazy(stack_dim=0):
+    a = TensorDict({"a": torch.zeros(3), "n": {"b": torch.zeros(3, 2)}, "s": "x"}, [3])
+    b = TensorDict({"a": torch.ones(3), "n": {"b": torch.ones(3, 2)}, "s": "y"}, [3])
+    return tensordict.lazy_stack([a, b], stack_dim)
+
+
+@needs_lazy
+def test_lazy_stack_tree_map_and_round_trip():
+    lazy = _lazy(stack_dim=1)
+    out = pytree.tree_map(lambda x: x + 1, lazy)
+    assert type(out) is type(lazy) and out.stack_dim == 1 and out.batch_size == (3, 2)
+    assert out["a"].tolist() == [[1.0, 2.0]] * 3 and out.tensordicts[1]["s"] == "y"
+    leaves, spec = pytree.tree_flatten(lazy)
+    assert len(leaves) == 4 and leaves[0] is lazy.tensordicts[0]["a"]
+    back = pytree.tree_unflatten(leaves, spec)
+    assert back.batch_size == (3, 2) and back.tensordicts[0]["a"] is leaves[0]
+    nested = TensorDict({"l": lazy, "x": torch.zeros(3)}, [3])
+    assert pytree.tree_map(lambda x: x * 2, nested)["l"].batch_size == (3, 2)
+
+
+@needs_lazy
+def test_lazy_stack_torch_func():
+    lazy = _lazy().exclude("s")
+    grads = torch.func.grad(lambda t: (t["a"] ** 2).sum() + t["n", "b"].sum())(lazy)
+    assert type(grads) is type(lazy)
+    assert grads["a"].tolist() == [[0.0] * 3, [2.0] * 3]
+    assert grads["n", "b"].tolist() == [[[1.0, 1.0]] * 3] * 2
+    with pytest.raises(RuntimeError, match=r"vmap over a LazyStackedTensorDict.*contiguous"):
+        torch.vmap(lambda t: t)(lazy)
+    row = TensorDict({"a": torch.arange(3.0)}, [3])
+    out = torch.vmap(lambda t: tensordict.lazy_stack([t, t.apply(lambda x: -x)]))(row)
+    assert out.batch_size == (3, 2) and out["a"].tolist() == [[0.0, 0.0], [1.0, -1.0], [2.0, -2.0]]

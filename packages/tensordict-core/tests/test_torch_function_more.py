@@ -428,3 +428,44 @@ def test_assert_close_checks_dtype_and_shape():
 def test_assert_close_against_a_dict():
     td = float_td()
     torch.testing.assert_close(td, {"a": td["a"].clone(), "n": {"b": td["n", "b"].clone()}})
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t, x: t - x,
+        lambda t, x: t / x,
+        lambda t, x: t**x,
+        lambda t, x: t // x,
+        lambda t, x: t % x,
+        lambda t, x: t < x,
+        lambda t, x: t.add(x),
+        lambda t, x: t.sub(x, alpha=2),
+        lambda t, x: torch.Tensor.__rsub__(t, x),
+        lambda t, x: x - t,
+        lambda t, x: x / t,
+        lambda t, x: x**t,
+    ],
+    ids=[
+        "rsub",
+        "rdiv",
+        "rpow",
+        "rfloordiv",
+        "rmod",
+        "gt",
+        "add",
+        "sub_alpha",
+        "dunder",
+        "sub",
+        "div",
+        "pow",
+    ],
+)
+def test_tensor_methods_and_operators_with_a_tensordict_operand(call):
+    """``Tensor`` methods and operators with a tensordict operand act leaf by leaf."""
+    td = TensorDict({"a": torch.rand(2, 3) + 0.5, "n": {"b": torch.rand(2, 3) + 0.5}}, [2, 3])
+    t = torch.full((2, 3), 1.5)
+    out = call(t, td)
+    assert isinstance(out, TensorDict)
+    for key, leaf in tensor_leaves(td).items():
+        torch.testing.assert_close(out[key], call(t, leaf))

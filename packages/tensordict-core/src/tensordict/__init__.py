@@ -25,7 +25,8 @@ from tensordict._consolidate import from_consolidated
 from tensordict._convert import fromkeys, make_tensordict
 from tensordict._functional import cat, stack
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
-from tensordict._lazy import LazyStackedTensorDict, lazy_stack, maybe_dense_stack
+from tensordict._lazy import LazyStackedTensorDict
+from tensordict._lazy_dense import lazy_stack, maybe_dense_stack
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
 from tensordict._misc_ops import dense_stack_tds, is_tensorclass, merge_tensordicts
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorStack, is_non_tensor
@@ -44,7 +45,7 @@ from tensordict.utils import is_batchedtensor
 
 _ops.install(TensorDictBase)
 TensorDictBase.__repr__ = _td_repr  # type: ignore[method-assign,assignment]
-_pytree.register(TensorDict)
+_pytree.register_defaults()
 
 # Top-level conversions (the classmethods of TensorDict, bound).
 from_dict = TensorDict.from_dict

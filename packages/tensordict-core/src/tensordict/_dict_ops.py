@@ -13,7 +13,7 @@ import torch
 
 from tensordict._errors import lock_error, missing_key
 from tensordict._keys import NestedKey, unravel_key
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NonTensorData, NonTensorStack
 from tensordict._shape import parse_batch_size, parse_device
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
@@ -441,8 +441,10 @@ def write_inplace(key: Any, current: Any, value: Any, non_blocking: bool) -> Non
             ) from None
     elif isinstance(current, TensorDictBase) and type(current) is not NonTensorData:
         current.update_(value, non_blocking=non_blocking)
-    elif type(current) is NonTensorData:
-        current.data = value.data if type(value) is NonTensorData else value
+    elif isinstance(current, NonTensorData):
+        current.data = value.data if isinstance(value, NonTensorData) else value
+    elif type(current) is NonTensorStack:
+        current._assign(value)
     else:  # pragma: no cover - defensive
         raise TypeError(f"cannot write in place into {type(current).__name__} at {key!r}.")
 

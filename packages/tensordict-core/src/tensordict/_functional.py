@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 if TYPE_CHECKING:
@@ -10,10 +11,23 @@ if TYPE_CHECKING:
 
 import torch
 
-from tensordict._nontensor import NonTensorData
-from tensordict._ops import BINARY, BINARY_NO_INPLACE, UNARY
+from tensordict import _legacy
+from tensordict._nontensor import (
+    NON_TENSOR,
+    NonTensorData,
+    NonTensorStack,
+    cat_non_tensor,
+    stack_non_tensor,
+)
+from tensordict._ops import BINARY, BINARY_NO_INPLACE, OPERATORS, UNARY
 from tensordict._shape import normalize_dim, parse_device
-from tensordict.base import NO_DEFAULT, TD_HANDLED_FUNCTIONS, TensorDictBase, implements_for_td
+from tensordict.base import (
+    NO_DEFAULT,
+    TD_HANDLED_BY_NAME,
+    TD_HANDLED_FUNCTIONS,
+    TensorDictBase,
+    implements_for_td,
+)
 
 _Tensor = torch.Tensor
 _T = TypeVar("_T", bound=TensorDictBase)
@@ -55,16 +69,19 @@ def _as_dense(tds: Sequence[Any]) -> list:
     return out
 
 
-def _nontensor_same(key: str, values: list, op: str) -> NonTensorData:
-    first = values[0]
-    for v in values[1:]:
-        if v.data is not first.data and v.data != first.data:
-            raise NotImplementedError(
-                f"{op}: the non-tensor entry {key!r} differs across tensordicts "
-                f"({first.data!r} vs {v.data!r}); stacking different non-tensor values "
-                "needs a NonTensorStack, which is not supported yet."
+def _combine_non_tensor(
+    key: tuple, values: list, op: str, dim: int, new_bs: torch.Size
+) -> NonTensorData | NonTensorStack:
+    """Stack/cat non-tensor entries: one value if they agree, a NonTensorStack otherwise."""
+    for i, v in enumerate(values):
+        if not isinstance(v, NON_TENSOR):
+            raise RuntimeError(
+                f"{op}: entry {key!r} is a non-tensor value in tensordict 0 but a "
+                f"{type(v).__name__} in tensordict {i}."
             )
-    return first
+    if op == "stack":
+        return stack_non_tensor(values, dim, new_bs)
+    return cat_non_tensor(values, dim, new_bs)
 
 
 def _check_batch_sizes(
@@ -118,8 +135,8 @@ def _combine(
                 raise RuntimeError(
                     f"{op}: cannot combine entry {prefix + (key,)!r} with shapes {shapes}: {err}"
                 ) from None
-        elif type(value) is NonTensorData:
-            out[key] = _nontensor_same(key, values, op)._with(new_bs)
+        elif isinstance(value, NON_TENSOR):
+            out[key] = _combine_non_tensor(prefix + (key,), values, op, dim, new_bs)
         else:
             sub = _as_dense(values)
             _check_batch_sizes(sub, op, dim if op == "cat" else None, prefix + (key,))
@@ -183,6 +200,10 @@ def stack(
     >>> torch.stack(tds, 1)["a"].shape
     torch.Size([3, 2, 4])
     """
+    if _legacy.LAZY_LEGACY:
+        from tensordict._lazy_dense import lazy_stack
+
+        return lazy_stack(list_of_tensordicts, dim, out=out)
     return _combine_all(list_of_tensordicts, "stack", dim, out)
 
 
@@ -373,6 +394,24 @@ def _method_forwarder(torch_name: str, method: str) -> Callable:
     return impl
 
 
+def _tensor_method_forwarder(func: Callable, name: str) -> Callable:
+    """``Tensor.<name>`` (a binary method or operator) reached with a tensordict operand.
+
+    ``tensor + td`` in eager Python ends in ``td.__radd__``; under ``torch.compile``
+    dynamo dispatches it as ``Tensor.__add__``/``Tensor.add`` with a tensordict argument
+    instead, which lands here.
+    """
+
+    def impl(*args: Any, **kwargs: Any) -> Any:
+        first = args[0]
+        if isinstance(first, TensorDictBase):
+            return getattr(first, name)(*args[1:], **kwargs)
+        return _leafwise_torch(func, args, kwargs)
+
+    impl.__name__ = name
+    return impl
+
+
 def _install_torch_methods() -> None:
     names = [(n, n) for n in TORCH_METHODS] + list(TORCH_ALIASES.items())
     for torch_name, method in names:
@@ -380,6 +419,12 @@ def _install_torch_methods() -> None:
         if func is not None:
             # The owning module's registration wins whatever the import order.
             TD_HANDLED_FUNCTIONS.setdefault(func, _method_forwarder(torch_name, method))
+    for name in (*BINARY, *BINARY_NO_INPLACE, *OPERATORS):
+        func = getattr(_Tensor, name, None)
+        if func is not None:
+            impl = TD_HANDLED_FUNCTIONS.setdefault(func, _tensor_method_forwarder(func, name))
+            if isinstance(func, FunctionType):  # written in Python: see TD_HANDLED_BY_NAME
+                TD_HANDLED_BY_NAME.setdefault(func.__name__, impl)
 
 
 _install_torch_methods()

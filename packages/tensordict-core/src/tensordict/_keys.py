@@ -150,8 +150,12 @@ class TensorDictKeysView:
             leaf = is_leaf(type(value))
             if leaf or not self.leaves_only:
                 yield full
-            if not leaf and self.include_nested and hasattr(value, "_tensordict"):
-                yield from self._iter(value, prefix + (key,))
+            if not leaf and self.include_nested:
+                if hasattr(value, "_tensordict"):
+                    yield from self._iter(value, prefix + (key,))
+                elif hasattr(value, "keys"):  # another tensordict type: its own view
+                    for sub in value.keys(True, self.leaves_only, self.is_leaf):
+                        yield prefix + (key,) + (sub if type(sub) is tuple else (sub,))
 
     def __len__(self) -> int:
         if not self.include_nested and not self.leaves_only:
@@ -172,8 +176,12 @@ class TensorDictKeysView:
         if len(path) > 1 and not self.include_nested:
             return False
         td: _DenseStorage = self._td
-        for part in path[:-1]:
+        for i, part in enumerate(path[:-1]):
             sub = td._tensordict.get(part)
+            if sub is not None and not hasattr(sub, "_tensordict") and hasattr(sub, "keys"):
+                rest = path[i + 1 :]  # another tensordict type (a lazy stack) answers
+                view = sub.keys(True, self.leaves_only, self.is_leaf)
+                return bool((rest[0] if len(rest) == 1 else rest) in view)
             if sub is None or not hasattr(sub, "_tensordict"):
                 return False
             td = sub

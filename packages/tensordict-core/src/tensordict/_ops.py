@@ -579,6 +579,84 @@ def requires_grad_(self: TensorDictBase, requires_grad: bool = True) -> TensorDi
     return self
 
 
+def _grad(self: TensorDictBase) -> TensorDictBase:
+    return self.apply(lambda x: x.grad, filter_empty=True)
+
+
+def zero_grad(self: TensorDictBase, set_to_none: bool = True) -> TensorDictBase:
+    """Reset the gradient of every leaf: drop it (``set_to_none``) or fill it with zeros.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.ones(2, requires_grad=True)}, [2])
+    >>> td.sum(reduce=True).backward()
+    >>> td.zero_grad(set_to_none=False).grad["a"]
+    tensor([0., 0.])
+    """
+    leaves = self._flat_tensors([])
+    if set_to_none:
+        for x in leaves:
+            x.grad = None
+        return self
+    grads = [x.grad for x in leaves if x.grad is not None]
+    if grads:
+        torch._foreach_zero_(grads)
+    return self
+
+
+def backward(
+    self: TensorDictBase,
+    use_global_sum: bool = True,
+    retain_graph: bool = False,
+    create_graph: bool = False,
+) -> None:
+    """Back-propagate from the leaves that require grad.
+
+    With ``use_global_sum`` the gradient is that of the sum of every element of those
+    leaves, in one ``backward`` call; otherwise each leaf is back-propagated with a
+    gradient of ones (the same gradients, through :func:`torch.autograd.backward`).
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> w = torch.ones(2, requires_grad=True)
+    >>> TensorDict({"a": w * 3, "n": {"b": w * w}}, [2]).backward()
+    >>> w.grad
+    tensor([5., 5.])
+    """
+    leaves = [x for x in self._flat_tensors([]) if x.requires_grad]
+    if not leaves:
+        raise RuntimeError("backward(): no leaf of the tensordict requires grad.")
+    if use_global_sum:
+        total = leaves[0].sum()
+        for x in leaves[1:]:
+            total = total + x.sum()
+        total.backward(retain_graph=retain_graph, create_graph=create_graph)
+        return
+    torch.autograd.backward(
+        leaves,
+        [torch.ones_like(x) for x in leaves],
+        retain_graph=retain_graph,
+        create_graph=create_graph,
+    )
+
+
+def as_tensor(self: TensorDictBase) -> TensorDictBase:
+    """Leaves that define ``as_tensor()`` (memory-mapped tensors …) as plain tensors; other
+    leaves unchanged.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> type(TensorDict({"a": torch.zeros(1)}, [1]).as_tensor()["a"]).__name__
+    'Tensor'
+    """
+
+    def plain(x: _Tensor) -> _Tensor:
+        fn = getattr(x, "as_tensor", None)
+        return fn() if fn is not None else x
+
+    return self._map_tensors(plain)
+
+
 def _requires_grad(self: TensorDictBase) -> bool:
     return any(x.requires_grad for x in self._flat_tensors([]))
 
@@ -647,6 +725,9 @@ def install(cls: type) -> None:
         contiguous,
         is_contiguous,
         requires_grad_,
+        zero_grad,
+        backward,
+        as_tensor,
         is_floating_point,
     ):
         setattr(cls, func.__name__, func)
@@ -656,5 +737,8 @@ def install(cls: type) -> None:
     cls.__pos__ = _pos
     cls.__hash__ = object.__hash__
     cls.requires_grad = property(_requires_grad, doc="Whether any leaf requires grad.")
+    cls.grad = property(
+        _grad, doc="A tensordict of the leaves' gradients (leaves without one are left out)."
+    )
     cls.data = property(_data, doc="A tensordict of the leaves' ``.data``.")
     cls.dtype = property(_dtype, doc="The dtype shared by all leaves, or ``None`` if they differ.")

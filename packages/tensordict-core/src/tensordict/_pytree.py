@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import json
+import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -430,6 +431,95 @@ def _from_dumpable_context(dumped: str) -> tuple[Any, ...]:
         )
     names = None if data["names"] is None else tuple(data["names"])
     return (tuple(data["keys"]), bs, device, names, non_tensor, -1)
+
+
+# ---------------------------------------------------------------------- lazy stacks
+def _lazy_flatten(lazy: Any) -> tuple[list[Any], tuple[Any, ...]]:
+    members = list(lazy.tensordicts)
+    leaf = _first_leaf(members)
+    member_bs = members[0].batch_size if members else None
+    context = (
+        lazy.stack_dim,
+        lazy._td_dim_name,
+        lazy.batch_size,
+        member_bs,
+        -1 if leaf is None else _vmap_level(leaf),
+    )
+    return members, context
+
+
+def _lazy_flatten_with_keys(lazy: Any) -> tuple[list[tuple[Any, Any]], tuple[Any, ...]]:
+    members, context = _lazy_flatten(lazy)
+    return [(pytree.SequenceKey(i), td) for i, td in enumerate(members)], context
+
+
+def _make_lazy_unflatten(cls: Any) -> Any:
+    def unflatten(values: Iterable[Any], context: tuple[Any, ...]) -> Any:
+        stack_dim, dim_name, batch_size, member_bs, level = context
+        members = list(values)
+        if not members:
+            return cls._new([], stack_dim, dim_name, batch_size)
+        leaf = _first_leaf(members)
+        new_level = -1 if leaf is None else _vmap_level(leaf)
+        if new_level > level:
+            raise RuntimeError(
+                "torch.vmap over a LazyStackedTensorDict is not supported: its members would be "
+                "batched along their own dimensions, not the stack's. Make it dense first "
+                "(td.contiguous() or td.densify())."
+            )
+        new_bs = members[0].batch_size
+        for i, td in enumerate(members[1:], 1):
+            if td.batch_size != new_bs:
+                raise RuntimeError(
+                    f"cannot rebuild a lazy stack from tensordicts of different batch sizes "
+                    f"({tuple(new_bs)} for member 0, {tuple(td.batch_size)} for member {i})."
+                )
+        if new_level < level and len(new_bs) == len(member_bs) + 1:
+            # leaving torch.vmap: the members got the vmapped dimension back; find where
+            d = next(
+                (j for j in range(len(member_bs)) if new_bs[j] != member_bs[j]), len(member_bs)
+            )
+            if d <= stack_dim:
+                stack_dim += 1
+        return cls._new(members, min(stack_dim, len(new_bs)), dim_name)
+
+    return unflatten
+
+
+def register_lazy_stack(cls: type) -> None:
+    """Register a lazy-stack class (``tensordicts``/``stack_dim``) as a pytree node.
+
+    Its children are the stacked tensordicts. ``torch.vmap`` cannot batch a lazy stack
+    along its dimensions through its members, so entering a vmap with one raises.
+
+    >>> import torch
+    >>> from torch.utils._pytree import tree_map
+    >>> from tensordict import TensorDict, lazy_stack
+    >>> lazy = lazy_stack([TensorDict({"a": torch.zeros(2)}, [2]), TensorDict({"a": torch.ones(2)}, [2])])
+    >>> out = tree_map(lambda x: x + 1, lazy)
+    >>> type(out).__name__, out.batch_size, out["a"][1]
+    ('LazyStackedTensorDict', torch.Size([2, 2]), tensor([2., 2.]))
+    """
+    if cls in pytree.SUPPORTED_NODES:
+        return
+    pytree.register_pytree_node(
+        cls,
+        _lazy_flatten,
+        _make_lazy_unflatten(cls),
+        serialized_type_name=f"{cls.__module__}.{cls.__qualname__}",
+        flatten_with_keys_fn=_lazy_flatten_with_keys,
+    )
+
+
+def register_defaults() -> None:
+    """Register ``TensorDict`` and, when core has it, ``LazyStackedTensorDict``."""
+    from tensordict._td import TensorDict
+
+    register(TensorDict)
+    lazy_module = sys.modules.get("tensordict._lazy")
+    lazy_cls = getattr(lazy_module, "LazyStackedTensorDict", None)
+    if lazy_cls is not None:
+        register_lazy_stack(lazy_cls)
 
 
 def register(cls: type) -> None:

@@ -80,13 +80,16 @@ def _td_repr(td: TensorDictBase, indent: str) -> tuple[str, bool, bool]:
             text = _tensor_repr(value, leaf_shared)
             any_tensor = True
             shared_all = shared_all and (leaf_shared or value.is_cuda)
-        elif hasattr(value, "_tensordict"):
-            text, sub_shared, sub_any = _td_repr(value, field_indent)
+        elif hasattr(value, "_tensordict") or hasattr(value, "_repr_block"):
+            if hasattr(value, "_tensordict"):
+                text, sub_shared, sub_any = _td_repr(value, field_indent)
+            else:  # other tensordict types (lazy stacks) print their own block
+                text, sub_shared, sub_any = value._repr_block(field_indent)
             if sub_any:
                 any_tensor = True
                 shared_all = shared_all and sub_shared
         else:
-            text = repr(value)
+            text = repr(value).replace("\n", "\n" + field_indent)
         fields.append(f"{field_indent}{key}: {text}")
     is_shared = any_tensor and shared_all
     if limit is not None and len(fields) > limit:

@@ -395,7 +395,7 @@ class DenseShapeOps:
     def _split_entries(self, fn: Any, n: int, shapes: list, names: list | None) -> tuple:
         parts: list[dict] = [{} for _ in range(n)]
         for key, value in self._tensordict.items():
-            if type(value) is NonTensorData:
+            if isinstance(value, NonTensorData):
                 for i in range(n):
                     parts[i][key] = value._with(shapes[i])
                 continue

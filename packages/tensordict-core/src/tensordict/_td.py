@@ -9,6 +9,7 @@ Storage is a plain ``dict`` mapping string keys to tensors, nested tensordicts o
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from types import EllipsisType
 from typing import Any, overload
 
@@ -22,7 +23,13 @@ from tensordict._errors import lock_error, missing_key
 from tensordict._index import index_names, indexed_batch_size, normalize_index
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
 from tensordict._misc_ops import MiscOps
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import (
+    NON_TENSOR_TYPES,
+    NonTensorData,
+    NonTensorStack,
+    unwrap_non_tensor,
+    write_non_tensor,
+)
 from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
 from tensordict._shape_ops import DenseShapeOps
 from tensordict._state_dict import StateDictOps
@@ -149,7 +156,7 @@ class TensorDict(
         new = parse_batch_size(new)
         nb = len(new)
         for key, value in self._tensordict.items():
-            if type(value) is NonTensorData:
+            if isinstance(value, NonTensorData):
                 continue
             if value.shape[:nb] != new:
                 raise RuntimeError(
@@ -157,7 +164,7 @@ class TensorDict(
                     f"whose leading dimensions must equal the batch size."
                 )
         for key, value in self._tensordict.items():
-            if type(value) is NonTensorData:
+            if isinstance(value, NonTensorData):
                 self._tensordict[key] = value._with(new)
         if self._names is not None and len(self._names) != nb:
             kept = (list(self._names) + [None] * nb)[:nb]
@@ -364,7 +371,11 @@ class TensorDict(
             return value
         if isinstance(value, dict):
             return TensorDict(value, batch_size=bs, device=self._device, names=self._names)
-        if type(value) is NonTensorData:
+        if isinstance(value, NonTensorData):
+            return value._with(bs, self._device)
+        if type(value) is NonTensorStack:  # one value per element: shaped like a tensor
+            if value.batch_size[:nb] != bs:
+                raise self._shape_error(key, value)
             return value._with(bs, self._device)
         if isinstance(value, _NUMBER_TYPES):
             if isinstance(value, np.ndarray) and value.dtype.kind in "OUS":
@@ -389,6 +400,8 @@ class TensorDict(
         for i, part in enumerate(key):
             store = getattr(td, "_tensordict", None)
             if store is None:
+                if isinstance(td, TensorDictBase):  # a lazy stack: it reads the rest
+                    return td._get_tuple(key[i:], default)
                 if default is NO_DEFAULT:
                     raise KeyError(
                         f"key {unravel_key(key)!r} not found: {unravel_key(key[:i])!r} is a "
@@ -435,8 +448,8 @@ class TensorDict(
                 value = self._tensordict[index]
             except KeyError:
                 raise missing_key(index, self) from None
-            if type(value) is NonTensorData:
-                return value.data
+            if type(value) in NON_TENSOR_TYPES:
+                return unwrap_non_tensor(value)
             return value
         if type(index) is tuple and index and isinstance(index[0], (str, tuple)):
             try:  # fast path: a flat tuple of strings naming an existing entry
@@ -445,8 +458,8 @@ class TensorDict(
                     value = value._tensordict[part]
             except (KeyError, AttributeError, TypeError):
                 value = self._get_tuple(_key_tuple(index), NO_DEFAULT)
-            if type(value) is NonTensorData:
-                return value.data
+            if type(value) in NON_TENSOR_TYPES:
+                return unwrap_non_tensor(value)
             return value
         return self._index(index)
 
@@ -642,24 +655,20 @@ class TensorDict(
                     target = torch.zeros(
                         bs + v.shape[vnb:], dtype=v.dtype, device=self._device or v.device
                     )
+                elif isinstance(v, NonTensorStack):  # values for part of the batch
+                    target = NonTensorStack._from_parts(
+                        [None], torch.zeros(bs, dtype=torch.long), self._device
+                    )
                 else:
-                    store[key] = v._with(bs, self._device) if type(v) is NonTensorData else v
+                    store[key] = v._with(bs, self._device) if isinstance(v, NonTensorData) else v
                     continue
                 store[key] = target
             if isinstance(target, TensorDict):
                 target._write_at(idx, idx_bs, v)
             elif isinstance(target, _Tensor):
                 target[idx] = v
-            elif type(target) is NonTensorData:
-                if target.data != v.data:
-                    if idx_bs == bs and idx_bs.numel() > 0:
-                        store[key] = v._with(bs, self._device)
-                    else:
-                        raise NotImplementedError(
-                            f"writing the non-tensor value {v.data!r} into part of the batch "
-                            f"at key {key!r} (which holds {target.data!r}) needs a "
-                            "NonTensorStack, which is not supported yet."
-                        )
+            elif type(target) in NON_TENSOR_TYPES:
+                store[key] = write_non_tensor(target, idx, v, bs)
             else:
                 target[idx] = v
 
@@ -675,6 +684,9 @@ class TensorDict(
         """
         key = _key_tuple(key)
         parent = self._get_tuple(key[:-1], NO_DEFAULT) if len(key) > 1 else self
+        if not isinstance(parent, TensorDict):  # a lazy stack deletes from its members
+            parent.del_(key[-1])
+            return self
         if parent._is_locked:
             raise lock_error(unravel_key(key), "delete")
         if key[-1] not in parent._tensordict:
@@ -732,7 +744,7 @@ class TensorDict(
                     ) from None
                 if new_bs is None:
                     new_bs = result.shape[: result.ndim - (value.ndim - nb)]
-            elif type(value) is NonTensorData:
+            elif isinstance(value, NonTensorData):
                 pending.append(key)
                 continue
             else:
@@ -786,13 +798,14 @@ class TensorDict(
         True
         """
         self._propagate_lock(True)
-        self._last_op = ("lock_", self._undo_lock)
+        # a partial, not a bound method: torch.compile can rebuild it on a new tensordict
+        self._last_op = ("lock_", partial(type(self)._undo_lock, self))
         return self
 
     def unlock_(self) -> TensorDict:
         """Unlock the tensordict (and nested ones); as a context manager, re-locks on exit."""
         self._propagate_lock(False)
-        self._last_op = ("unlock_", self._undo_unlock)
+        self._last_op = ("unlock_", partial(type(self)._undo_unlock, self))
         return self
 
     def _undo_lock(self) -> None:
@@ -827,7 +840,7 @@ class TensorDict(
         """
         common: list | None = None
         for value in self._tensordict.values():
-            if type(value) is NonTensorData:
+            if isinstance(value, NonTensorData):
                 continue
             if isinstance(value, TensorDict):
                 value.auto_batch_size_(batch_dims)

@@ -15,7 +15,7 @@ import torch
 
 from tensordict._dict_ops import write_inplace
 from tensordict._keys import unravel_key
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NON_TENSOR, NonTensorData
 from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
 from tensordict.base import NO_DEFAULT, TensorDictBase
 
@@ -58,7 +58,7 @@ class TreeMapOps:
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
                 out[key] = fn(value)
-            elif type(value) is NonTensorData:
+            elif isinstance(value, NonTensorData):
                 out[key] = value._with(batch_size)
             elif isinstance(value, TreeMapOps):
                 sub_bs = value._batch_size
@@ -81,8 +81,8 @@ class TreeMapOps:
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
                 out[key] = fn(value)
-            elif type(value) is NonTensorData:
-                out[key] = value if device is NO_DEFAULT else value._with(value._batch_size, device)
+            elif isinstance(value, NON_TENSOR):  # a new wrapper: in-place writes stay local
+                out[key] = value._with(value.batch_size, None if device is NO_DEFAULT else device)
             else:
                 out[key] = value._map_tensors(fn, device)
         return self._new_unsafe(
@@ -94,10 +94,8 @@ class TreeMapOps:
         for value in self._tensordict.values():
             if isinstance(value, _Tensor):
                 out.append(value)
-            elif isinstance(value, TreeMapOps):
+            elif isinstance(value, TensorDictBase):  # dense or lazy stack
                 value._flat_tensors(out)
-            elif isinstance(value, TensorDictBase):
-                out.extend(value.values(True, True))
         return out
 
     def _rebuild(self, it: Any) -> TensorDict:
@@ -106,7 +104,7 @@ class TreeMapOps:
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
                 out[key] = next(it)
-            elif isinstance(value, TreeMapOps):
+            elif isinstance(value, TensorDictBase):
                 out[key] = value._rebuild(it)
             else:
                 out[key] = value
@@ -118,7 +116,7 @@ class TreeMapOps:
         for key, value in store.items():
             if isinstance(value, _Tensor):
                 store[key] = next(it)
-            elif isinstance(value, TreeMapOps):
+            elif isinstance(value, TensorDictBase):
                 value._write_flat(it)
 
     def _aligned_tensors(
@@ -150,7 +148,7 @@ class TreeMapOps:
                         )
                     o = default
                 out.append(o)
-            elif isinstance(value, TreeMapOps):
+            elif isinstance(value, TensorDictBase):
                 sub = store.get(key, NO_DEFAULT)
                 if sub is NO_DEFAULT:
                     if default is None:
@@ -180,7 +178,7 @@ class TreeMapOps:
                 elif not checked:
                     r = self._validate_value(key, r)
                 out[key] = r
-            elif type(value) is NonTensorData:
+            elif isinstance(value, NON_TENSOR):
                 out[key] = value
             else:
                 r = value._apply_nest(fn, checked=checked)
@@ -241,7 +239,7 @@ class TreeMapOps:
                 if is_leaf is not None
                 else not isinstance(value, TensorDictBase)
             )
-            if type(value) is NonTensorData:
+            if isinstance(value, NON_TENSOR):
                 if not inplace:
                     result._tensordict[key] = value._with(result._batch_size, result._device)
                     any_kept = True

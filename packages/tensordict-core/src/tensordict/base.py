@@ -9,8 +9,10 @@ from tables by :mod:`tensordict._ops`) the families of tensor methods.
 
 from __future__ import annotations
 
+import enum
 import sys
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
@@ -19,11 +21,12 @@ from tensordict import _forwarders, _siblings
 from tensordict._convert import ConversionOps
 from tensordict._errors import missing_key
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import DATA_TYPES, NON_TENSOR, NonTensorData, unwrap_non_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
 
+    from tensordict._lazy import LazyStackedTensorDict
     from tensordict._table_api import TableMethods as _TableMethods
     from tensordict._td import TensorDict
 else:
@@ -34,8 +37,10 @@ else:
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-class _NoDefault:
-    __slots__ = ()
+class _NoDefault(enum.Enum):
+    # An enum member (not a plain instance) so that torch.compile can rebuild it where it
+    # is a default argument of a method called on a tensordict made inside the compiled code.
+    NO_DEFAULT = "NO_DEFAULT"
 
     def __repr__(self) -> str:
         return "NO_DEFAULT"
@@ -45,7 +50,7 @@ class _NoDefault:
 
 
 #: Sentinel for "argument not given" (``None`` is a meaningful default in several places).
-NO_DEFAULT: Any = _NoDefault()
+NO_DEFAULT: Any = _NoDefault.NO_DEFAULT
 
 _GET_DEFAULTS_TO_NONE = False
 
@@ -65,13 +70,19 @@ def is_tensor_collection(obj: Any) -> bool:
     """
     cls = obj if isinstance(obj, type) else type(obj)
     return (
-        issubclass(cls, (TensorDictBase, NonTensorData))
+        issubclass(cls, (TensorDictBase, *NON_TENSOR))
         or getattr(cls, "_is_tensorclass", False) is True
     )
 
 
 #: ``torch`` function -> tensordict implementation, filled by the modules that own them.
 TD_HANDLED_FUNCTIONS: dict[Callable, Callable] = {}
+
+#: The same, by ``__name__``, for the ``Tensor`` operators written in Python
+#: (``Tensor.__rsub__``, ``Tensor.__rpow__`` ...): under ``torch.compile`` dynamo passes them
+#: to ``__torch_function__`` as values its dict lookup does not match, so those are looked
+#: up by name first.
+TD_HANDLED_BY_NAME: dict[str, Callable] = {}
 
 
 def implements_for_td(torch_function: Callable[..., Any]) -> Callable[[_F], _F]:
@@ -257,7 +268,7 @@ class TensorDictBase(ConversionOps, _TableMethods):
             value = self._get_str(key, default)
         else:
             value = self._get_tuple(_key_tuple(key), default)
-        if type(value) is NonTensorData:
+        if type(value) in DATA_TYPES:
             return value.data
         return value
 
@@ -326,7 +337,7 @@ class TensorDictBase(ConversionOps, _TableMethods):
         'cat'
         """
         value = self._get_tuple(_key_tuple(key), default)
-        return value.data if type(value) is NonTensorData else value
+        return unwrap_non_tensor(value)
 
     def set_non_tensor(self, key: NestedKey, value: Any) -> Self:
         """Store ``value`` at ``key`` as non-tensor data, whatever its type.
@@ -409,7 +420,7 @@ class TensorDictBase(ConversionOps, _TableMethods):
                 raise missing_key(unravel_key(key), self)
             return default
         self.del_(key)
-        return value.data if type(value) is NonTensorData else value
+        return value.data if isinstance(value, NonTensorData) else value
 
     def popitem(self) -> tuple[str | tuple[str, ...], Any]:
         """Remove and return the last inserted top-level ``(key, value)`` pair.
@@ -441,6 +452,115 @@ class TensorDictBase(ConversionOps, _TableMethods):
             out.set(key, value)
         return out
 
+    # ------------------------------------------------------------------ stacks, non-tensors
+    @classmethod
+    def lazy_stack(
+        cls,
+        input: Sequence[TensorDictBase],
+        dim: int = 0,
+        *,
+        out: TensorDictBase | None = None,
+        **kwargs: Any,
+    ) -> LazyStackedTensorDict:
+        """Stack ``input`` lazily (see :func:`tensordict.lazy_stack`).
+
+        >>> from tensordict import TensorDict
+        >>> TensorDict.lazy_stack([TensorDict(), TensorDict()]).batch_size
+        torch.Size([2])
+        """
+        from tensordict._lazy_dense import lazy_stack
+
+        return lazy_stack(input, dim, out=out, **kwargs)  # type: ignore[no-any-return]
+
+    @classmethod
+    def maybe_dense_stack(
+        cls,
+        input: Sequence[TensorDictBase],
+        dim: int = 0,
+        *,
+        out: TensorDictBase | None = None,
+        **kwargs: Any,
+    ) -> TensorDictBase:
+        """Stack densely if possible, lazily otherwise (see :func:`tensordict.maybe_dense_stack`).
+
+        >>> from tensordict import TensorDict
+        >>> type(TensorDict.maybe_dense_stack([TensorDict(a=0), TensorDict(b=0)])).__name__
+        'LazyStackedTensorDict'
+        """
+        from tensordict._lazy_dense import maybe_dense_stack
+
+        return maybe_dense_stack(input, dim, out=out, **kwargs)
+
+    def to_lazystack(self, dim: int = 0) -> LazyStackedTensorDict:
+        """A lazy stack along ``dim`` of views of this tensordict (writes go through).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2, 3])
+        >>> lazy = td.to_lazystack(1)
+        >>> _ = lazy.set_("a", torch.ones(2, 3))
+        >>> len(lazy.tensordicts), td["a"].sum().item()
+        (3, 6.0)
+        """
+        from tensordict._lazy import LazyStackedTensorDict
+
+        return LazyStackedTensorDict(*self.unbind(dim), stack_dim=dim)  # type: ignore[attr-defined]
+
+    def densify(self, layout: torch.layout = torch.strided) -> TensorDictBase:
+        """This tensordict with every nested lazy stack made dense (see
+        :meth:`LazyStackedTensorDict.densify`); ``self`` when there is none.
+
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(a=0)
+        >>> td.densify() is td
+        True
+        """
+        from tensordict._lazy_dense import to_dense
+
+        return to_dense(self, clone=False, layout=layout)
+
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+        """A dense :class:`~tensordict.TensorDict` copy (lazy stacks are stacked).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(2)}, [2])
+        >>> td.to_tensordict()["a"] is td["a"]
+        False
+        """
+        from tensordict._lazy_dense import to_dense
+
+        return to_dense(self, clone=True)
+
+    def non_tensor_items(self, include_nested: bool = False) -> tuple[tuple[Any, Any], ...]:
+        """The ``(key, value)`` pairs of the non-tensor leaves (values unwrapped; a stack
+        gives a list).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(()), "s": "x", "n": {"t": 1, "u": "y"}})
+        >>> td.non_tensor_items(include_nested=True)
+        (('s', 'x'), (('n', 'u'), 'y'))
+        """
+        return tuple(
+            (key, unwrap_non_tensor(value))
+            for key, value in self.items(include_nested, leaves_only=True)
+            if isinstance(value, NON_TENSOR)
+        )
+
+    def filter_non_tensor_data(self) -> Self:
+        """A tensordict without its non-tensor leaves (nested ones included).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(()), "s": "x", "n": {"u": "y"}})
+        >>> list(td.filter_non_tensor_data().keys(True))
+        ['a', 'n']
+        """
+        keys = [k for k, v in self.items(True, leaves_only=True) if isinstance(v, NON_TENSOR)]
+        out = self.exclude(*keys) if keys else self.copy()  # type: ignore[attr-defined]
+        return out  # type: ignore[no-any-return]
+
     # ------------------------------------------------------------------ context manager
     def __enter__(self) -> Self:
         stack = self.__dict__.setdefault("_ctx_ops", [])
@@ -460,7 +580,10 @@ class TensorDictBase(ConversionOps, _TableMethods):
     def __torch_function__(
         cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
     ) -> Any:
-        impl = TD_HANDLED_FUNCTIONS.get(func)
+        if type(func) is FunctionType:  # see TD_HANDLED_BY_NAME
+            impl = TD_HANDLED_BY_NAME.get(func.__name__) or TD_HANDLED_FUNCTIONS.get(func)
+        else:
+            impl = TD_HANDLED_FUNCTIONS.get(func)
         if impl is None:
             return NotImplemented
         return impl(*args, **(kwargs or {}))

@@ -1,0 +1,857 @@
+"""``LazyStackedTensorDict``: a stack of tensordicts whose entries are stacked on read.
+
+The stack keeps the list of tensordicts (``tensordicts``) and the new dimension
+(``stack_dim``). Reading an entry stacks the members' values (nested tensordicts come
+back as lazy stacks of the members' nested tensordicts, non-tensor values as a
+:class:`~tensordict.NonTensorStack`); writing by key or by index splits the value along
+``stack_dim`` and writes each part into its member, so writes go through. Members may
+hold keys the others lack ("exclusive" keys, not listed by :meth:`keys`) and entries of
+different shapes ("heterogeneous" entries, which cannot be read as one tensor but can be
+padded or densified).
+
+Batch-shape operations, ``apply`` and the dict-like methods live in
+:mod:`tensordict._lazy_ops`, dense copies in :mod:`tensordict._lazy_dense`; this module
+holds the container, reads, writes, indexing, keys and the printed form.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+
+from tensordict._errors import lock_error, missing_key
+from tensordict._index import indexed_batch_size, normalize_index
+from tensordict._keys import TensorDictKeysView, key_as_tuple, unravel_key
+from tensordict._lazy_dense import LazyDenseOps
+from tensordict._lazy_ops import LazyMemberOps, LazyShapeOps
+from tensordict._nontensor import (
+    NON_TENSOR,
+    NON_TENSOR_TYPES,
+    NonTensorStack,
+    stack_non_tensor,
+    unwrap_non_tensor,
+)
+from tensordict._repr import _td_repr, _tensor_repr, _tensor_shared
+from tensordict._shape import normalize_dim, parse_batch_size
+from tensordict._td import TensorDict
+from tensordict.base import NO_DEFAULT, TensorDictBase, _is_leaf_default, _key_tuple
+
+_Tensor = torch.Tensor
+_MISSING: Any = object()
+_NUMBERS = (bool, int, float, complex, np.number, np.bool_)
+
+
+def _fmt(key: tuple) -> Any:
+    return unravel_key(key)
+
+
+class LazyStackedTensorDict(LazyShapeOps, LazyMemberOps, LazyDenseOps, TensorDictBase):
+    """A lazy stack of tensordicts: entries are stacked when read, writes go to the members.
+
+    Args:
+        *tensordicts: the stacked tensordicts; they must share one batch size.
+        stack_dim: the position of the new dimension in the batch size.
+        device: if given, the members are moved there first.
+        names: names of the batch dimensions.
+        stack_dim_name: the name of the stack dimension only.
+        batch_size: only needed to build an empty stack (size 0 at ``stack_dim``).
+
+    >>> import torch
+    >>> from tensordict import LazyStackedTensorDict, TensorDict
+    >>> tds = [TensorDict({"a": torch.zeros(3)}, [3]), TensorDict({"a": torch.ones(3)}, [3])]
+    >>> lazy = LazyStackedTensorDict(*tds, stack_dim=0)
+    >>> lazy.batch_size, lazy["a"].shape, lazy[1] is tds[1]
+    (torch.Size([2, 3]), torch.Size([2, 3]), True)
+    >>> lazy["b"] = torch.arange(6).view(2, 3)   # written through to the members
+    >>> tds[1]["b"]
+    tensor([3, 4, 5])
+    """
+
+    def __init__(
+        self,
+        *tensordicts: TensorDictBase,
+        stack_dim: int = 0,
+        device: torch.device | str | int | None = None,
+        names: Sequence[str | None] | None = None,
+        stack_dim_name: str | None = None,
+        batch_size: Sequence[int] | torch.Size | None = None,
+    ) -> None:
+        members = list(tensordicts)
+        if len(members) == 1 and isinstance(members[0], (list, tuple)):
+            members = list(members[0])
+        for i, td in enumerate(members):
+            if not isinstance(td, TensorDictBase):
+                raise TypeError(
+                    f"LazyStackedTensorDict stacks tensordicts, but item {i} is a "
+                    f"{type(td).__name__}."
+                )
+        if members:
+            bs = members[0].batch_size
+            for i, td in enumerate(members[1:], 1):
+                if td.batch_size != bs:
+                    raise RuntimeError(
+                        f"lazy_stack: batch sizes must be equal; tensordict 0 has "
+                        f"{tuple(bs)} and tensordict {i} has {tuple(td.batch_size)}."
+                    )
+            sd = normalize_dim(stack_dim, len(bs), "stack_dim", extra=1)
+            full = torch.Size((*bs[:sd], len(members), *bs[sd:]))
+            if batch_size is not None and parse_batch_size(batch_size) != full:
+                raise RuntimeError(
+                    f"LazyStackedTensorDict: batch_size={list(batch_size)} does not match the "
+                    f"stacked batch size {tuple(full)}."
+                )
+        else:
+            if batch_size is None:
+                raise RuntimeError(
+                    "LazyStackedTensorDict: an empty stack needs batch_size= (with size 0 at "
+                    "stack_dim)."
+                )
+            full = parse_batch_size(batch_size)
+            sd = normalize_dim(stack_dim, len(full), "stack_dim")
+            if full[sd] != 0:
+                raise RuntimeError(
+                    f"LazyStackedTensorDict: without tensordicts, batch_size={tuple(full)} must "
+                    f"have size 0 at stack_dim={sd}."
+                )
+        if device is not None:
+            members = [td.to(device) for td in members]
+        self.tensordicts: list[TensorDictBase] = members
+        self.stack_dim: int = sd
+        self._batch_size = full
+        self._td_dim_name = stack_dim_name
+        if names is not None:
+            self.names = names
+
+    @classmethod
+    def _new(
+        cls,
+        members: list,
+        stack_dim: int,
+        dim_name: str | None = None,
+        batch_size: torch.Size | None = None,
+    ) -> LazyStackedTensorDict:
+        """Build without validation (members share one batch size)."""
+        out = cls.__new__(cls)
+        out.tensordicts = members
+        out.stack_dim = stack_dim
+        if batch_size is None:
+            bs = members[0].batch_size
+            batch_size = torch.Size((*bs[:stack_dim], len(members), *bs[stack_dim:]))
+        out._batch_size = batch_size
+        out._td_dim_name = dim_name
+        return out
+
+    def _member_batch(self) -> torch.Size:
+        bs, sd = self._batch_size, self.stack_dim
+        return bs[:sd] + bs[sd + 1 :]
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def batch_size(self) -> torch.Size:
+        """The members' batch size with the stack dimension inserted at ``stack_dim``.
+
+        Settable when the stack dimension is kept (the members get the rest).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict({"a": torch.zeros(3, 4)}, [3])] * 2, 1)
+        >>> lazy.batch_size
+        torch.Size([3, 2])
+        >>> lazy.batch_size = [3, 2, 4]
+        >>> lazy.tensordicts[0].batch_size
+        torch.Size([3, 4])
+        """
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, new: Sequence[int]) -> None:
+        new = parse_batch_size(new)
+        sd, n = self.stack_dim, len(self.tensordicts)
+        if len(new) <= sd or new[sd] != n:
+            raise RuntimeError(
+                f"cannot set batch_size={tuple(new)} on a LazyStackedTensorDict stacking {n} "
+                f"tensordicts at stack_dim={sd}: the new batch size must keep that dimension."
+            )
+        member_bs = new[:sd] + new[sd + 1 :]
+        old = [td.batch_size for td in self.tensordicts]
+        try:
+            for td in self.tensordicts:
+                td.batch_size = member_bs
+        except Exception:
+            for td, bs in zip(self.tensordicts, old, strict=False):  # all-or-nothing
+                td.batch_size = bs
+            raise
+        self._batch_size = new
+
+    @property
+    def device(self) -> torch.device | None:
+        """The device all members share, or ``None``."""
+        devices = {td.device for td in self.tensordicts}
+        return devices.pop() if len(devices) == 1 else None
+
+    @device.setter
+    def device(self, value: Any) -> None:
+        raise RuntimeError(
+            "The device of a tensordict cannot be assigned; use td.to(device) to move it."
+        )
+
+    @property
+    def names(self) -> list[str | None]:
+        """Names of the batch dimensions: the members' names with the stack dimension's.
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict(batch_size=[3])] * 2)
+        >>> lazy.names = ["env", "time"]
+        >>> lazy.names, lazy.tensordicts[0].names
+        (['env', 'time'], ['time'])
+        """
+        sd = self.stack_dim
+        if self.tensordicts:
+            names = list(self.tensordicts[0].names)
+        else:
+            names = [None] * (len(self._batch_size) - 1)
+        names.insert(sd, self._td_dim_name)
+        return names
+
+    @names.setter
+    def names(self, value: Sequence[str | None] | None) -> None:
+        sd = self.stack_dim
+        if value is None:
+            member_names, dim_name = None, None
+        else:
+            value = list(value)
+            if len(value) != len(self._batch_size):
+                raise ValueError(
+                    f"got {len(value)} names {value} for a tensordict with "
+                    f"{len(self._batch_size)} batch dimension(s) (batch_size={self._batch_size})."
+                )
+            seen = [n for n in value if n is not None]
+            if len(seen) != len(set(seen)):
+                raise ValueError(f"dimension names must be unique, got {value}.")
+            dim_name = value.pop(sd)
+            member_names = value if any(n is not None for n in value) else None
+        for td in self.tensordicts:
+            td.names = member_names  # type: ignore[misc]
+        self._td_dim_name = dim_name
+
+    def _has_names(self) -> bool:
+        return self._td_dim_name is not None or any(n is not None for n in self.names)
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether every member is locked."""
+        return bool(self.tensordicts) and all(td.is_locked for td in self.tensordicts)
+
+    @is_locked.setter
+    def is_locked(self, value: bool) -> None:
+        if value:
+            self.lock_()
+        else:
+            self.unlock_()
+
+    @property
+    def _is_locked(self) -> bool:  # type: ignore[override]
+        return self.is_locked
+
+    # ------------------------------------------------------------------ read
+    def _gather(self, key: tuple, default: Any) -> Any:
+        """The stacked entry at ``key`` (a tuple), or ``default`` when no member has it."""
+        tds = self.tensordicts
+        if len(key) == 1:
+            k = key[0]
+            values = [td._get_str(k, _MISSING) for td in tds]
+        else:
+            values = [td._get_tuple(key, _MISSING) for td in tds]
+        if any(v is _MISSING for v in values):
+            lacking = [i for i, v in enumerate(values) if v is _MISSING]
+            if default is not NO_DEFAULT:
+                return default
+            if len(lacking) == len(tds):
+                if len(key) == 1:
+                    raise missing_key(key[0], self)
+                raise KeyError(f"key {_fmt(key)!r} not found in any of the stacked tensordicts.")
+            raise KeyError(
+                f"key {_fmt(key)!r} is only in some of the stacked tensordicts: tensordict(s) "
+                f"{lacking} of {len(tds)} lack it, so it cannot be read as one stacked entry "
+                "(it is an exclusive key). Read it from the members (lazy_td.tensordicts[i]) "
+                "or set it in every member."
+            )
+        return self._stack_values(key, values)
+
+    def _stack_values(self, key: tuple, values: list) -> Any:
+        first = values[0]
+        sd = self.stack_dim
+        if isinstance(first, _Tensor):
+            shape = first.shape
+            for v in values:
+                if not isinstance(v, _Tensor):
+                    raise _mixed_error(key, values)
+                if v.shape != shape:
+                    shapes = {j: tuple(w.shape) for j, w in enumerate(values)}
+                    raise RuntimeError(
+                        f"cannot read entry {_fmt(key)!r} of the LazyStackedTensorDict as one "
+                        f"tensor: its shape differs across the stacked tensordicts (shapes by "
+                        f"member: {shapes}). Index the members (lazy_td[i], "
+                        "lazy_td.tensordicts), or get a dense copy with "
+                        "lazy_td.to_padded_tensor() or lazy_td.densify(layout=torch.jagged)."
+                    )
+            return torch.stack(values, sd)
+        if isinstance(first, TensorDictBase):
+            bs = first.batch_size
+            for v in values:
+                if not isinstance(v, TensorDictBase):
+                    raise _mixed_error(key, values)
+                if v.batch_size != bs:
+                    raise RuntimeError(
+                        f"cannot read the nested entry {_fmt(key)!r} as a lazy stack: its batch "
+                        f"size differs across the stacked tensordicts "
+                        f"({[tuple(w.batch_size) for w in values]})."
+                    )
+            return LazyStackedTensorDict._new(values, sd)
+        if isinstance(first, NON_TENSOR):
+            if not all(isinstance(v, NON_TENSOR) for v in values):
+                raise _mixed_error(key, values)
+            bs = first.batch_size
+            return stack_non_tensor(values, sd, bs[:sd] + (len(values),) + bs[sd:])
+        raise _mixed_error(key, values)  # pragma: no cover - members only store the above
+
+    def _get_str(self, key: str, default: Any) -> Any:
+        return self._gather((key,), default)
+
+    def _get_tuple(self, key: tuple, default: Any) -> Any:
+        return self._gather(key, default)
+
+    def __getitem__(self, index: Any) -> Any:
+        """``lazy[key]`` stacks an entry; any other index selects along the batch.
+
+        An integer at the stack dimension returns the member itself (no copy).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> tds = [TensorDict({"a": torch.full((3,), float(i))}, [3]) for i in range(4)]
+        >>> lazy = lazy_stack(tds)
+        >>> lazy["a"][:, 0], lazy[2] is tds[2], lazy[1:3].batch_size, lazy[:, 0]["a"]
+        (tensor([0., 1., 2., 3.]), True, torch.Size([2, 3]), tensor([0., 1., 2., 3.]))
+        """
+        if type(index) is str:
+            value = self._gather((index,), NO_DEFAULT)
+        elif type(index) is tuple and index and isinstance(index[0], (str, tuple)):
+            value = self._gather(_key_tuple(index), NO_DEFAULT)
+        else:
+            return self._index(index)
+        if type(value) in NON_TENSOR_TYPES:
+            return unwrap_non_tensor(value)
+        return value
+
+    # ------------------------------------------------------------------ keys
+    def _common_keys(self) -> list[str]:
+        tds = self.tensordicts
+        if not tds:
+            return []
+        keys = list(tds[0].keys())
+        rest = [td.keys() for td in tds[1:]]
+        return [k for k in keys if all(k in r for r in rest)] if rest else keys
+
+    def keys(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
+    ) -> TensorDictKeysView:
+        """The keys every member has (see :meth:`TensorDict.keys` for the options).
+
+        Keys only some members hold ("exclusive" keys) are not listed.
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict({"a": 0, "b": 1}), TensorDict({"a": 2})])
+        >>> list(lazy.keys()), "b" in lazy.keys(), "b" in lazy.tensordicts[0].keys()
+        (['a'], False, True)
+        """
+        return _LazyKeysView(self, include_nested, leaves_only, is_leaf, sort)
+
+    def _exclusive_keys(self) -> list[list[str]]:
+        common = set(self._common_keys())
+        return [[k for k in td.keys() if k not in common] for td in self.tensordicts]
+
+    # ------------------------------------------------------------------ write
+    def _split_value(self, key: tuple, value: Any) -> list:
+        """``value`` split along the stack dimension: one part per member."""
+        n, sd, bs = len(self.tensordicts), self.stack_dim, self._batch_size
+        nb = len(bs)
+        if isinstance(value, _NUMBERS) or (
+            isinstance(value, np.ndarray) and value.dtype.kind not in "OUS"
+        ):
+            value = torch.as_tensor(value)
+        if isinstance(value, _Tensor):
+            if value.shape[:nb] != bs:
+                raise RuntimeError(
+                    f"batch dimension mismatch for key {_fmt(key)!r}: the value has shape "
+                    f"{tuple(value.shape)} but its leading dimensions must equal the "
+                    f"LazyStackedTensorDict's batch_size={tuple(bs)}."
+                )
+            return list(value.unbind(sd))
+        if isinstance(value, dict):
+            value = TensorDict(value, batch_size=bs)
+        if isinstance(value, TensorDictBase):
+            if value.batch_size[:nb] != bs:
+                raise RuntimeError(
+                    f"batch dimension mismatch for key {_fmt(key)!r}: the tensordict has "
+                    f"batch_size={tuple(value.batch_size)} but it must start with the "
+                    f"LazyStackedTensorDict's batch_size={tuple(bs)}."
+                )
+            return self._unbind_like(value, "set")
+        if type(value) is NonTensorStack:
+            if value.batch_size[:nb] != bs:
+                raise RuntimeError(
+                    f"batch dimension mismatch for key {_fmt(key)!r}: the NonTensorStack has "
+                    f"batch_size={tuple(value.batch_size)} but it must start with "
+                    f"batch_size={tuple(bs)}."
+                )
+            return list(value.unbind(sd))
+        return [value] * n  # one non-tensor value for every member
+
+    def _check_writable(self, key: tuple) -> None:
+        """Refuse (before writing anything) a new key in a locked member."""
+        for i, td in enumerate(self.tensordicts):
+            if td.is_locked and td._get_tuple(key, _MISSING) is _MISSING:
+                raise lock_error(_fmt(key))
+            if len(key) > 1:
+                parent = td._get_tuple(key[:-1], None)
+                if parent is not None and not isinstance(parent, TensorDictBase):
+                    raise KeyError(
+                        f"cannot write at {_fmt(key)!r}: in tensordict {i} of the stack, the "
+                        f"entry at {_fmt(key[:-1])!r} is a {type(parent).__name__}, not a "
+                        "tensordict."
+                    )
+
+    def _set_tuple(
+        self,
+        key: tuple,
+        value: Any,
+        *,
+        inplace: bool,
+        validated: bool,
+        non_blocking: bool = False,
+    ) -> LazyStackedTensorDict:
+        parts = self._split_value(key, value)
+        self._check_writable(key)
+        for td, part in zip(self.tensordicts, parts, strict=True):
+            td._set_tuple(key, part, inplace=inplace, validated=False, non_blocking=non_blocking)
+        return self
+
+    def _set_str(
+        self,
+        key: str,
+        value: Any,
+        *,
+        inplace: bool,
+        validated: bool,
+        non_blocking: bool = False,
+        ignore_lock: bool = False,
+    ) -> LazyStackedTensorDict:
+        return self._set_tuple(
+            (key,), value, inplace=inplace, validated=validated, non_blocking=non_blocking
+        )
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """``lazy[key] = value`` writes into every member; ``lazy[idx] = td`` writes at an index.
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> tds = [TensorDict({"a": torch.zeros(2)}, [2]) for _ in range(3)]
+        >>> lazy = lazy_stack(tds)
+        >>> lazy[1] = TensorDict({"a": torch.ones(2)}, [2])
+        >>> lazy[:, 0] = TensorDict({"a": torch.full((3,), 5.0)}, [3])
+        >>> tds[1]["a"], tds[2]["a"]
+        (tensor([5., 1.]), tensor([5., 0.]))
+        """
+        if type(index) is str:
+            self._set_tuple((index,), value, inplace=False, validated=False)
+        elif type(index) is tuple and index and isinstance(index[0], (str, tuple)):
+            self._set_tuple(_key_tuple(index), value, inplace=False, validated=False)
+        else:
+            self._set_at_index(index, value)
+
+    def _unbind_like(self, other: Any, op: str) -> list:
+        """``other`` split into one part per member (tensordicts along the stack dimension)."""
+        n, sd = len(self.tensordicts), self.stack_dim
+        if isinstance(other, LazyStackedTensorDict) and other.stack_dim == sd:
+            if len(other.tensordicts) == n and other._batch_size[: len(self._batch_size)] == (
+                self._batch_size
+            ):
+                return other.tensordicts
+        if isinstance(other, TensorDictBase):
+            bs = self._batch_size
+            if other.batch_size[: len(bs)] != bs:
+                raise RuntimeError(
+                    f"{op}: the other tensordict has batch_size={tuple(other.batch_size)}, but "
+                    f"the LazyStackedTensorDict has batch_size={tuple(bs)}."
+                )
+            return list(other.unbind(sd))
+        return [other] * n
+
+    # ------------------------------------------------------------------ delete
+    def del_(self, key: Any) -> LazyStackedTensorDict:
+        """Remove ``key`` from every member holding it (exclusive keys included).
+
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict({"a": 0, "b": 1}), TensorDict({"a": 2})])
+        >>> [list(td.keys()) for td in lazy.del_("b").tensordicts]
+        [['a'], ['a']]
+        """
+        path = _key_tuple(key)
+        holders = [td for td in self.tensordicts if td._get_tuple(path, _MISSING) is not _MISSING]
+        if not holders:
+            raise missing_key(_fmt(path), self)
+        for td in holders:
+            parent = td._get_tuple(path[:-1], None) if len(path) > 1 else td
+            if parent is not None and parent.is_locked:
+                raise lock_error(_fmt(path), "delete")
+        for td in holders:
+            td.del_(path)
+        return self
+
+    def __delitem__(self, key: Any) -> None:
+        self.del_(key)
+
+    # ------------------------------------------------------------------ indexing
+    def _decompose(self, index: Any) -> tuple[Any, Any, int] | None:
+        """Split an index into (members selected, index for each member, position of the
+        stack dimension in the result); ``None`` when it mixes the stack dimension into a
+        multi-dimensional advanced index (handled on a dense copy)."""
+        bs, sd = self._batch_size, self.stack_dim
+        idx = normalize_index(index, bs)
+        items = list(idx) if type(idx) is tuple else [idx]
+        if sum(isinstance(it, _Tensor) for it in items) > 1:
+            return None
+        dim = 0
+        out_dims = 0
+        selector: Any = _MISSING
+        pos = 0
+        member_items: list = []
+        for it in items:
+            if it is None:
+                out_dims += 1
+                member_items.append(it)
+                continue
+            if isinstance(it, _Tensor):
+                if it.dtype is torch.bool:
+                    span, produced = it.ndim, 1
+                    if span == 0:
+                        return None
+                else:
+                    span, produced = 1, it.ndim
+            else:
+                span, produced = 1, (0 if type(it) is int else 1)
+            if dim <= sd < dim + span:
+                if span != 1:
+                    return None
+                selector, pos = it, out_dims
+            else:
+                member_items.append(it)
+            dim += span
+            out_dims += produced
+        if selector is _MISSING:  # the index stops before the stack dimension
+            selector, pos = slice(None), out_dims + (sd - dim)
+        n = len(self.tensordicts)
+        if isinstance(selector, _Tensor):
+            if selector.dtype is torch.bool:
+                selector = selector.nonzero().squeeze(-1)
+            if selector.ndim == 0:
+                selector = int(selector)
+            elif selector.ndim == 1:
+                selector = [i % n if i < 0 else i for i in selector.tolist()]
+            else:
+                return None
+        if type(selector) is int:
+            selector = selector + n if selector < 0 else selector
+        elif type(selector) is slice:
+            selector = list(range(n))[selector]
+        if not member_items:
+            member_index: Any = _MISSING  # the members are taken whole
+        else:
+            member_index = tuple(member_items) if len(member_items) != 1 else member_items[0]
+        return selector, member_index, pos
+
+    def _index(self, index: Any) -> TensorDictBase:
+        dec = self._decompose(index)
+        if dec is None:
+            return self.contiguous()[index]
+        selector, member_index, pos = dec
+        tds = self.tensordicts
+        if type(selector) is int:
+            td = tds[selector]
+            return td if member_index is _MISSING else td[member_index]
+        parts = [tds[j] if member_index is _MISSING else tds[j][member_index] for j in selector]
+        if parts:
+            return LazyStackedTensorDict._new(parts, pos, self._td_dim_name)
+        new_bs = indexed_batch_size(normalize_index(index, self._batch_size), self._batch_size)
+        return LazyStackedTensorDict._new([], pos, self._td_dim_name, new_bs)
+
+    def _set_at_index(self, index: Any, value: Any) -> None:
+        dec = self._decompose(index)
+        if dec is None:
+            raise IndexError(
+                f"cannot write into a LazyStackedTensorDict at index {index!r}: it mixes the "
+                f"stack dimension ({self.stack_dim}) into a multi-dimensional advanced index. "
+                "Write through lazy_td.tensordicts[i], or use an index that selects along the "
+                "stack dimension with an int, a slice or a 1-d tensor."
+            )
+        selector, member_index, pos = dec
+        tds = self.tensordicts
+        key = Ellipsis if member_index is _MISSING else member_index
+        if type(selector) is int:
+            tds[selector][key] = value
+            return
+        bs = self._batch_size
+        idx_bs = indexed_batch_size(normalize_index(index, bs), bs)
+        parts = _split_at(value, idx_bs, pos, len(selector), index)
+        targets = [tds[j] for j in selector]
+        for td, part in zip(targets, parts, strict=True):  # validate every member first
+            if isinstance(td, TensorDict) and isinstance(part, TensorDictBase):
+                m_idx = normalize_index(key, td.batch_size)
+                m_bs = indexed_batch_size(m_idx, td.batch_size)
+                if part.batch_size == m_bs:
+                    td._check_set_at(m_idx, m_bs, part, ())
+        for td, part in zip(targets, parts, strict=True):
+            td[key] = part
+
+    # ------------------------------------------------------------------ primitives for tables
+    def _flat_tensors(self, out: list) -> list:
+        for td in self.tensordicts:
+            td._flat_tensors(out)
+        return out
+
+    def _rebuild(self, it: Any) -> LazyStackedTensorDict:
+        return self._new(
+            [td._rebuild(it) for td in self.tensordicts],
+            self.stack_dim,
+            self._td_dim_name,
+            self._batch_size,
+        )
+
+    def _write_flat(self, it: Any) -> None:
+        for td in self.tensordicts:
+            td._write_flat(it)
+
+    def _map_tensors(self, fn: Callable, device: Any = NO_DEFAULT) -> LazyStackedTensorDict:
+        return self._new(
+            [td._map_tensors(fn, device) for td in self.tensordicts],
+            self.stack_dim,
+            self._td_dim_name,
+            self._batch_size,
+        )
+
+    def _aligned_tensors(
+        self, other: Any, default: Any, out: list | None = None, prefix: tuple = ()
+    ) -> list:
+        if out is None:
+            out = []
+        if not isinstance(other, TensorDictBase):
+            out.extend([other] * len(self._flat_tensors([])))
+            return out
+        for td, part in zip(self.tensordicts, self._unbind_like(other, "binary op"), strict=True):
+            td._aligned_tensors(part, default, out, prefix)
+        return out
+
+    def _map_batch(
+        self, fn: Callable, batch_size: torch.Size, names: list | None = None
+    ) -> TensorDictBase:
+        """Batch-shape operations without a lazy form run on a dense copy."""
+        return self.contiguous()._map_batch(fn, batch_size, names)
+
+    def to_lazystack(self, dim: int = 0) -> LazyStackedTensorDict:
+        """This stack if ``dim`` is its stack dimension, else a lazy stack along ``dim``."""
+        d = normalize_dim(dim, len(self._batch_size))
+        if d == self.stack_dim:
+            return self
+        return LazyStackedTensorDict._new(list(self.unbind(d)), d)
+
+    def is_contiguous(self) -> bool:
+        """Always ``False``: entries are not stored as single tensors."""
+        return False
+
+    def is_shared(self) -> bool:
+        """Whether every tensor leaf of every member is in shared memory (or on CUDA)."""
+        leaves = self._flat_tensors([])
+        return bool(leaves) and all(v.is_shared() or v.is_cuda for v in leaves)
+
+    # ------------------------------------------------------------------ repr
+    def __repr__(self) -> str:
+        return self._repr_block("")[0]
+
+    def _repr_block(self, indent: str) -> tuple[str, bool, bool]:
+        """The repr starting at ``indent``, whether all tensors are shared, whether any."""
+        inner = indent + "    "
+        field_indent = inner + "    "
+        fields: list[str] = []
+        state = [True, False]  # all shared, any tensor
+
+        def describe(value: Any, at: str) -> str:
+            if isinstance(value, _Tensor):
+                shared = _tensor_shared(value) or value.is_cuda
+                state[0] = state[0] and shared
+                state[1] = True
+                return _tensor_repr(value, shared)
+            if isinstance(value, LazyStackedTensorDict):
+                text, shared, anyt = value._repr_block(at)
+            elif hasattr(value, "_tensordict"):
+                text, shared, anyt = _td_repr(value, at)
+            else:
+                return repr(value).replace("\n", "\n" + at)
+            if anyt:
+                state[0] = state[0] and shared
+                state[1] = True
+            return text
+
+        for key in sorted(self._common_keys()):
+            values = [td._get_str(key, NO_DEFAULT) for td in self.tensordicts]
+            first = values[0]
+            if isinstance(first, _Tensor) and all(isinstance(v, _Tensor) for v in values):
+                shape = list(first.shape)
+                for v in values[1:]:
+                    if v.ndim != len(shape):
+                        shape = [-1] * len(shape)
+                        break
+                    shape = [s if s == t else -1 for s, t in zip(shape, v.shape, strict=True)]
+                shape.insert(self.stack_dim, len(values))
+                shared = all(_tensor_shared(v) or v.is_cuda for v in values)
+                state[0] = state[0] and shared
+                state[1] = True
+                text = _tensor_repr(first, shared).replace(
+                    f"shape={first.shape}", f"shape={torch.Size(shape)}", 1
+                )
+            else:
+                try:
+                    text = describe(self._stack_values((key,), values), field_indent)
+                except (RuntimeError, TypeError) as err:
+                    text = f"<{err}>"
+            fields.append(f"{field_indent}{key}: {text}")
+        exclusive = []
+        for i, (td, keys) in enumerate(zip(self.tensordicts, self._exclusive_keys(), strict=True)):
+            if keys:
+                at = field_indent + "    "
+                lines = [
+                    f"{at}{k}: {describe(td._get_str(k, NO_DEFAULT), at)}" for k in sorted(keys)
+                ]
+                exclusive.append(f"{field_indent}{i} ->\n" + ",\n".join(lines))
+        is_shared = state[1] and state[0]
+        body = ",\n".join(fields) if fields else inner
+        excl = ",\n".join(exclusive) if exclusive else inner
+        text = (
+            f"{type(self).__name__}(\n"
+            f"{inner}fields={{\n{body}}},\n"
+            f"{inner}exclusive_fields={{\n{excl}}},\n"
+            f"{inner}batch_size={self.batch_size},\n"
+            f"{inner}device={self.device},\n"
+            f"{inner}is_shared={is_shared},\n"
+            f"{inner}stack_dim={self.stack_dim})"
+        )
+        return text, is_shared, state[1]
+
+
+def _mixed_error(key: tuple, values: list) -> TypeError:
+    kinds = {i: type(v).__name__ for i, v in enumerate(values)}
+    return TypeError(
+        f"cannot stack entry {_fmt(key)!r}: the stacked tensordicts hold values of different "
+        f"kinds there (by member: {kinds})."
+    )
+
+
+def _split_at(value: Any, idx_bs: torch.Size, pos: int, n: int, index: Any) -> list:
+    """``value`` (written at an index selecting ``idx_bs``) split along ``pos`` into ``n``."""
+    if isinstance(value, dict):
+        value = TensorDict(value, batch_size=idx_bs)
+    if isinstance(value, TensorDictBase):
+        if value.batch_size != idx_bs:
+            try:
+                value = value.expand(idx_bs)
+            except RuntimeError:
+                raise RuntimeError(
+                    f"cannot write a tensordict of batch_size={tuple(value.batch_size)} at "
+                    f"index {index!r}, which selects a batch of shape {tuple(idx_bs)}."
+                ) from None
+        return list(value.unbind(pos))
+    if isinstance(value, (_Tensor, *_NUMBERS)):
+        t = torch.as_tensor(value)
+        if t.ndim >= len(idx_bs) - pos:  # the value spans the stack dimension
+            try:
+                t = (
+                    t.expand(*idx_bs, *t.shape[len(idx_bs) :])
+                    if t.shape[: len(idx_bs)] != (idx_bs)
+                    else t
+                )
+            except RuntimeError:
+                raise RuntimeError(
+                    f"cannot write a tensor of shape {tuple(t.shape)} at index {index!r} "
+                    f"(selected batch shape {tuple(idx_bs)})."
+                ) from None
+            return list(t.unbind(pos))
+        return [t] * n
+    return [value] * n
+
+
+class _LazyKeysView(TensorDictKeysView):
+    """The keys view of a lazy stack: the keys every member holds."""
+
+    def __iter__(self) -> Iterator[str | tuple[str, ...]]:
+        keys = self._walk(self._td, ())  # type: ignore[arg-type]
+        if self.sort:
+            return iter(sorted(keys, key=lambda k: k if type(k) is str else ".".join(k)))
+        return keys
+
+    @staticmethod
+    def _entry(td: LazyStackedTensorDict, key: str) -> tuple[type | None, Any]:
+        """The type of the stacked entry (without stacking) and, for nested entries, the
+        lazy stack of the members' nested tensordicts."""
+        values = [m._get_str(key, _MISSING) for m in td.tensordicts]
+        if not values or any(v is _MISSING for v in values):
+            return None, None
+        if all(isinstance(v, TensorDictBase) for v in values):
+            return LazyStackedTensorDict, LazyStackedTensorDict._new(values, td.stack_dim)
+        return type(values[0]), None
+
+    def _walk(self, td: LazyStackedTensorDict, prefix: tuple) -> Iterator[Any]:
+        is_leaf = self.is_leaf or _is_leaf_default
+        for key in td._common_keys():
+            full = prefix + (key,) if prefix else key
+            if not (self.include_nested or self.leaves_only):
+                yield full
+                continue
+            cls, nested = self._entry(td, key)
+            leaf = is_leaf(cls)
+            if leaf or not self.leaves_only:
+                yield full
+            if not leaf and self.include_nested and nested is not None:
+                yield from self._walk(nested, prefix + (key,))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, key: object) -> bool:
+        if not isinstance(key, (str, tuple)):
+            return False
+        try:
+            path = key_as_tuple(key)
+        except (TypeError, KeyError):
+            return False
+        if len(path) > 1 and not self.include_nested:
+            return False
+        td: Any = self._td
+        cls: type | None = None
+        for i, part in enumerate(path):
+            cls, nested = self._entry(td, part)
+            if cls is None:
+                return False
+            if i < len(path) - 1:
+                if nested is None:
+                    return False
+                td = nested
+        return not self.leaves_only or (self.is_leaf or _is_leaf_default)(cls)

@@ -1,0 +1,728 @@
+"""Operations of ``LazyStackedTensorDict`` carried out member by member.
+
+* :class:`LazyShapeOps` — batch-shape operations. Each maps the stack dimension to its new
+  position and applies the matching operation to every member; operations that would
+  merge the stack dimension with others (``view``/``reshape``/``flatten`` across it) run
+  on a dense copy.
+* :class:`LazyMemberOps` — ``apply``, dict-like and device methods. Everything that can
+  fail is checked on every member before any member is written, so bad input leaves the
+  stack unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tensordict._dict_ops import DictOps, write_inplace
+from tensordict._errors import lock_error
+from tensordict._keys import unravel_key
+from tensordict._shape import (
+    broadcastable_to,
+    infer_shape,
+    normalize_dim,
+    parse_batch_size,
+    unpack_shape,
+)
+from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
+
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._lazy import LazyStackedTensorDict
+
+_Tensor = torch.Tensor
+
+
+def _member_dim(d: int, sd: int) -> int:
+    """Position in a member of the stacked tensordict's dimension ``d`` (``d != sd``)."""
+    return d if d < sd else d - 1
+
+
+class LazyShapeOps:
+    """Mixin: batch-shape operations of a lazy stack, applied to its members."""
+
+    tensordicts: list[TensorDictBase]
+    stack_dim: int
+    _batch_size: torch.Size
+    _td_dim_name: str | None
+
+    def _restack(self, members: list, stack_dim: int, names: bool = True) -> Any:
+        from tensordict._lazy import LazyStackedTensorDict
+
+        if not members:
+            raise RuntimeError("cannot restack an empty LazyStackedTensorDict.")
+        return LazyStackedTensorDict._new(members, stack_dim, self._td_dim_name if names else None)
+
+    def unsqueeze(self, dim: int) -> Any:
+        """Insert a batch dimension of size 1 at ``dim`` (in every member).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict(batch_size=[3])] * 2)
+        >>> out = lazy.unsqueeze(0)
+        >>> out.batch_size, out.stack_dim
+        (torch.Size([1, 2, 3]), 1)
+        """
+        sd = self.stack_dim
+        d = normalize_dim(dim, len(self._batch_size), extra=1)
+        if d <= sd:
+            return self._restack([td.unsqueeze(d) for td in self.tensordicts], sd + 1)
+        return self._restack([td.unsqueeze(d - 1) for td in self.tensordicts], sd)
+
+    def squeeze(self, dim: int | Sequence[int] | None = None) -> Any:
+        """Remove batch dimensions of size 1; squeezing the stack dimension of a one-member
+        stack returns that member (squeezed).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy_stack([TensorDict(batch_size=[1, 3])] * 2).squeeze().batch_size
+        torch.Size([2, 3])
+        """
+        bs, sd = self._batch_size, self.stack_dim
+        nb = len(bs)
+        if dim is None:
+            dims = [i for i, s in enumerate(bs) if s == 1]
+        else:
+            asked = [dim] if isinstance(dim, int) else list(dim)
+            dims = sorted({d for d in (normalize_dim(d, nb) for d in asked) if bs[d] == 1})
+        if not dims:
+            return self
+        member_dims = tuple(_member_dim(d, sd) for d in dims if d != sd)
+        members = [td.squeeze(member_dims) if member_dims else td for td in self.tensordicts]
+        if sd in dims:
+            return members[0]
+        return self._restack(members, sd - sum(1 for d in dims if d < sd))
+
+    def permute(self, *dims: Any) -> Any:
+        """Permute the batch dimensions (the stack dimension moves, members are permuted).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> out = lazy_stack([TensorDict({"a": torch.zeros(3, 4)}, [3, 4])] * 2).permute(2, 0, 1)
+        >>> out.batch_size, out.stack_dim, out["a"].shape
+        (torch.Size([4, 2, 3]), 1, torch.Size([4, 2, 3]))
+        """
+        dims = unpack_shape(dims)
+        nb, sd = len(self._batch_size), self.stack_dim
+        perm = [normalize_dim(d, nb) for d in dims]
+        if sorted(perm) != list(range(nb)):
+            raise RuntimeError(
+                f"permute(): {list(dims)} is not a permutation of the {nb} batch dimension(s)."
+            )
+        member_perm = [_member_dim(p, sd) for p in perm if p != sd]
+        return self._restack([td.permute(member_perm) for td in self.tensordicts], perm.index(sd))
+
+    def transpose(self, dim0: int, dim1: int) -> Any:
+        """Swap two batch dimensions (see :meth:`permute`)."""
+        nb = len(self._batch_size)
+        d0, d1 = normalize_dim(dim0, nb), normalize_dim(dim1, nb)
+        perm = list(range(nb))
+        perm[d0], perm[d1] = perm[d1], perm[d0]
+        return self.permute(perm)
+
+    swapaxes = transpose
+    swapdims = transpose
+
+    def movedim(self, source: int, destination: int) -> Any:
+        """Move batch dimension ``source`` to ``destination`` (see :meth:`permute`)."""
+        nb = len(self._batch_size)
+        s, d = normalize_dim(source, nb), normalize_dim(destination, nb)
+        order = [i for i in range(nb) if i != s]
+        order.insert(d, s)
+        return self.permute(order)
+
+    def expand(self, *shape: Any) -> Any:
+        """Expand the batch (new leading dims allowed); the stack dimension keeps its size.
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy_stack([TensorDict({"a": torch.zeros(1)}, [1])] * 2, 1).expand(4, 2, 2)["a"].shape
+        torch.Size([4, 2, 2])
+        """
+        shape = list(unpack_shape(shape))
+        bs, sd = self._batch_size, self.stack_dim
+        extra = len(shape) - len(bs)
+        if extra < 0:
+            raise RuntimeError(
+                f"expand(): the target shape {shape} has fewer dimensions than "
+                f"batch_size={tuple(bs)}."
+            )
+        new_sd = sd + extra
+        if shape[new_sd] not in (-1, bs[sd]):
+            raise RuntimeError(
+                f"expand(): cannot expand the stack dimension {sd} of a LazyStackedTensorDict "
+                f"(size {bs[sd]}) to {shape[new_sd]}; densify it first (.contiguous())."
+            )
+        member_shape = shape[:new_sd] + shape[new_sd + 1 :]
+        return self._restack([td.expand(member_shape) for td in self.tensordicts], new_sd)
+
+    def expand_as(self, other: Any) -> Any:
+        """Expand to the batch shape of ``other``."""
+        return self.expand(other.shape)
+
+    def broadcast_to(self, shape: Sequence[int]) -> Any:
+        """Alias of :meth:`expand` with a shape argument."""
+        return self.expand(shape)
+
+    def flip(self, *dims: Any) -> Any:
+        """Reverse the order along batch dimensions (the stack dimension reverses the members)."""
+        dims = unpack_shape(dims)
+        nb, sd = len(self._batch_size), self.stack_dim
+        ds = [normalize_dim(d, nb) for d in dims]
+        member_dims = [_member_dim(d, sd) for d in ds if d != sd]
+        members = [td.flip(member_dims) if member_dims else td for td in self.tensordicts]
+        if sd in ds:
+            members = members[::-1]
+        return self._restack(members, sd)
+
+    def fliplr(self) -> Any:
+        """Flip batch dimension 1."""
+        return self.flip(1)
+
+    def flipud(self) -> Any:
+        """Flip batch dimension 0."""
+        return self.flip(0)
+
+    def narrow(self, dim: int, start: int, length: int) -> Any:
+        """Slice ``length`` entries from ``start`` along batch dimension ``dim``."""
+        d = normalize_dim(dim, len(self._batch_size))
+        return self[(slice(None),) * d + (slice(start, start + length),)]  # type: ignore[index]
+
+    # ------------------------------------------------------------------ splitting
+    def unbind(self, dim: int = 0) -> tuple[Any, ...]:
+        """Split along ``dim``; along the stack dimension this returns the members themselves.
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> tds = [TensorDict({"a": torch.zeros(3)}, [3]) for _ in range(2)]
+        >>> lazy = lazy_stack(tds)
+        >>> lazy.unbind(0)[1] is tds[1], [t.batch_size for t in lazy.unbind(1)]
+        (True, [torch.Size([2]), torch.Size([2]), torch.Size([2])])
+        """
+        sd = self.stack_dim
+        d = normalize_dim(dim, len(self._batch_size))
+        if d == sd:
+            return tuple(self.tensordicts)
+        parts = [td.unbind(_member_dim(d, sd)) for td in self.tensordicts]
+        new_sd = sd - 1 if d < sd else sd
+        return tuple(self._restack(list(col), new_sd) for col in zip(*parts, strict=True))
+
+    def split(self, split_size: int | Sequence[int], dim: int = 0) -> tuple[Any, ...]:
+        """Split along ``dim`` into chunks of ``split_size`` (or the given sizes); along the
+        stack dimension each chunk is a lazy stack of the members it holds."""
+        bs, sd = self._batch_size, self.stack_dim
+        d = normalize_dim(dim, len(bs))
+        if d != sd:
+            parts = [td.split(split_size, _member_dim(d, sd)) for td in self.tensordicts]
+            return tuple(self._restack(list(col), sd) for col in zip(*parts, strict=True))
+        size = bs[d]
+        if isinstance(split_size, int):
+            if split_size <= 0:
+                raise ValueError(f"split(): split_size must be positive, got {split_size}.")
+            sizes = [min(split_size, size - i) for i in range(0, size, split_size)]
+        else:
+            sizes = list(split_size)
+            if sum(sizes) != size:
+                raise RuntimeError(
+                    f"split(): sizes {sizes} sum to {sum(sizes)} but batch dimension {d} has "
+                    f"size {size}."
+                )
+        out = []
+        start = 0
+        for s in sizes:
+            out.append(self[(slice(None),) * d + (slice(start, start + s),)])  # type: ignore[index]
+            start += s
+        return tuple(out)
+
+    def chunk(self, chunks: int, dim: int = 0) -> tuple[Any, ...]:
+        """Split into ``chunks`` nearly equal parts along ``dim``."""
+        if chunks <= 0:
+            raise ValueError(f"chunk(): chunks must be positive, got {chunks}.")
+        size = self._batch_size[normalize_dim(dim, len(self._batch_size))]
+        step = -(-size // chunks) if size else 1
+        return self.split(max(step, 1), dim)
+
+    def tensor_split(self, indices_or_sections: Any, dim: int = 0) -> tuple[Any, ...]:
+        """Split like :func:`torch.tensor_split` along a batch dimension."""
+        d = normalize_dim(dim, len(self._batch_size))
+        proxy = torch.empty(self._batch_size[d], 0).tensor_split(indices_or_sections, 0)
+        return self.split([p.shape[0] for p in proxy], d)
+
+    # ------------------------------------------------------------------ reshaping
+    def _keeps_stack(self, shape: torch.Size) -> bool:
+        sd = self.stack_dim
+        return len(shape) > sd and shape[: sd + 1] == self._batch_size[: sd + 1]
+
+    def view(self, *shape: Any, size: Any = None) -> Any:
+        """View with a new batch shape; lazy when the dimensions up to the stack dimension
+        are kept (else a dense copy is reshaped). ``view(dtype)`` views every leaf."""
+        if size is not None:
+            shape = (size,)
+        if len(shape) == 1 and isinstance(shape[0], torch.dtype):
+            dtype = shape[0]
+            return self._restack([td.view(dtype) for td in self.tensordicts], self.stack_dim)
+        new = infer_shape(unpack_shape(shape), self._batch_size.numel())
+        if new == self._batch_size:
+            return self
+        if self._keeps_stack(new):
+            sd = self.stack_dim
+            member = new[:sd] + new[sd + 1 :]
+            return self._restack([td.view(member) for td in self.tensordicts], sd)
+        return self.contiguous().view(new)  # type: ignore[attr-defined]
+
+    def reshape(self, *shape: Any) -> Any:
+        """Reshape the batch (lazy when the dimensions up to the stack dimension are kept).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict({"a": torch.zeros(2, 3)}, [2, 3])] * 2)
+        >>> type(lazy.reshape(2, 6)).__name__, type(lazy.reshape(-1)).__name__
+        ('LazyStackedTensorDict', 'TensorDict')
+        """
+        new = infer_shape(unpack_shape(shape), self._batch_size.numel())
+        if self._keeps_stack(new):
+            sd = self.stack_dim
+            member = new[:sd] + new[sd + 1 :]
+            return self._restack([td.reshape(member) for td in self.tensordicts], sd)
+        return self.contiguous().reshape(new)  # type: ignore[attr-defined]
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
+        """Merge batch dimensions ``start_dim..end_dim`` (a dense copy if the range holds the
+        stack dimension)."""
+        nb, sd = len(self._batch_size), self.stack_dim
+        if nb == 0:
+            return self.reshape(1)
+        start = normalize_dim(start_dim, nb, "start_dim")
+        end = normalize_dim(end_dim, nb, "end_dim")
+        if end < start:
+            raise RuntimeError(f"flatten(): start_dim={start_dim} comes after end_dim={end_dim}.")
+        if start == end:
+            return self
+        if start <= sd <= end:
+            return self.contiguous().flatten(start, end)  # type: ignore[attr-defined]
+        members = [
+            td.flatten(_member_dim(start, sd), _member_dim(end, sd)) for td in self.tensordicts
+        ]
+        return self._restack(members, sd if sd < start else sd - (end - start))
+
+    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
+        """Split batch dimension ``dim`` into ``unflattened_size``."""
+        nb, sd = len(self._batch_size), self.stack_dim
+        d = normalize_dim(dim, nb)
+        if d == sd:
+            return self.contiguous().unflatten(d, unflattened_size)  # type: ignore[attr-defined]
+        sizes = list(unflattened_size)
+        members = [td.unflatten(_member_dim(d, sd), sizes) for td in self.tensordicts]
+        return self._restack(members, sd + (len(sizes) - 1 if d < sd else 0))
+
+    def repeat(self, *repeats: Any) -> Any:
+        """Repeat along batch dimensions (the members are repeated along the stack one)."""
+        reps = tuple(unpack_shape(repeats))
+        bs, sd = self._batch_size, self.stack_dim
+        extra = len(reps) - len(bs)
+        if extra < 0:
+            raise RuntimeError(
+                f"repeat(): got {len(reps)} repeat counts for batch_size={tuple(bs)}; need at "
+                f"least {len(bs)}."
+            )
+        new_sd = sd + extra
+        times = reps[new_sd]
+        member_reps = reps[:new_sd] + reps[new_sd + 1 :]
+        members = [td.repeat(*member_reps) for _ in range(times) for td in self.tensordicts]
+        return self._restack(members, new_sd)
+
+
+class LazyMemberOps:
+    """Mixin: ``apply``, dict-like and device methods of a lazy stack, member by member."""
+
+    tensordicts: list[TensorDictBase]
+    stack_dim: int
+    _batch_size: torch.Size
+    _td_dim_name: str | None
+    _last_op: Any
+
+    if TYPE_CHECKING:  # pragma: no cover - provided by LazyStackedTensorDict
+
+        def _unbind_like(self, other: Any, op: str) -> list: ...
+        def _common_keys(self) -> list[str]: ...
+
+    def _from_members(self, members: list) -> LazyStackedTensorDict:
+        from tensordict._lazy import LazyStackedTensorDict
+
+        if not members:
+            return LazyStackedTensorDict._new(
+                [], self.stack_dim, self._td_dim_name, self._batch_size
+            )
+        return LazyStackedTensorDict._new(members, self.stack_dim, self._td_dim_name)
+
+    # ------------------------------------------------------------------ apply
+    def _apply_nest(
+        self,
+        fn: Callable,
+        *others: Any,
+        batch_size: Sequence[int] | None = None,
+        device: Any = NO_DEFAULT,
+        names: Any = NO_DEFAULT,
+        inplace: bool = False,
+        checked: bool = False,
+        call_on_nested: bool = False,
+        default: Any = NO_DEFAULT,
+        named: bool = False,
+        nested_keys: bool = False,
+        prefix: tuple = (),
+        filter_empty: bool | None = None,
+        is_leaf: Callable | None = None,
+        out: Any = None,
+        _plan: list | None = None,
+    ) -> Any:
+        tds = self.tensordicts
+        sd = self.stack_dim
+        split = [self._unbind_like(o, "apply") for o in others]
+        member_bs = None
+        if batch_size is not None:
+            bs = parse_batch_size(batch_size)
+            if len(bs) <= sd or bs[sd] != len(tds):
+                raise RuntimeError(
+                    f"apply: the new batch_size={tuple(bs)} must keep the stack dimension "
+                    f"{sd} (of size {len(tds)}) of the LazyStackedTensorDict."
+                )
+            member_bs = bs[:sd] + bs[sd + 1 :]
+        outs = self._unbind_like(out, "apply") if out is not None else [None] * len(tds)
+        plan = _plan if _plan is not None or not inplace else []
+        results = []
+        for i, td in enumerate(tds):
+            results.append(
+                td._apply_nest(
+                    fn,
+                    *[o[i] for o in split],
+                    batch_size=member_bs,
+                    device=device,
+                    names=NO_DEFAULT,
+                    inplace=inplace,
+                    checked=checked,
+                    call_on_nested=call_on_nested,
+                    default=default,
+                    named=named,
+                    nested_keys=nested_keys,
+                    prefix=prefix,
+                    filter_empty=filter_empty,
+                    is_leaf=is_leaf,
+                    out=outs[i],
+                    _plan=plan,
+                )
+            )
+        if inplace:
+            if _plan is None and plan:
+                _run_plan(plan)
+            return self if out is None else out
+        if all(r is None for r in results):
+            return None
+        results = [r if r is not None else td.empty() for r, td in zip(results, tds, strict=True)]
+        result = self._from_members(results)
+        if names is not NO_DEFAULT and names is not None:
+            result.names = names
+        return result
+
+    def apply(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:
+        """Apply ``fn`` to every leaf of every member (see :meth:`TensorDict.apply`); the
+        result is a lazy stack. ``others`` are split along the stack dimension.
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict({"a": torch.ones(2)}), TensorDict({"a": torch.ones(3)})])
+        >>> [td["a"].tolist() for td in lazy.apply(lambda x: x * 2)]
+        [[2.0, 2.0], [2.0, 2.0, 2.0]]
+        """
+        return self._apply_nest(fn, *others, **kwargs)
+
+    def apply_(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:
+        """Apply ``fn`` to every leaf and write the results in place (all or nothing)."""
+        return self._apply_nest(fn, *others, inplace=True, **kwargs)
+
+    def named_apply(
+        self, fn: Callable, *others: Any, nested_keys: bool = False, **kwargs: Any
+    ) -> Any:
+        """Like :meth:`apply`, with ``fn(key, value, *other_values)``."""
+        return self._apply_nest(fn, *others, named=True, nested_keys=nested_keys, **kwargs)
+
+    # ------------------------------------------------------------------ dict-like
+    def update(
+        self,
+        input_dict_or_td: Any,
+        clone: bool = False,
+        inplace: bool = False,
+        *,
+        non_blocking: bool = False,
+        keys_to_update: Sequence[Any] | None = None,
+        is_leaf: Callable | None = None,
+        update_batch_size: bool = False,
+        ignore_lock: bool = False,
+    ) -> Any:
+        """Write every entry of a dict or tensordict (of the stack's batch size) into the
+        members; all members are checked before any is written.
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict(batch_size=[2]) for _ in range(3)])
+        >>> lazy.update({"b": torch.ones(3, 2)})["b"].shape
+        torch.Size([3, 2])
+        """
+        from tensordict._td import TensorDict
+
+        source = input_dict_or_td
+        if not isinstance(source, TensorDictBase):
+            source = TensorDict(source, batch_size=self._batch_size)
+        parts = self._unbind_like(source, "update")
+        wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
+        plans = []
+        for td, part in zip(self.tensordicts, parts, strict=True):
+            if isinstance(td, DictOps):
+                plan: list = []
+                td._plan_update(part, clone, wanted, (), plan, ignore_lock)
+                plans.append((td, part, plan))
+            else:
+                plans.append((td, part, None))
+        for td, part, plan in plans:
+            if plan is None:
+                td.update(
+                    part, clone, inplace, non_blocking=non_blocking, keys_to_update=keys_to_update
+                )
+                continue
+            for target, key, value in plan:
+                if inplace and key in target._tensordict:
+                    write_inplace(key, target._tensordict[key], value, non_blocking)
+                else:
+                    target._tensordict[key] = value
+        return self
+
+    def update_(
+        self,
+        input_dict_or_td: Any,
+        clone: bool = False,
+        *,
+        non_blocking: bool = False,
+        keys_to_update: Sequence[Any] | None = None,
+    ) -> Any:
+        """Copy every entry of ``input_dict_or_td`` in place into the members' entries."""
+        from tensordict._td import TensorDict
+
+        source = input_dict_or_td
+        if not isinstance(source, TensorDictBase):
+            source = TensorDict(source, batch_size=self._batch_size)
+        parts = self._unbind_like(source, "update_")
+        wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
+        for i, (td, part) in enumerate(zip(self.tensordicts, parts, strict=True)):
+            for key, value in part.items(True, True):
+                path = _key_tuple(key)
+                if wanted is not None and path not in wanted:
+                    continue
+                target = td._get_tuple(path, None)
+                if target is None:
+                    raise KeyError(
+                        f"update_() writes in place, but key {unravel_key(path)!r} is not in "
+                        f"tensordict {i} of the stack."
+                    )
+                if isinstance(target, _Tensor) and isinstance(value, _Tensor):
+                    if not broadcastable_to(value.shape, target.shape):
+                        raise RuntimeError(
+                            f"update_(): value for {unravel_key(path)!r} has shape "
+                            f"{tuple(value.shape)} in tensordict {i} of the stack, which cannot "
+                            f"be written into the entry of shape {tuple(target.shape)}."
+                        )
+        for td, part in zip(self.tensordicts, parts, strict=True):
+            td.update_(part, clone, non_blocking=non_blocking, keys_to_update=keys_to_update)
+        return self
+
+    def select(self, *keys: Any, inplace: bool = False, strict: bool = True) -> Any:
+        """A lazy stack of the members restricted to ``keys`` (entries shared).
+
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict({"a": 0, "b": 1}), TensorDict({"a": 2, "b": 3})])
+        >>> list(lazy.select("a").keys())
+        ['a']
+        """
+        results = [td.select(*keys, strict=strict) for td in self.tensordicts]
+        if not inplace:
+            return self._from_members(results)
+        if any(td.is_locked for td in self.tensordicts):
+            raise lock_error(keys, "remove keys other than")
+        for td in self.tensordicts:
+            td.select(*keys, inplace=True, strict=False)
+        return self
+
+    def exclude(self, *keys: Any, inplace: bool = False) -> Any:
+        """A lazy stack of the members without ``keys`` (missing keys are ignored)."""
+        if inplace:
+            if any(td.is_locked for td in self.tensordicts):
+                raise lock_error(keys, "delete")
+            for td in self.tensordicts:
+                td.exclude(*keys, inplace=True)
+            return self
+        return self._from_members([td.exclude(*keys) for td in self.tensordicts])
+
+    def filter_non_tensor_data(self) -> Any:
+        """A lazy stack of the members without their non-tensor entries."""
+        return self._from_members([td.filter_non_tensor_data() for td in self.tensordicts])
+
+    def rename_key_(self, old_key: Any, new_key: Any, safe: bool = False) -> Any:
+        """Rename ``old_key`` to ``new_key`` in every member (checked on all first)."""
+        old, new = _key_tuple(old_key), _key_tuple(new_key)
+        for i, td in enumerate(self.tensordicts):
+            if td._get_tuple(old, None) is None:
+                raise KeyError(
+                    f"rename_key_: key {unravel_key(old)!r} is not in tensordict {i} of the stack."
+                )
+            if safe and td._get_tuple(new, None) is not None:
+                raise KeyError(f"rename_key_(safe=True): key {unravel_key(new)!r} already exists.")
+            if td.is_locked:
+                raise lock_error(unravel_key(old), "rename")
+        for td in self.tensordicts:
+            td.rename_key_(old, new, safe=safe)
+        return self
+
+    def fill_(self, key: Any, value: Any) -> Any:
+        """Fill the entry ``key`` of every member with ``value``."""
+        path = _key_tuple(key)
+        for i, td in enumerate(self.tensordicts):
+            if td._get_tuple(path, None) is None:
+                raise KeyError(f"fill_(): key {unravel_key(path)!r} is not in tensordict {i}.")
+        for td in self.tensordicts:
+            td.fill_(path, value)
+        return self
+
+    def clear(self) -> Any:
+        """Remove every entry of every member."""
+        if any(td.is_locked for td in self.tensordicts):
+            raise lock_error(self._common_keys(), "delete")
+        for td in self.tensordicts:
+            td.clear()
+        return self
+
+    def clone(self, recurse: bool = True, **kwargs: Any) -> Any:
+        """A lazy stack of the members' clones (``recurse=False``: shallow copies).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict({"a": torch.zeros(2)}, [2])] * 2)
+        >>> c = lazy.clone()
+        >>> type(c).__name__, c.tensordicts[0]["a"] is lazy.tensordicts[0]["a"]
+        ('LazyStackedTensorDict', False)
+        """
+        return self._from_members([td.clone(recurse) for td in self.tensordicts])
+
+    def copy(self) -> Any:
+        """A shallow copy: new member containers, the same tensors."""
+        return self.clone(recurse=False)
+
+    def empty(
+        self,
+        recurse: bool = False,
+        *,
+        batch_size: Sequence[int] | None = None,
+        device: Any = NO_DEFAULT,
+        names: Any = None,
+    ) -> Any:
+        """A lazy stack of the members' :meth:`~TensorDict.empty` (same batch size)."""
+        if batch_size is not None:
+            from tensordict._td import TensorDict
+
+            return TensorDict(
+                batch_size=batch_size, device=None if device is NO_DEFAULT else device
+            )
+        return self._from_members([td.empty(recurse, device=device) for td in self.tensordicts])
+
+    def is_empty(self) -> bool:
+        """Whether no member has a leaf."""
+        return all(td.is_empty() for td in self.tensordicts)
+
+    def flatten_keys(self, separator: str = ".", inplace: bool = False, is_leaf: Any = None) -> Any:
+        """Flatten nested keys of every member."""
+        results = [td.flatten_keys(separator, is_leaf=is_leaf) for td in self.tensordicts]
+        if inplace:
+            for td in self.tensordicts:
+                td.flatten_keys(separator, inplace=True, is_leaf=is_leaf)
+            return self
+        return self._from_members(results)
+
+    def unflatten_keys(self, separator: str = ".", inplace: bool = False) -> Any:
+        """Unflatten ``"a.b"`` keys of every member."""
+        results = [td.unflatten_keys(separator) for td in self.tensordicts]
+        if inplace:
+            for td in self.tensordicts:
+                td.unflatten_keys(separator, inplace=True)
+            return self
+        return self._from_members(results)
+
+    # ------------------------------------------------------------------ lock
+    def lock_(self) -> Any:
+        """Lock every member; usable as a context manager that unlocks on exit."""
+        for td in self.tensordicts:
+            td.lock_()
+        self._last_op = ("lock_", self._undo_lock)
+        return self
+
+    def unlock_(self) -> Any:
+        """Unlock every member; as a context manager, re-locks on exit."""
+        for td in self.tensordicts:
+            td.unlock_()
+        self._last_op = ("unlock_", self._undo_unlock)
+        return self
+
+    def _undo_lock(self) -> None:
+        for td in self.tensordicts:
+            td.unlock_()
+
+    def _undo_unlock(self) -> None:
+        for td in self.tensordicts:
+            td.lock_()
+
+    # ------------------------------------------------------------------ devices
+    def to(self, *args: Any, **kwargs: Any) -> Any:
+        """Move/cast every member (see :meth:`TensorDict.to`); ``self`` when nothing changes."""
+        results = [td.to(*args, **kwargs) for td in self.tensordicts]
+        if all(r is td for r, td in zip(results, self.tensordicts, strict=True)):
+            return self
+        return self._from_members(results)
+
+    def cpu(self, **kwargs: Any) -> Any:
+        """Move every member to the CPU."""
+        return self.to("cpu", **kwargs)
+
+    def cuda(self, device: int | torch.device | None = None, **kwargs: Any) -> Any:
+        """Move every member to a CUDA device."""
+        if device is None:
+            device = "cuda"
+        elif isinstance(device, int):
+            device = torch.device("cuda", device)
+        return self.to(device, **kwargs)
+
+    def share_memory_(self) -> Any:
+        """Move every member to shared memory (and lock them)."""
+        for td in self.tensordicts:
+            td.share_memory_()
+        return self
+
+    def pin_memory(self, num_threads: int | None = None, inplace: bool = False) -> Any:
+        """Pin every member's leaves in page-locked memory."""
+        results = [td.pin_memory(num_threads, inplace=inplace) for td in self.tensordicts]
+        return self if inplace else self._from_members(results)
+
+    def pin_memory_(self, num_threads: int | None = None) -> Any:
+        """In-place :meth:`pin_memory`."""
+        return self.pin_memory(num_threads, inplace=True)
+
+    def clear_device_(self) -> Any:
+        """Drop the device of every member."""
+        for td in self.tensordicts:
+            td.clear_device_()
+        return self
+
+
+def _run_plan(plan: list) -> None:
+    """Write the results an in-place ``apply_`` computed and checked (see ``_tree``)."""
+    for target, key, current, r in plan:
+        if current is None:
+            target._set_str(key, r, inplace=False, validated=True)
+        else:
+            write_inplace(key, current, r, False)
