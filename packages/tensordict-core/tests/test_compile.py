@@ -246,13 +246,33 @@ def test_arithmetic(name):
     check(ARITHMETIC[name], float_td)
 
 
+# ------------------------------------------------------------------ where, gather, reductions
+OTHER_OPS = {
+    "where": lambda td: torch.where(td["a"] > 0, td, td * 0),
+    "where_scalar": lambda td: torch.where(td["a"] > 0, td, 1.0),
+    "masked_fill": lambda td: td.masked_fill(td["a"] > 0, 1.0),
+    "gather": lambda td: torch.gather(td, 1, torch.tensor([[0, 2], [1, 1], [3, 0]])),
+    "sum": lambda td: td.sum(),
+    "mean_dim": lambda td: td.mean(0),
+    "amax_dim": lambda td: torch.amax(td, 1),
+}
+
+
+@pytest.mark.parametrize("name", OTHER_OPS)
+def test_where_gather_reductions(name):
+    check(OTHER_OPS[name], float_td)
+
+
 # ------------------------------------------------------------------ stack / cat
 STACK_CAT = {
     "stack": lambda td: torch.stack([td, td * 2], 0),
     "stack_dim": lambda td: torch.stack([td, td], -1),
     "cat": lambda td: torch.cat([td, td], 0),
     "cat_dim1": lambda td: torch.cat([td, td[:, :1]], 1),
+    # torch.stack(a_tuple) is not dispatched by dynamo (it scans lists, not tuples, for
+    # __torch_function__ arguments): pass a list, or call tensordict.stack
     "stack_unbind": lambda td: torch.stack(list(td.unbind(1)), 0),
+    "tensordict_stack_tuple": lambda td: tensordict.stack(td.unbind(1), 0),
     "tensordict_stack": lambda td: tensordict.stack([td, td], 1),
     "tensordict_cat": lambda td: tensordict.cat([td, td], 1),
 }

@@ -469,3 +469,39 @@ def test_tensor_methods_and_operators_with_a_tensordict_operand(call):
     assert isinstance(out, TensorDict)
     for key, leaf in tensor_leaves(td).items():
         torch.testing.assert_close(out[key], call(t, leaf))
+
+
+# ------------------------------------------------------------------ where / gather (from _ops_batch)
+def _right(cond, leaf):
+    return cond.reshape(cond.shape + (1,) * (leaf.ndim - cond.ndim))
+
+
+def test_torch_where_leafwise():
+    td, other = make_td(1.0).exclude("s"), make_td(5.0).exclude("s")
+    cond = torch.tensor([[True, False, True], [False, False, True]])
+    out = torch.where(cond, td, other)
+    for key, leaf in tensor_leaves(td).items():
+        assert torch.equal(out[key], torch.where(_right(cond, leaf), leaf, other[key])), key
+    out = torch.where(cond, td, 0)
+    for key, leaf in tensor_leaves(td).items():
+        assert torch.equal(out[key], torch.where(_right(cond, leaf), leaf, 0)), key
+    out = torch.where(cond, -1.0, td.select("a"))
+    assert torch.equal(out["a"], torch.where(cond, -1.0, td["a"]))
+
+
+def test_torch_gather_leafwise():
+    td = make_td().exclude("s")
+    index = torch.tensor([[2, 0], [1, 1]])
+    out = torch.gather(td, 1, index)
+    assert out.batch_size == index.shape
+    for key, leaf in tensor_leaves(td).items():
+        idx = _right(index, leaf).expand(*index.shape, *leaf.shape[2:])
+        assert torch.equal(out[key], torch.gather(leaf, 1, idx)), key
+
+
+def test_torch_masked_fill_leafwise():
+    td = make_td().exclude("s")
+    mask = torch.tensor([[True, False, True], [False, False, True]])
+    out = torch.masked_fill(td, mask, 0)
+    for key, leaf in tensor_leaves(td).items():
+        assert torch.equal(out[key], leaf.masked_fill(_right(mask, leaf), 0)), key
