@@ -319,6 +319,36 @@ def floor_exclude(d: dict, keys: tuple) -> dict:
     return out
 
 
+def floor_consolidate(d: dict) -> dict:
+    """One uint8 buffer (a single ``torch.cat``) holding every leaf; views rebuilt in place."""
+    leaves: list = []
+
+    def walk(x: dict) -> None:
+        for v in x.values():
+            if type(v) is dict:
+                walk(v)
+            else:
+                leaves.append(v)
+
+    walk(d)
+    buf = torch.cat([v.reshape(-1).view(torch.uint8) for v in leaves])
+    pos = 0
+
+    def build(x: dict) -> dict:
+        nonlocal pos
+        out = {}
+        for k, v in x.items():
+            if type(v) is dict:
+                out[k] = build(v)
+            else:
+                n = v.numel() * v.element_size()
+                out[k] = buf[pos : pos + n].view(v.dtype).view(v.shape)
+                pos += n
+        return out
+
+    return build(d)
+
+
 def floor_flatten_keys(d: dict, sep: str = ".", prefix: str = "", out: dict | None = None) -> dict:
     if out is None:
         out = {}
@@ -616,6 +646,8 @@ OPS: list[Op] = [
     Op("exclude 2 keys", s_nest, lambda s: s.td.exclude(*EXCLUDE_KEYS),
        lambda s: floor_exclude(s.d, EXCLUDE_KEYS)),
     Op("flatten_keys", s_nest, lambda s: s.td.flatten_keys(), lambda s: floor_flatten_keys(s.d)),
+    Op("consolidate (10 leaves)", s_nest, lambda s: s.td.consolidate(),
+       lambda s: floor_consolidate(s.d)),
     Op("lock_ + unlock_", s_lock, td_lock, floor_lock, _check_lock),
     Op("repr", s_nest, lambda s: repr(s.td), lambda s: floor_repr(s.d, BS)),
 ]

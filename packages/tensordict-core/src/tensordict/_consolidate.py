@@ -122,7 +122,8 @@ def _contiguous_stride(shape: torch.Size) -> tuple[int, ...]:
 
 def _flat_bytes(t: _Tensor, stride: tuple[int, ...] | None) -> _Tensor:
     """The bytes of ``t`` in the memory order it will have in the buffer."""
-    t = t.detach()
+    if t.requires_grad:
+        t = t.detach()
     if stride is None or t.numel() == 0:
         t = t.contiguous()
     elif not t.is_contiguous():  # a dense permutation: read its memory block as is
@@ -323,7 +324,7 @@ def consolidate(
             buffer = _with_trailer(buffer, meta)
             if share_memory:
                 buffer.share_memory_()
-    out = _rebuild(buffer, meta, allow_pickle=True)
+    out = _rebuild(buffer, meta, allow_pickle=True, trusted=True)
     if inplace and not hasattr(td, "_tensordict"):
         raise NotImplementedError(
             f"consolidate(inplace=True) needs a dense TensorDict, not a {type(td).__name__}."
@@ -371,13 +372,29 @@ def _map_file(path: Path, size: int) -> _Tensor:
 
 
 # ---------------------------------------------------------------------- rebuild
+#: dtype name in the metadata (``"float32"``) -> dtype.
+_DTYPES: dict[str, torch.dtype] = {
+    str(d).removeprefix("torch."): d for d in vars(torch).values() if isinstance(d, torch.dtype)
+}
+
+
 def _dtype(name: Any, path: tuple) -> torch.dtype:
-    dtype = getattr(torch, name, None) if isinstance(name, str) else None
-    if not isinstance(dtype, torch.dtype):
+    dtype = _DTYPES.get(name) if isinstance(name, str) else None
+    if dtype is None:
         raise ValueError(
             f"from_consolidated: invalid dtype {name!r} for entry {unravel_key(path)!r}."
         )
     return dtype
+
+
+def _view_trusted(buffer: _Tensor, entry: dict) -> _Tensor:
+    """The leaf described by metadata this library just wrote (no checks)."""
+    offset = entry["offset"]
+    region = buffer[offset : offset + entry["nbytes"]].view(_DTYPES[entry["dtype"]])
+    view = region.as_strided(entry["shape"], entry["stride"])
+    if entry["requires_grad"]:
+        view.requires_grad_()
+    return view
 
 
 def _view(buffer: _Tensor, entry: dict, path: tuple, limit: int) -> _Tensor:
@@ -415,7 +432,13 @@ def _view(buffer: _Tensor, entry: dict, path: tuple, limit: int) -> _Tensor:
 
 
 def _build(
-    cls: type, node: dict, buffer: _Tensor, limit: int, allow_pickle: bool, path: tuple
+    cls: type,
+    node: dict,
+    buffer: _Tensor,
+    limit: int,
+    allow_pickle: bool,
+    path: tuple,
+    trusted: bool = False,
 ) -> TensorDict:
     if not isinstance(node, dict) or not isinstance(node.get("entries"), dict):
         raise ValueError(
@@ -431,7 +454,7 @@ def _build(
                 f"from_consolidated: cannot rebuild the lazy stack at "
                 f"{unravel_key(path) or '<root>'!r}."
             )
-        built = [_build(cls, m, buffer, limit, allow_pickle, path) for m in members]
+        built = [_build(cls, m, buffer, limit, allow_pickle, path, trusted) for m in members]
         kwargs = {} if built else {"batch_size": node.get("batch_size")}
         return lazy_cls(*built, stack_dim=node.get("stack_dim", 0), **kwargs)  # type: ignore[no-any-return]
     batch_size = torch.Size(node.get("batch_size", []))
@@ -441,7 +464,9 @@ def _build(
     for key, entry in node["entries"].items():
         sub = path + (key,)
         kind = entry.get("kind") if isinstance(entry, dict) else None
-        if kind == "tensor":
+        if kind == "tensor" and trusted:
+            store[key] = _view_trusted(buffer, entry)
+        elif kind == "tensor":
             value = _view(buffer, entry, sub, limit)
             if value.shape[: len(batch_size)] != batch_size:
                 raise ValueError(
@@ -450,7 +475,7 @@ def _build(
                 )
             store[key] = value
         elif kind == "tensordict":
-            store[key] = _build(cls, entry, buffer, limit, allow_pickle, sub)
+            store[key] = _build(cls, entry, buffer, limit, allow_pickle, sub, trusted)
         elif kind == "stack":
             store[key] = _build_stack(entry, sub, allow_pickle, batch_size, device)
         else:
@@ -490,7 +515,11 @@ def _build_stack(
     return out if len(shape) == 1 else out.reshape(shape)
 
 
-def _rebuild(buffer: _Tensor, metadata: dict, *, allow_pickle: bool) -> TensorDict:
+def _rebuild(
+    buffer: _Tensor, metadata: dict, *, allow_pickle: bool, trusted: bool = False
+) -> TensorDict:
+    """The tensordict ``metadata`` describes, viewing ``buffer``. ``trusted`` skips the
+    checks for metadata this library produced itself (``consolidate``, pickling)."""
     from tensordict._td import TensorDict
 
     if (
@@ -513,7 +542,7 @@ def _rebuild(buffer: _Tensor, metadata: dict, *, allow_pickle: bool) -> TensorDi
             f"from_consolidated: the metadata describes {limit} bytes of data but the buffer "
             f"holds {buffer.numel()} bytes."
         )
-    out = _build(TensorDict, metadata["td"], buffer, limit, allow_pickle, ())
+    out = _build(TensorDict, metadata["td"], buffer, limit, allow_pickle, (), trusted)
     out._consolidated = {"storage": buffer, "metadata": metadata}  # type: ignore[attr-defined]
     return out
 
@@ -686,7 +715,7 @@ def _tensor_entries(node: dict) -> Iterator[tuple[str, dict]]:
 
 
 def _unpickle_consolidated(buffer: _Tensor, metadata: dict) -> TensorDict:
-    out = _rebuild(buffer, metadata, allow_pickle=False)
+    out = _rebuild(buffer, metadata, allow_pickle=False, trusted=True)
     # ``object`` entries are only used inside a pickle; keep JSON-able metadata on the result
     _to_json_entries(metadata["td"])
     return out
@@ -841,7 +870,8 @@ class ConsolidateOps:
         if buffer.device != device:
             meta = current_metadata(self, buffer, for_pickle=True)
             _set_devices(meta["td"], str(device), force=True)
-            out = _rebuild(buffer.to(device, non_blocking=non_blocking), meta, allow_pickle=False)
+            moved = buffer.to(device, non_blocking=non_blocking)
+            out = _rebuild(moved, meta, allow_pickle=False, trusted=True)
             _to_json_entries(meta["td"])
             return out
         out = super().to(*args, **kwargs)  # type: ignore[misc]
