@@ -17,11 +17,6 @@ from tensordict import TensorDict, TensorDictBase
 
 Point = namedtuple("Point", ["x", "y"])
 
-# One value per batch element (stacked strings, string fields) needs NonTensorStack.
-needs_stack = pytest.mark.skipif(
-    not hasattr(tensordict._nontensor, "NonTensorStack"), reason="needs NonTensorStack"
-)
-
 
 @dataclasses.dataclass
 class Obs:
@@ -253,7 +248,6 @@ def test_from_list_stacks_nested_lists():
     assert TensorDict.from_list([]).batch_size == (0,)
 
 
-@needs_stack
 def test_from_list_non_tensor_values_are_kept_in_order():
     td = TensorDict.from_list([{"s": "a"}, {"s": "b"}, {"s": "c"}])
     assert td["s"] == ["a", "b", "c"] and td[1]["s"] == "b"
@@ -293,7 +287,6 @@ def test_tolist_matches_indexing():
     assert type(flat) is dict and flat["a"].item() == 1
 
 
-@needs_stack
 def test_tolist_with_non_tensor_stack():
     td = TensorDict.from_list([{"s": "a", "v": 1}, {"s": "b", "v": 2}])
     assert td.tolist(convert_tensors=True) == [{"s": "a", "v": 1}, {"s": "b", "v": 2}]
@@ -352,7 +345,6 @@ def _pets():
     )
 
 
-@needs_stack
 def test_from_struct_array_reference_example():
     x = _pets()
     td = TensorDict.from_struct_array(x)
@@ -464,3 +456,19 @@ def test_to_struct_array_never_aliases_unrelated_tensors():
     arr = td.to_struct_array()
     arr["a"] = 1.0
     assert td["a"].item() == 0.0 and arr["b"] == 0.0
+
+
+def test_conversions_of_a_lazy_stack():
+    a = TensorDict({"a": torch.zeros(3), "n": {"b": torch.zeros(3, 2)}, "s": "x"}, [3])
+    b = TensorDict({"a": torch.ones(3), "n": {"b": torch.ones(3, 2)}, "s": "y"}, [3])
+    lazy = tensordict.lazy_stack([a, b])
+    as_dict = lazy.to_dict()
+    assert as_dict["a"].tolist() == [[0.0] * 3, [1.0] * 3] and as_dict["s"] == [
+        ["x"] * 3,
+        ["y"] * 3,
+    ]
+    assert lazy.tolist(convert_tensors=True)[1][0] == {"a": 1.0, "n": {"b": [1.0, 1.0]}, "s": "y"}
+    arr = lazy.to_struct_array()
+    assert arr.shape == (2, 3) and arr["s"][1, 2] == "y" and arr["n"]["b"][1, 0].tolist() == [1, 1]
+    assert TensorDict.from_any(lazy) is lazy
+    assert TensorDict.from_list([lazy, lazy]).batch_size == (2, 2, 3)

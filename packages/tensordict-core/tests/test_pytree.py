@@ -268,18 +268,12 @@ def test_top_level_from_pytree():
 
 
 # ---------------------------------------------------------------------- lazy stacks
-needs_lazy = pytest.mark.skipif(
-    not hasattr(tensordict, "LazyStackedTensorDict"), reason="needs LazyStackedTensorDict"
-)
-
-
 def _lazy(stack_dim=0):
     a = TensorDict({"a": torch.zeros(3), "n": {"b": torch.zeros(3, 2)}, "s": "x"}, [3])
     b = TensorDict({"a": torch.ones(3), "n": {"b": torch.ones(3, 2)}, "s": "y"}, [3])
     return tensordict.lazy_stack([a, b], stack_dim)
 
 
-@needs_lazy
 def test_lazy_stack_tree_map_and_round_trip():
     lazy = _lazy(stack_dim=1)
     out = pytree.tree_map(lambda x: x + 1, lazy)
@@ -293,7 +287,6 @@ def test_lazy_stack_tree_map_and_round_trip():
     assert pytree.tree_map(lambda x: x * 2, nested)["l"].batch_size == (3, 2)
 
 
-@needs_lazy
 def test_lazy_stack_torch_func():
     lazy = _lazy().exclude("s")
     grads = torch.func.grad(lambda t: (t["a"] ** 2).sum() + t["n", "b"].sum())(lazy)
