@@ -9,7 +9,6 @@ Storage is a plain ``dict`` mapping string keys to tensors, nested tensordicts o
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
 from types import EllipsisType
 from typing import Any, overload
 
@@ -798,14 +797,15 @@ class TensorDict(
         True
         """
         self._propagate_lock(True)
-        # a partial, not a bound method: torch.compile can rebuild it on a new tensordict
-        self._last_op = ("lock_", partial(type(self)._undo_lock, self))
+        # (name, function, its argument), not a bound method: cheaper, and torch.compile
+        # can rebuild it on a tensordict made in the compiled code
+        self._last_op = ("lock_", TensorDict._undo_lock, self)
         return self
 
     def unlock_(self) -> TensorDict:
         """Unlock the tensordict (and nested ones); as a context manager, re-locks on exit."""
         self._propagate_lock(False)
-        self._last_op = ("unlock_", partial(type(self)._undo_unlock, self))
+        self._last_op = ("unlock_", TensorDict._undo_unlock, self)
         return self
 
     def _undo_lock(self) -> None:

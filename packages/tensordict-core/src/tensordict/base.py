@@ -572,8 +572,7 @@ class TensorDictBase(ConversionOps, _TableMethods):
         op = self.__dict__["_ctx_ops"].pop()
         if op is None:
             return
-        name, undo = op
-        undo()
+        op[1](*op[2:])  # (name, undo, *undo_args)
 
     # ------------------------------------------------------------------ torch integration
     @classmethod
