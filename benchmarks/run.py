@@ -460,6 +460,12 @@ def s_many() -> SimpleNamespace:
     return SimpleNamespace(ds=ds, tds=[TensorDict(clone_nest(d), BS) for d in ds])
 
 
+def s_lazy() -> SimpleNamespace:
+    s = s_many()
+    s.lazy = tensordict.lazy_stack(s.tds, 0)
+    return s
+
+
 def s_apply_wide() -> SimpleNamespace:
     d, td = pair({f"x{i}": _rand(B, 4) for i in range(100)})
     return SimpleNamespace(d=d, td=td, bs=tuple(BS), n=1, fn=lambda x: x + 1)
@@ -613,6 +619,8 @@ OPS: list[Op] = [
        lambda s: floor_combine(s.ds, torch.stack, 0)),
     Op("cat 10 tds", s_many, lambda s: torch.cat(s.tds, 0),
        lambda s: floor_combine(s.ds, torch.cat, 0)),
+    Op("lazy stack get (10 tds)", s_lazy, lambda s: s.lazy["obs"],
+       lambda s: torch.stack([d["obs"] for d in s.ds], 0)),
     Op("unbind(0) -> 64 tds", s_nest, lambda s: s.td.unbind(0), lambda s: floor_unbind(s.d, 0)),
     Op("split(16) -> 4 tds", s_nest, lambda s: s.td.split(16, 0),
        lambda s: floor_split(s.d, 16, 0)),

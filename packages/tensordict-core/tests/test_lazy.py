@@ -429,6 +429,18 @@ def test_names():
         lazy.names = ["s", "s"]
 
 
+def test_rename_refine_and_auto_batch_size():
+    lazy = lazy_stack([TensorDict({"a": torch.zeros(3, 4)}), TensorDict({"a": torch.ones(3, 5)})])
+    assert lazy.auto_batch_size_().batch_size == (2, 3)
+    assert [td.batch_size for td in lazy.tensordicts] == [torch.Size([3])] * 2
+    assert lazy.refine_names("s", ...).names == ["s", None]
+    renamed = lazy.rename(s="t")
+    assert renamed.names == ["t", None] and lazy.names == ["s", None]
+    with pytest.raises(RuntimeError, match="rename_"):
+        lazy.refine_names("x", None)
+    assert lazy.auto_batch_size_(batch_dims=1).batch_size == (2,)
+
+
 # ---------------------------------------------------------------- dense forms, repr
 def test_densify_contiguous_to_tensordict_are_dense_copies():
     tds = members(3)

@@ -263,7 +263,10 @@ class LazyStackedTensorDict(LazyShapeOps, LazyMemberOps, LazyDenseOps, TensorDic
         tds = self.tensordicts
         if len(key) == 1:
             k = key[0]
-            values = [td._get_str(k, _MISSING) for td in tds]
+            try:  # fast path: dense members holding the key
+                return self._stack_values(key, [td._tensordict[k] for td in tds])
+            except (KeyError, AttributeError):
+                values = [td._get_str(k, _MISSING) for td in tds]
         else:
             values = [td._get_tuple(key, _MISSING) for td in tds]
         if any(v is _MISSING for v in values):
@@ -286,11 +289,12 @@ class LazyStackedTensorDict(LazyShapeOps, LazyMemberOps, LazyDenseOps, TensorDic
         first = values[0]
         sd = self.stack_dim
         if isinstance(first, _Tensor):
-            shape = first.shape
-            for v in values:
-                if not isinstance(v, _Tensor):
-                    raise _mixed_error(key, values)
-                if v.shape != shape:
+            try:  # torch.stack checks kinds and shapes; explain a failure afterwards
+                return torch.stack(values, sd)
+            except (RuntimeError, TypeError):
+                if not all(isinstance(v, _Tensor) for v in values):
+                    raise _mixed_error(key, values) from None
+                if any(v.shape != first.shape for v in values):
                     shapes = {j: tuple(w.shape) for j, w in enumerate(values)}
                     raise RuntimeError(
                         f"cannot read entry {_fmt(key)!r} of the LazyStackedTensorDict as one "
@@ -298,8 +302,8 @@ class LazyStackedTensorDict(LazyShapeOps, LazyMemberOps, LazyDenseOps, TensorDic
                         f"member: {shapes}). Index the members (lazy_td[i], "
                         "lazy_td.tensordicts), or get a dense copy with "
                         "lazy_td.to_padded_tensor() or lazy_td.densify(layout=torch.jagged)."
-                    )
-            return torch.stack(values, sd)
+                    ) from None
+                raise
         if isinstance(first, TensorDictBase):
             bs = first.batch_size
             for v in values:

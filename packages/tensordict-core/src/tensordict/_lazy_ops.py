@@ -654,6 +654,94 @@ class LazyMemberOps:
             return self
         return self._from_members(results)
 
+    # ------------------------------------------------------------------ names, batch size
+    def rename_(self, *names: str | None, **rename_map: str) -> Any:
+        """Rename the batch dimensions in place (positional names or ``old=new``).
+
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy_stack([TensorDict(batch_size=[3])] * 2).rename_("s", "t").names
+        ['s', 't']
+        """
+        if names and rename_map:
+            raise ValueError("pass either positional names or a rename map, not both.")
+        current = self.names  # type: ignore[attr-defined]
+        if rename_map:
+            for old in rename_map:
+                if old not in current:
+                    raise ValueError(f"no batch dimension is named {old!r} (names: {current}).")
+            self.names = [rename_map.get(n, n) if n is not None else None for n in current]
+        else:
+            if len(names) == 1 and isinstance(names[0], (list, tuple)):
+                names = tuple(names[0])
+            self.names = list(names)
+        return self
+
+    def rename(self, *names: str | None, **rename_map: str) -> Any:
+        """A shallow copy with renamed batch dimensions."""
+        return self.copy().rename_(*names, **rename_map)
+
+    def refine_names(self, *names: Any) -> Any:
+        """Name the batch dimensions in place; ``...`` keeps the current names."""
+        names_l = (
+            list(names[0])
+            if len(names) == 1 and isinstance(names[0], (list, tuple))
+            else list(names)
+        )
+        current = self.names  # type: ignore[attr-defined]
+        nb = len(self._batch_size)
+        if Ellipsis in names_l:
+            i = names_l.index(Ellipsis)
+            names_l[i : i + 1] = current[i : i + nb - (len(names_l) - 1)]
+        if len(names_l) != nb:
+            raise ValueError(f"refine_names got {len(names_l)} names for {nb} batch dimension(s).")
+        for old, new in zip(current, names_l, strict=True):
+            if old is not None and new != old:
+                raise RuntimeError(
+                    f"cannot refine dimension name {old!r} into {new!r}; use rename_()."
+                )
+        self.names = names_l
+        return self
+
+    def auto_batch_size_(self, batch_dims: int | None = None) -> Any:
+        """Grow (or cut to ``batch_dims``) the batch size to what every member's entries
+        share; the stack dimension is always kept.
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict({"a": torch.zeros(3, 4)}), TensorDict({"a": torch.ones(3, 5)})])
+        >>> lazy.auto_batch_size_().batch_size
+        torch.Size([2, 3])
+        """
+        sd = self.stack_dim
+        for td in self.tensordicts:
+            td.auto_batch_size_()  # type: ignore[attr-defined]
+        shapes = [td.batch_size for td in self.tensordicts]
+        common: list[int] = list(shapes[0]) if shapes else []
+        for shape in shapes[1:]:
+            n = 0
+            for a, b in zip(common, shape, strict=False):
+                if a != b:
+                    break
+                n += 1
+            common = common[:n]
+        if batch_dims is not None:
+            common = common[: max(batch_dims - 1, 0)]
+        if len(common) < sd:
+            raise RuntimeError(
+                f"auto_batch_size_: the members share only {len(common)} batch dimension(s), "
+                f"fewer than the stack dimension {sd} needs."
+            )
+        for td in self.tensordicts:
+            td.batch_size = common  # type: ignore[misc]
+        self._batch_size = torch.Size((*common[:sd], len(self.tensordicts), *common[sd:]))
+        return self
+
+    def auto_device_(self) -> Any:
+        """Set every member's device to the one its leaves share (see ``TensorDict``)."""
+        for td in self.tensordicts:
+            td.auto_device_()  # type: ignore[attr-defined]
+        return self
+
     # ------------------------------------------------------------------ lock
     def lock_(self) -> Any:
         """Lock every member; usable as a context manager that unlocks on exit."""
