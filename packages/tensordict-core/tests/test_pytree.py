@@ -298,3 +298,21 @@ def test_lazy_stack_torch_func():
     row = TensorDict({"a": torch.arange(3.0)}, [3])
     out = torch.vmap(lambda t: tensordict.lazy_stack([t, t.apply(lambda x: -x)]))(row)
     assert out.batch_size == (3, 2) and out["a"].tolist() == [[0.0, 0.0], [1.0, -1.0], [2.0, -2.0]]
+
+
+def test_non_tensor_stacks_and_metadata_travel_in_the_spec():
+    rows = [
+        TensorDict({"x": torch.ones(()), "s": "a", "m": tensordict.MetaData("run")}),
+        TensorDict({"x": torch.ones(()), "s": "b", "m": tensordict.MetaData("run")}),
+    ]
+    td = torch.stack(rows)
+    leaves, spec = pytree.tree_flatten(td)
+    assert len(leaves) == 1  # only the tensor
+    out = pytree.tree_map(lambda x: x * 2, td)
+    assert out["x"].tolist() == [2.0, 2.0] and out["s"] == ["a", "b"] and out["m"] == "run"
+    assert type(out._tensordict["m"]) is tensordict.MetaData
+    loaded = pytree.treespec_loads(pytree.treespec_dumps(spec))
+    assert loaded == spec
+    back = pytree.tree_unflatten([torch.zeros(2)], loaded)
+    assert back["s"] == ["a", "b"] and type(back._tensordict["m"]) is tensordict.MetaData
+    assert td.to_dict() == {"x": td["x"], "s": ["a", "b"], "m": "run"}

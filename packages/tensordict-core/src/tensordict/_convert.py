@@ -26,7 +26,7 @@ import torch
 
 from tensordict import _siblings
 from tensordict._keys import unravel_key
-from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._nontensor import DATA_TYPES, is_non_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
@@ -338,7 +338,7 @@ class ConversionOps:
         for key, value in _store(self).items():
             if isinstance(value, _Tensor):
                 out[key] = value.tolist() if convert_tensors else value
-            elif type(value) is NonTensorData:
+            elif type(value) in DATA_TYPES:
                 if value.data is None and not retain_none:
                     continue
                 out[key] = value.data
@@ -500,7 +500,7 @@ class ConversionOps:
         for key, value in _store(self).items():
             if isinstance(value, _Tensor):
                 values[key] = value
-            elif type(value) is NonTensorData:
+            elif type(value) in DATA_TYPES:
                 values[key] = value.data
             elif is_non_tensor(value):
                 values[key] = value.tolist()
@@ -763,7 +763,7 @@ def _to_numpy(td: Any, prefix: tuple[Any, ...]) -> dict[str, Any]:
                     f"numpy(): entry {unravel_key(prefix + (key,))!r} has dtype {value.dtype}, "
                     "which numpy does not support; cast it first (for instance with .float())."
                 ) from None
-        elif type(value) is NonTensorData:
+        elif type(value) in DATA_TYPES:
             out[key] = value.data
         elif is_non_tensor(value):
             out[key] = value.tolist()
@@ -787,7 +787,7 @@ def _tolist(td: Any, nb: int, convert_tensors: bool) -> Any:
         keys.append(key)
         if isinstance(value, _Tensor):
             columns.append(value.tolist() if convert_tensors else _split(value, nb))
-        elif type(value) is NonTensorData:
+        elif type(value) in DATA_TYPES:
             columns.append(value.tolist() if nb else value.data)
         elif is_non_tensor(value):
             columns.append(value.tolist())
@@ -817,7 +817,7 @@ def _tolist_element(td: Any, convert_tensors: bool) -> dict[str, Any]:
     for key, value in td.items():
         if isinstance(value, _Tensor):
             out[key] = value.tolist() if convert_tensors else value
-        elif type(value) is NonTensorData:
+        elif type(value) in DATA_TYPES:
             out[key] = value.data
         elif hasattr(value, "tolist"):
             out[key] = value.tolist(convert_tensors=convert_tensors)

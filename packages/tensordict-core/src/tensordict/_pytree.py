@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.utils import _pytree as pytree
 
-from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._nontensor import (
+    DATA_TYPES,
+    NON_TENSOR_TYPES,
+    NonTensorData,
+    NonTensorStack,
+    is_non_tensor,
+)
 from tensordict._shape import parse_batch_size
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -155,7 +161,7 @@ def _leaf(value: Any) -> Any:
 
     if isinstance(value, _Tensor):
         return value
-    if type(value) is NonTensorData:
+    if type(value) in DATA_TYPES:
         return value.data
     if is_non_tensor(value):
         return value.tolist()
@@ -168,7 +174,7 @@ def to_pytree(td: Any) -> Any:
     """The body of ``TensorDictBase.to_pytree``."""
     store = _entries(td)
     record = store.get(PYTREE_KEY)
-    node = record.data if type(record) is NonTensorData else None
+    node = getattr(record, "data", None) if type(record) in DATA_TYPES else None
     if not isinstance(node, PytreeNode):
         return {key: _leaf(value) for key, value in store.items()}
     kind = node.kind
@@ -196,7 +202,7 @@ def to_pytree(td: Any) -> Any:
 
 # ---------------------------------------------------------------------- pytree node
 class _NonTensorEntries(tuple[Any, ...]):
-    """The non-tensor ``(key, NonTensorData)`` entries of a flattened tensordict.
+    """The non-tensor ``(key, value)`` entries of a flattened tensordict.
 
     Hashable (by keys) and compared safely whatever the values are, so tree specs
     holding it can be hashed and compared.
@@ -237,7 +243,7 @@ def _first_leaf(values: Iterable[Any]) -> Any:
     for value in values:
         if isinstance(value, _Tensor):
             return value
-        if type(value) is not NonTensorData and hasattr(value, "batch_size"):
+        if type(value) not in NON_TENSOR_TYPES and hasattr(value, "batch_size"):
             nested.append(value)
     for value in nested:
         store = getattr(value, "_tensordict", None)
@@ -252,7 +258,7 @@ def _flatten(td: Any) -> tuple[list[Any], tuple[Any, ...]]:
     non_tensor = None
     level = None
     for key, value in td._tensordict.items():
-        if type(value) is NonTensorData:
+        if type(value) in NON_TENSOR_TYPES:
             if non_tensor is None:
                 non_tensor = []
             non_tensor.append((key, value))
@@ -403,7 +409,12 @@ def _unflatten_reshaped(
 def _to_dumpable_context(context: tuple[Any, ...]) -> str:
     keys, bs, device, names, non_tensor, _ = context
     try:
-        data = None if non_tensor is None else [(k, v.data) for k, v in non_tensor]
+        data = None
+        if non_tensor is not None:
+            data = [
+                (k, type(v).__name__, v.data if type(v) in DATA_TYPES else v.tolist())
+                for k, v in non_tensor
+            ]
         return json.dumps(
             {
                 "keys": list(keys),
@@ -426,9 +437,15 @@ def _from_dumpable_context(dumped: str) -> tuple[Any, ...]:
     device = None if data["device"] is None else torch.device(data["device"])
     non_tensor = data["non_tensor"]
     if non_tensor is not None:
-        non_tensor = _NonTensorEntries(
-            (k, NonTensorData._make(v, bs, device)) for k, v in non_tensor
-        )
+        kinds: dict[str, Any] = {cls.__name__: cls for cls in NON_TENSOR_TYPES}
+        entries = []
+        for key, kind, value in non_tensor:
+            cls = kinds[kind]
+            if cls is NonTensorStack:
+                entries.append((key, NonTensorStack.from_list(value, device, ndim=len(bs))))
+            else:
+                entries.append((key, cls._make(value, bs, device)))
+        non_tensor = _NonTensorEntries(entries)
     names = None if data["names"] is None else tuple(data["names"])
     return (tuple(data["keys"]), bs, device, names, non_tensor, -1)
 

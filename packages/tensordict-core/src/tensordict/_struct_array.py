@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from tensordict._keys import unravel_key
-from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._nontensor import DATA_TYPES, NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._shape import parse_batch_size, parse_device
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -102,12 +102,7 @@ def _field_value(field: np.ndarray, bs: torch.Size, device: torch.device | None)
     # strings, bytes, objects, dates: non-tensor data, one value per element
     if not bs or field.size == 0:
         return NonTensorData._make(field.item() if field.ndim == 0 else field, bs, device)
-    from tensordict import _nontensor
-
-    stack_cls = getattr(_nontensor, "NonTensorStack", None)
-    if stack_cls is None:
-        return NonTensorData._make(field, bs, device)
-    return stack_cls.from_list(field.tolist(), device=device, ndim=len(bs))
+    return NonTensorStack.from_list(field.tolist(), device=device, ndim=len(bs))
 
 
 # ---------------------------------------------------------------------- td -> numpy
@@ -129,7 +124,7 @@ def _entries(td: Any) -> dict[str, Any]:
 
 def _non_tensor_array(value: Any, bs: tuple[Any, ...]) -> tuple[np.ndarray | None, Any]:
     """``(array, field format)`` for a non-tensor entry; array ``None``: fill one by one."""
-    data = value.data if type(value) is NonTensorData else value.tolist()
+    data = value.data if type(value) in DATA_TYPES else value.tolist()
     try:
         array = np.asarray(data)
     except ValueError:  # ragged lists and the like
@@ -154,7 +149,7 @@ def _dtype_of(td: Any, nb: int, bs: tuple[Any, ...], prefix: tuple[Any, ...]) ->
                     "instance with .float())."
                 )
             fields.append((key, np_dtype, tuple(value.shape[nb:])))
-        elif type(value) is NonTensorData or is_non_tensor(value):
+        elif is_non_tensor(value):
             _, fmt = _non_tensor_array(value, bs)
             fields.append((key, fmt))
         else:
@@ -169,13 +164,13 @@ def _fill(out: np.ndarray, td: Any, nb: int) -> None:
     for key, value in _entries(td).items():
         if isinstance(value, _Tensor):
             out[key] = value.detach().cpu().resolve_conj().resolve_neg().numpy()
-        elif type(value) is NonTensorData or is_non_tensor(value):
+        elif is_non_tensor(value):
             array, _ = _non_tensor_array(value, bs)
             if array is not None:
                 out[key] = array
             else:
                 field = out[key]
-                data = value.data if type(value) is NonTensorData else value.tolist()
+                data = value.data if type(value) in DATA_TYPES else value.tolist()
                 for index in np.ndindex(*bs):
                     field[index] = data
         else:
