@@ -485,6 +485,9 @@ def test_lazy_stack_nested_in_dense_tensordict():
     assert "l: LazyStackedTensorDict(" in repr(outer)
     del outer["l", "c"]
     assert "c" not in tds[0].keys()
+    assert set(outer.select(("l", "a"), "t").keys(True, True)) == {"t", ("l", "a")}
+    assert set(outer.exclude(("l", "a")).keys(True, True)) == {"t", ("l", "n", "b")}
+    assert "a" in tds[0].keys()  # exclude works on copies
 
 
 # ---------------------------------------------------------------- stacking functions

@@ -208,6 +208,14 @@ class DictOps:
             src, dst = self, out
             for i, part in enumerate(path):
                 value = src._tensordict.get(part)
+                nested = isinstance(value, TensorDictBase) and not isinstance(value, DictOps)
+                if nested and i < len(path) - 1:  # a lazy stack selects the rest itself
+                    rest = unravel_key(path[i + 1 :])
+                    sub = dst._tensordict.get(part)
+                    kept = [] if sub is None or sub is value else list(sub.keys(True, True))
+                    if sub is not value:
+                        dst._tensordict[part] = value.select(*kept, rest, strict=strict)
+                    break
                 if value is None or (i < len(path) - 1 and not isinstance(value, DictOps)):
                     if not strict:
                         break
@@ -250,6 +258,8 @@ class DictOps:
             parent = out._get_tuple(path[:-1], None) if len(path) > 1 else out
             if isinstance(parent, DictOps):
                 parent._tensordict.pop(path[-1], None)
+            elif isinstance(parent, TensorDictBase):  # a lazy stack (already copied)
+                parent.exclude(path[-1], inplace=True)
         return out
 
     def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> TensorDict:
