@@ -807,3 +807,74 @@ def test_table_methods_compile_without_graph_breaks():
             assert got.batch_size == want.batch_size
             for k, v in leaves(want).items():
                 close(got.get(k), v)
+
+
+# --------------------------------------------------------------------------- non-tensor stacks, lazy stacks
+def _stacked_with_text():
+    a = TensorDict({"x": torch.ones(3), "s": "a", "m": "same"}, [3])
+    b = TensorDict({"x": torch.zeros(3), "s": "b", "m": "same"}, [3])
+    return torch.stack([a, b])  # "s" is a NonTensorStack, "m" one value
+
+
+def test_reductions_carry_non_tensor_entries():
+    td = _stacked_with_text()
+    assert td.sum(1).get_non_tensor("s") == ["a", "b"]  # the same all along dim 1: kept
+    assert td.sum(1, keepdim=True).get_non_tensor("s") == [["a"], ["b"]]
+    assert td.max(1).values.get_non_tensor("s") == ["a", "b"]
+    for out in (td.sum(0), td.sum(), td.mean((0, 1))):  # values differ: left out
+        assert "s" not in out.keys() and out.get_non_tensor("m") == "same"
+    assert td.sum(dim="feature").get_non_tensor("s") == td.get_non_tensor("s")
+    assert td.cummax(0).values.get_non_tensor("s") == td.get_non_tensor("s")
+
+
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (lambda td: td.rot90(), lambda s: [list(r) for r in zip(*s)][::-1]),
+        (lambda td: td.roll(1, 1), lambda s: [r[-1:] + r[:-1] for r in s]),
+        (lambda td: td.gather(1, torch.tensor([[2], [0]])), lambda s: [[s[0][2]], [s[1][0]]]),
+        (lambda td: td.softmax(0), lambda s: s),
+        (lambda td: td.where(torch.tensor([True, False]), 0.0), lambda s: s),
+        (lambda td: td.masked_fill(torch.tensor([True, False]), 0.0), lambda s: s),
+    ],
+)
+def test_batch_ops_move_non_tensor_stacks(call, expected):
+    values = [["a", "b", "c"], ["d", "e", "f"]]
+    td = torch.stack(
+        [
+            torch.stack([TensorDict({"x": torch.tensor(1.0), "s": v}, []) for v in row])
+            for row in values
+        ]
+    )
+    assert td.batch_size == (2, 3)
+    assert call(td).get_non_tensor("s") == expected(values)
+
+
+def test_new_constructors_with_non_tensor_stacks():
+    td = _stacked_with_text()
+    out = td.new_zeros(4)
+    assert out.batch_size == (4,) and "s" not in out.keys()
+    assert out.get_non_tensor("m") == "same"
+
+
+def test_lazy_stacks():
+    from tensordict import lazy_stack
+
+    members = [make_td(seed=i) for i in range(2)]
+    lazy = lazy_stack(members, 0)
+    dense = torch.stack(members, 0)
+    for call in (
+        lambda t: t.sum(0),
+        lambda t: t.mean(dim="feature"),
+        lambda t: t.max(1).indices,
+        lambda t: t.roll(1, 1),
+        lambda t: t.where(torch.ones(2, 2, 3, dtype=torch.bool), 0.0),
+        lambda t: t.masked_fill(torch.tensor([True, False]), 0.0),
+    ):
+        check_leafwise(call(lazy), call(dense), lambda k, x: x)
+    close(lazy.std(reduce=True), dense.std(reduce=True))
+    nested = TensorDict({"l": lazy}, [2, 2])
+    want = TensorDict({"l": dense}, [2, 2]).sum(1, reduce=True)
+    close(nested.sum(dim=1, reduce=True), want)
+    lazy.masked_fill_(torch.tensor([True, False]), -1.0)
+    assert (members[0]["a"] == -1).all() and (members[1]["a"] != -1).all()

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NON_TENSOR
 from tensordict._ops import PREDICATES
 from tensordict._ops_reduce import _walk
 from tensordict._shape import normalize_dim, unpack_shape
@@ -133,7 +133,21 @@ def rot90(td: TensorDictBase, k: int = 1, dims: Sequence[int] = (0, 1)) -> _Plan
         bs[d0], bs[d1] = bs[d1], bs[d0]
         if names is not None:
             names[d0], names[d1] = names[d1], names[d0]
-    return (lambda x: x.rot90(k, (d0, d1))), torch.Size(bs), names
+
+    def fn(x: Any) -> Any:
+        if not isinstance(x, NON_TENSOR):
+            return x.rot90(k, (d0, d1))
+        # non-tensor stacks have flip/transpose but no rot90 (same rule as torch.rot90)
+        r = k % 4
+        if r == 1:
+            return x.flip(d1).transpose(d0, d1)
+        if r == 2:
+            return x.flip((d0, d1))
+        if r == 3:
+            return x.flip(d0).transpose(d0, d1)
+        return x
+
+    return fn, torch.Size(bs), names
 
 
 def tile(td: TensorDictBase, *dims: Any) -> _Plan:
@@ -241,7 +255,11 @@ def softmax(td: TensorDictBase, dim: int, dtype: torch.dtype | None = None) -> _
             [0.5000, 0.5000, 0.5000]])
     """
     d = _dim("softmax", dim, td)
-    return (lambda x: x.softmax(d, dtype=dtype)), td.batch_size, _names(td)
+    return (
+        (lambda x: x if isinstance(x, NON_TENSOR) else x.softmax(d, dtype=dtype)),
+        td.batch_size,
+        _names(td),
+    )
 
 
 def gather(
@@ -272,7 +290,19 @@ def gather(
             f"gather(): the index of shape {tuple(index.shape)} is larger than "
             f"batch_size={tuple(bs)} outside dimension {d}."
         )
-    return (lambda x: x.gather(d, _index_for(index, x, nb))), index.shape, _names(td)
+
+    def fn(x: Any) -> Any:
+        if not isinstance(x, NON_TENSOR):
+            return x.gather(d, _index_for(index, x, nb))
+        # a non-tensor stack: the same selection as an advanced index
+        grid = [
+            torch.arange(s).reshape(*[-1 if j == i else 1 for j in range(nb)])
+            for i, s in enumerate(index.shape)
+        ]
+        grid[d] = index
+        return x[tuple(grid)]
+
+    return fn, index.shape, _names(td)
 
 
 #: name -> plan function (also the method's signature and docstring).
@@ -360,7 +390,15 @@ def _make_new(name: str) -> Callable:
                 **rest,
             )
 
-        result = self._map_batch(fn, shape)  # type: ignore[attr-defined]
+        result = _walk(
+            self,
+            name,
+            lambda x, _: fn(x),
+            lambda s: torch.Size((*shape, *s[nb:])),
+            lambda n: None,
+            fn,
+            1,
+        )[0]
         if device is not NO_DEFAULT:
             _set_device(result, None if device is None else torch.device(device))
         return result
@@ -539,7 +577,7 @@ def _where_td(
                     f"{'self' if o is None else 'other'}; pass pad= to fill the missing side."
                 )
             one = x if x is not None else o
-            if isinstance(one, NonTensorData):
+            if isinstance(one, NON_TENSOR):
                 out[key] = one
             elif isinstance(one, _Tensor):
                 out[key] = _where_leaf(c, x, pad) if o is None else _where_leaf(c, pad, o)
@@ -561,7 +599,7 @@ def _where_td(
                     f"where(): entry {prefix + (key,)!r} of shape {tuple(x.shape)} with "
                     f"other of shape {tuple(o.shape)}: {err}"
                 ) from None
-        elif isinstance(x, NonTensorData):
+        elif isinstance(x, NON_TENSOR):
             out[key] = x
         else:
             out[key] = _where_td(x, c, o, pad, prefix + (key,))

@@ -21,6 +21,11 @@ Every reduction shares one meaning of its arguments (the reference library's):
   them for ``dim=None``) together with the concatenated feature dimension. The result has
   the batch shape without the reduced dimensions (kept with size 1 under ``keepdim``).
 
+Non-tensor entries are carried over: one value (``NonTensorData``) as it is; a stack of
+values (``NonTensorStack``) keeps the values that are the same all along the reduced
+dimensions, and is left out of the result when they differ (Python values have no
+reduction). See :func:`carry_non_tensor`.
+
 ``max``/``min`` with one batch ``dim`` return the values and the indices, like
 :func:`torch.max`, as a :class:`ValuesIndices` pair of tensordicts (``.values`` /
 ``.indices``, ``["values"]`` / ``["indices"]``, or tuple unpacking); the reference library
@@ -32,6 +37,7 @@ alone, and so do ``dim=None``, ``dim="feature"`` and ``reduce=True``. ``cummax``
 from __future__ import annotations
 
 import inspect
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,7 +45,7 @@ from typing import Any, NamedTuple
 
 import torch
 
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NON_TENSOR, NonTensorData
 from tensordict._td import TensorDict
 from tensordict._tree import TreeMapOps
 from tensordict.base import NO_DEFAULT, TensorDictBase, implements_for_td
@@ -236,6 +242,61 @@ def _full(spec: Reduction, x: _Tensor, keepdim: bool, kw: dict) -> _Tensor:
 
 
 # --------------------------------------------------------------------------- tree walk
+def carry_non_tensor(
+    value: Any,
+    old_bs: torch.Size,
+    new_bs: torch.Size,
+    dims: tuple[int, ...] | None = None,
+    keepdim: bool = False,
+) -> Any:
+    """A non-tensor entry of a tensordict whose batch size goes from ``old_bs`` to ``new_bs``.
+
+    One value (``NonTensorData``) simply takes the new batch size. A ``NonTensorStack`` keeps
+    its place when the batch size is unchanged; reduced over batch dimensions ``dims`` it
+    keeps the values that are the same all along them; given a new shape (``dims=None``) it
+    becomes one value when all its values are the same. Otherwise there is no reduction of
+    arbitrary Python values and the entry is left out of the result (``None``).
+    """
+    if isinstance(value, NonTensorData):
+        return value._with(new_bs)
+    if old_bs == new_bs:
+        return value
+    if dims is None:
+        items = value.tolist()
+        for _ in range(value.batch_dims - 1):
+            items = [v for sub in items for v in sub]
+        first = items[0] if items else None
+        if items and all(_same(first, v) for v in items[1:]):
+            return NonTensorData(first, batch_size=new_bs, device=value.device)
+        return None
+    nb = len(old_bs)
+    at = [0 if i in dims else slice(None) for i in range(nb)]
+    kept = value[tuple(at)]
+    want = kept.tolist()
+    for combo in itertools.product(*(range(old_bs[d]) for d in dims)):
+        for d, i in zip(dims, combo):
+            at[d] = i
+        if not _same(value[tuple(at)].tolist(), want):
+            return None
+    if isinstance(kept, NonTensorData):
+        return kept._with(new_bs)
+    if keepdim:
+        for d in dims:
+            kept = kept.unsqueeze(d)
+    return kept
+
+
+def _same(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - arrays, tensors…: no single truth value
+        return False
+
+
 def _walk(
     td: TensorDictBase,
     name: str,
@@ -245,12 +306,14 @@ def _walk(
     nested_fn: Callable[[TensorDictBase], Any],
     n_out: int,
     prefix: tuple = (),
+    non_tensor_fn: Callable[[Any, torch.Size, torch.Size], Any] = carry_non_tensor,
 ) -> list[TensorDictBase]:
     """Build ``n_out`` tensordicts shaped like ``td`` from the leaf results.
 
     ``leaf_fn(x, batch_dims_of_holder)`` returns one tensor (or ``n_out`` of them);
     ``shape_fn``/``names_fn`` map a (nested) batch size / names to the result's;
-    ``nested_fn`` handles tensordict types other than the dense one.
+    ``nested_fn`` handles tensordict types other than the dense one and ``non_tensor_fn``
+    the non-tensor entries (see :func:`carry_non_tensor`).
     """
     if not isinstance(td, TreeMapOps):  # lazy stacks & co: reduce a dense copy
         dense = td.contiguous()
@@ -272,11 +335,23 @@ def _walk(
                     f"{tuple(value.shape)} and dtype {value.dtype}: {err}"
                 ) from None
         elif isinstance(value, TreeMapOps):
-            r = _walk(value, name, leaf_fn, shape_fn, names_fn, nested_fn, n_out, prefix + (key,))
+            r = _walk(
+                value,
+                name,
+                leaf_fn,
+                shape_fn,
+                names_fn,
+                nested_fn,
+                n_out,
+                prefix + (key,),
+                non_tensor_fn,
+            )
             if n_out == 1:
                 r = r[0]
-        elif isinstance(value, NonTensorData):
-            r = value._with(new_bs)
+        elif isinstance(value, NON_TENSOR):
+            r = non_tensor_fn(value, bs, new_bs)
+            if r is None:
+                continue
             if n_out > 1:
                 r = (r,) * n_out
         else:
@@ -387,6 +462,7 @@ def _reduce(
         )
     shape_fn = lambda s: torch.Size(_drop(s, dims, keepdim, 1))  # noqa: E731
     names_fn = lambda n: n if n is None else _drop(n, dims, keepdim, None)  # noqa: E731
+    non_tensor = lambda v, old, new: carry_non_tensor(v, old, new, dims, keepdim)  # noqa: E731
     if with_indices:
         d = dims[0]
         values, indices = _walk(
@@ -397,6 +473,7 @@ def _reduce(
             names_fn,
             lambda v: getattr(v, name)(d, keepdim, return_indices=True),
             2,
+            non_tensor_fn=non_tensor,
         )
         return ValuesIndices(values, indices)
     nested_kw = dict(kw, return_indices=False) if spec.indices else kw
@@ -413,6 +490,7 @@ def _reduce(
         names_fn,
         lambda v: getattr(v, name)(dims, keepdim, **nested_kw),
         1,
+        non_tensor_fn=non_tensor,
     )[0]
 
 
