@@ -434,3 +434,30 @@ def test_lazy_stacks_heterogeneous_members():
         assert torch.equal(back["lz", "x"], lazy["x"])
         assert torch.equal(inner.tensordicts[1]["n", "z"], torch.zeros(3))
         assert "z" not in inner.tensordicts[0]["n"].keys()
+
+
+def test_share_memory(td):
+    out = td.consolidate(share_memory=True)
+    assert out._consolidated["storage"].is_shared() and out.is_shared()
+    assert td.consolidate(share_memory=True, metadata=True).is_shared()
+
+
+cuda = pytest.mark.cuda
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@cuda
+@needs_cuda
+def test_cuda_buffer_and_one_copy_moves(td, assert_td_equal):
+    gpu = td.consolidate(device="cuda")
+    assert gpu._consolidated["storage"].is_cuda and gpu.is_consolidated()
+    assert {v.device.type for v in _tensor_leaves(gpu).values()} == {"cuda"}
+    back = gpu.to("cpu")
+    assert back.is_consolidated() and back.device == torch.device("cpu")
+    assert_td_equal(back, td)
+    moved = td.consolidate().to("cuda", non_blocking=True)
+    torch.cuda.synchronize()
+    assert moved.is_consolidated() and moved.device.type == "cuda"
+    assert_td_equal(moved.cpu(), td)
+    pinned = td.consolidate(pin_memory=True)
+    assert pinned._consolidated["storage"].is_pinned()

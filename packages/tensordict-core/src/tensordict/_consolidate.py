@@ -28,7 +28,7 @@ import os
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -63,7 +63,9 @@ def _is_json_exact(value: Any) -> bool:
     return False
 
 
-def _encode_non_tensor(path: tuple, value: Any, allow_pickle: bool, for_pickle: bool) -> dict:
+def _encode_non_tensor(
+    path: tuple[str, ...], value: Any, allow_pickle: bool, for_pickle: bool
+) -> dict[str, Any]:
     if for_pickle:  # the transport is pickle already: carry the object itself
         return {"kind": "object", "value": value}
     if _is_json_exact(value):
@@ -79,7 +81,7 @@ def _encode_non_tensor(path: tuple, value: Any, allow_pickle: bool, for_pickle: 
     )
 
 
-def _decode_non_tensor(path: tuple, entry: dict, allow_pickle: bool) -> Any:
+def _decode_non_tensor(path: tuple[str, ...], entry: dict[str, Any], allow_pickle: bool) -> Any:
     kind = entry.get("kind")
     if kind in ("json", "object"):
         return entry["value"]
@@ -142,7 +144,7 @@ class _Plan:
         self.strides: list[tuple[int, ...] | None] = []
         self.offset = 0
 
-    def node(self, td: Any, path: tuple) -> dict:
+    def node(self, td: Any, path: tuple[str, ...]) -> dict[str, Any]:
         members = _lazy_members(td)
         if members is not None:
             return {
@@ -152,6 +154,7 @@ class _Plan:
                 "members": [self.node(m, path) for m in members],
                 "entries": {},
             }
+        dense: Any = td
         store = getattr(td, "_tensordict", None)
         if store is None or not isinstance(td, TensorDictBase):
             raise NotImplementedError(
@@ -176,13 +179,13 @@ class _Plan:
         return {
             "type": type(td).__name__,
             "batch_size": list(td.batch_size),
-            "device": None if td._device is None else str(td._device),
-            "names": None if td._names is None else list(td._names),
+            "device": None if dense._device is None else str(dense._device),
+            "names": None if dense._names is None else list(dense._names),
             "locked": bool(td._is_locked),
             "entries": entries,
         }
 
-    def stack(self, value: Any, path: tuple) -> dict:
+    def stack(self, value: Any, path: tuple[str, ...]) -> dict[str, Any]:
         shape = list(value.batch_size)
         flat = value.tolist()
         for _ in range(len(shape) - 1):
@@ -197,7 +200,7 @@ class _Plan:
             ],
         }
 
-    def tensor(self, value: _Tensor, path: tuple) -> dict:
+    def tensor(self, value: _Tensor, path: tuple[str, ...]) -> dict[str, Any]:
         if value.is_nested or value.layout != torch.strided:
             raise NotImplementedError(
                 f"consolidate: the entry at {unravel_key(path)!r} is a {value.layout} "
@@ -224,12 +227,12 @@ class _Plan:
 
 def _target_device(td: Any, leaves: list[_Tensor], device: Any) -> torch.device:
     if device is not None:
-        return parse_device(device)
+        return cast(torch.device, parse_device(device))
     if td.device is not None:
         return td.device  # type: ignore[no-any-return]
     devices = {leaf.device for leaf in leaves}
     if len(devices) > 1:
-        found = {}
+        found: dict[str, Any] = {}
         for key, value in td.items(True, True):
             if isinstance(value, _Tensor):
                 found.setdefault(str(value.device), key)
@@ -275,11 +278,11 @@ def _fill_buffer(
             else:
                 torch.cat(pieces, out=buffer)
     if share_memory:
-        buffer.share_memory_()
+        buffer.share_memory_()  # type: ignore[no-untyped-call]
     return buffer
 
 
-def _with_trailer(data: _Tensor, metadata: dict) -> _Tensor:
+def _with_trailer(data: _Tensor, metadata: dict[str, Any]) -> _Tensor:
     blob = json.dumps(metadata, separators=(",", ":")).encode("utf-8")
     tail = blob + len(blob).to_bytes(8, "little") + MAGIC
     extra = torch.frombuffer(bytearray(tail), dtype=torch.uint8).to(data.device)
@@ -323,7 +326,7 @@ def consolidate(
         if metadata:
             buffer = _with_trailer(buffer, meta)
             if share_memory:
-                buffer.share_memory_()
+                buffer.share_memory_()  # type: ignore[no-untyped-call]
     out = _rebuild(buffer, meta, allow_pickle=True, trusted=True)
     if inplace and not hasattr(td, "_tensordict"):
         raise NotImplementedError(
@@ -337,7 +340,7 @@ def consolidate(
     return out
 
 
-def _set_devices(node: dict, device: str, force: bool = False) -> None:
+def _set_devices(node: dict[str, Any], device: str, force: bool = False) -> None:
     for member in node.get("members", ()):
         _set_devices(member, device, force)
     if "members" in node:
@@ -378,7 +381,7 @@ _DTYPES: dict[str, torch.dtype] = {
 }
 
 
-def _dtype(name: Any, path: tuple) -> torch.dtype:
+def _dtype(name: Any, path: tuple[str, ...]) -> torch.dtype:
     dtype = _DTYPES.get(name) if isinstance(name, str) else None
     if dtype is None:
         raise ValueError(
@@ -387,7 +390,7 @@ def _dtype(name: Any, path: tuple) -> torch.dtype:
     return dtype
 
 
-def _view_trusted(buffer: _Tensor, entry: dict) -> _Tensor:
+def _view_trusted(buffer: _Tensor, entry: dict[str, Any]) -> _Tensor:
     """The leaf described by metadata this library just wrote (no checks)."""
     offset = entry["offset"]
     region = buffer[offset : offset + entry["nbytes"]].view(_DTYPES[entry["dtype"]])
@@ -397,7 +400,7 @@ def _view_trusted(buffer: _Tensor, entry: dict) -> _Tensor:
     return view
 
 
-def _view(buffer: _Tensor, entry: dict, path: tuple, limit: int) -> _Tensor:
+def _view(buffer: _Tensor, entry: dict[str, Any], path: tuple[str, ...], limit: int) -> _Tensor:
     dtype = _dtype(entry.get("dtype"), path)
     shape, stride = entry.get("shape"), entry.get("stride")
     offset, nbytes = entry.get("offset"), entry.get("nbytes")
@@ -419,6 +422,7 @@ def _view(buffer: _Tensor, entry: dict, path: tuple, limit: int) -> _Tensor:
         span += (size - 1) * st if size else 0
     if numel == 0:
         span = 0
+    assert isinstance(offset, int) and isinstance(nbytes, int)  # checked above
     if nbytes != numel * itemsize or offset % itemsize or offset + span * itemsize > limit:
         raise ValueError(
             f"from_consolidated: entry {unravel_key(path)!r} (dtype {dtype}, shape {shape}, "
@@ -433,11 +437,11 @@ def _view(buffer: _Tensor, entry: dict, path: tuple, limit: int) -> _Tensor:
 
 def _build(
     cls: type,
-    node: dict,
+    node: dict[str, Any],
     buffer: _Tensor,
     limit: int,
     allow_pickle: bool,
-    path: tuple,
+    path: tuple[str, ...],
     trusted: bool = False,
 ) -> TensorDict:
     if not isinstance(node, dict) or not isinstance(node.get("entries"), dict):
@@ -498,7 +502,11 @@ def _build(
 
 
 def _build_stack(
-    entry: dict, path: tuple, allow_pickle: bool, batch_size: torch.Size, device: Any
+    entry: dict[str, Any],
+    path: tuple[str, ...],
+    allow_pickle: bool,
+    batch_size: torch.Size,
+    device: Any,
 ) -> Any:
     stack_cls = getattr(_nontensor, "NonTensorStack", None)
     shape, values = entry.get("shape"), entry.get("values")
@@ -516,7 +524,7 @@ def _build_stack(
 
 
 def _rebuild(
-    buffer: _Tensor, metadata: dict, *, allow_pickle: bool, trusted: bool = False
+    buffer: _Tensor, metadata: dict[str, Any], *, allow_pickle: bool, trusted: bool = False
 ) -> TensorDict:
     """The tensordict ``metadata`` describes, viewing ``buffer``. ``trusted`` skips the
     checks for metadata this library produced itself (``consolidate``, pickling)."""
@@ -562,7 +570,7 @@ def _read_trailer(blob: bytes, total: int, where: str) -> tuple[int, int]:
     return start, length
 
 
-def _parse_json(blob: bytes, where: str) -> dict:
+def _parse_json(blob: bytes, where: str) -> dict[str, Any]:
     try:
         meta = json.loads(blob.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
@@ -574,7 +582,7 @@ def _parse_json(blob: bytes, where: str) -> dict:
 
 def from_consolidated(
     source: str | Path | torch.Tensor,
-    metadata: dict | None = None,
+    metadata: dict[str, Any] | None = None,
     *,
     allow_pickle: bool = False,
 ) -> TensorDict:
@@ -642,7 +650,7 @@ def _storage_ptr(t: _Tensor) -> int:
     return int(t.untyped_storage().data_ptr())
 
 
-def _lazy_members(td: Any) -> list | None:
+def _lazy_members(td: Any) -> list[Any] | None:
     """The members of a lazy stack (``None`` for anything else)."""
     if isinstance(td, TensorDictBase) and not hasattr(td, "_tensordict"):
         members = getattr(td, "tensordicts", None)
@@ -681,12 +689,12 @@ def consolidated_buffer(td: Any, buffer: _Tensor | None = None) -> _Tensor | Non
     for leaf in _iter_leaves(td):
         if not isinstance(leaf, _Tensor) or _storage_ptr(leaf) != ptr:
             return None
-    return buffer  # type: ignore[no-any-return]
+    return buffer
 
 
 def current_metadata(
     td: Any, buffer: _Tensor, *, for_pickle: bool, nbytes: int | None = None
-) -> dict:
+) -> dict[str, Any]:
     """Metadata describing ``td``'s leaves as they are now placed in ``buffer``."""
     plan = _Plan(allow_pickle=True, for_pickle=for_pickle)
     node = plan.node(td, ())
@@ -704,7 +712,7 @@ def current_metadata(
     }
 
 
-def _tensor_entries(node: dict) -> Iterator[tuple[str, dict]]:
+def _tensor_entries(node: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
     for member in node.get("members", ()):
         yield from _tensor_entries(member)
     for key, entry in node["entries"].items():
@@ -714,14 +722,14 @@ def _tensor_entries(node: dict) -> Iterator[tuple[str, dict]]:
             yield from _tensor_entries(entry)
 
 
-def _unpickle_consolidated(buffer: _Tensor, metadata: dict) -> TensorDict:
+def _unpickle_consolidated(buffer: _Tensor, metadata: dict[str, Any]) -> TensorDict:
     out = _rebuild(buffer, metadata, allow_pickle=False, trusted=True)
     # ``object`` entries are only used inside a pickle; keep JSON-able metadata on the result
     _to_json_entries(metadata["td"])
     return out
 
 
-def _to_json_entries(node: dict) -> None:
+def _to_json_entries(node: dict[str, Any]) -> None:
     for member in node.get("members", ()):
         _to_json_entries(member)
     for entry in node["entries"].values():
@@ -737,16 +745,17 @@ def _to_json_entries(node: dict) -> None:
                     item["value"] = base64.b64encode(pickle.dumps(value)).decode("ascii")
 
 
-def _device_move(args: tuple, kwargs: dict) -> tuple[torch.device, bool] | None:
+def _device_move(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[torch.device, bool] | None:
     """``(device, non_blocking)`` if ``to(*args, **kwargs)`` only changes the device."""
     if "batch_size" in kwargs or (args and isinstance(args[0], TensorDictBase)):
         return None
     kwargs = dict(kwargs)
     non_blocking = bool(kwargs.pop("non_blocking", False))
-    device, dtype, nb, _ = torch._C._nn._parse_to(*args, **kwargs)
+    parsed: Any = torch._C._nn._parse_to(*args, **kwargs)
+    device, dtype, nb = parsed[0], parsed[1], parsed[2]
     if device is None or dtype is not None:
         return None
-    return parse_device(device), non_blocking or nb
+    return cast(torch.device, parse_device(device)), bool(non_blocking or nb)
 
 
 # ---------------------------------------------------------------------- the mixin
@@ -839,7 +848,7 @@ class ConsolidateOps:
     def from_consolidated(
         cls,
         filename: str | Path | torch.Tensor,
-        metadata: dict | None = None,
+        metadata: dict[str, Any] | None = None,
         *,
         allow_pickle: bool = False,
     ) -> TensorDict:
@@ -887,7 +896,7 @@ class ConsolidateOps:
             return super().__reduce_ex__(protocol)
         return _unpickle_consolidated, (buffer, current_metadata(self, buffer, for_pickle=True))
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state.pop("_consolidated", None)
         state.pop("_ctx_ops", None)

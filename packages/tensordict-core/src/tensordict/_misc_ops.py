@@ -45,14 +45,14 @@ def unwrap(value: Any) -> Any:
     return value
 
 
-def _leaf_items(td: Any, prefix: tuple = ()) -> list[tuple[tuple, Any]]:
+def _leaf_items(td: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
     """``(key tuple, raw value)`` for every leaf, depth first (non-tensors wrapped)."""
-    out: list[tuple[tuple, Any]] = []
+    out: list[tuple[tuple[str, ...], Any]] = []
     store = getattr(td, "_tensordict", None)
     items = store.items() if store is not None else td.items()
     for key, value in items:
         path = prefix + (key,)
-        if isinstance(value, TensorDictBase) and type(value) is not NonTensorData:
+        if is_nested(value):
             out.extend(_leaf_items(value, path))
         else:
             out.append((path, value))
@@ -98,7 +98,7 @@ class MiscOps:
         >>> TensorDict({"b": torch.zeros(()), "a": torch.zeros(())}).sorted_keys
         ['a', 'b']
         """
-        return sorted(self._tensordict)  # type: ignore[attr-defined]
+        return sorted(self.keys())  # type: ignore[attr-defined]
 
     @property
     def depth(self) -> int:
@@ -108,12 +108,7 @@ class MiscOps:
         >>> TensorDict({"a": {"b": {"c": 0}}, "d": 1}).depth
         2
         """
-        deepest = 0
-        for value in self._tensordict.values():  # type: ignore[attr-defined]
-            if isinstance(value, TensorDictBase) and type(value) is not NonTensorData:
-                sub = value.depth if isinstance(value, MiscOps) else _generic_depth(value)
-                deepest = max(deepest, 1 + sub)
-        return deepest
+        return _depth(self)
 
     # ------------------------------------------------------------------ memory
     def data_ptr(self, *, storage: bool = False) -> TensorDict:
@@ -139,7 +134,7 @@ class MiscOps:
                 if isinstance(value, _Tensor):
                     ptr = value.untyped_storage().data_ptr() if storage else value.data_ptr()
                     out[key] = torch.tensor(ptr, dtype=torch.int64)
-                elif isinstance(value, TensorDictBase) and type(value) is not NonTensorData:
+                elif is_nested(value):
                     out[key] = walk(value)
             return TensorDict._new_unsafe(out, torch.Size([]))
 
@@ -209,10 +204,10 @@ class MiscOps:
         >>> list(out.keys(True, True)), list(td.keys(True, True))
         ([('a', 'b'), 'd'], [('a', 'c')])
         """
-        if len(keys) == 1 and isinstance(keys[0], list):
-            keys = tuple(keys[0])
+        if len(keys) == 1 and isinstance(keys[0], list):  # type: ignore[unreachable]
+            keys = tuple(keys[0])  # type: ignore[unreachable]
         out = self.empty()  # type: ignore[attr-defined]
-        found: list[tuple] = []
+        found: list[tuple[str, ...]] = []
         for key in keys:
             path = _key_tuple(key)
             value = self._get_tuple(path, None)  # type: ignore[attr-defined]
@@ -236,7 +231,7 @@ class MiscOps:
             self._pop_path(path, filter_empty)
         return out  # type: ignore[no-any-return]
 
-    def _pop_path(self, path: tuple, filter_empty: bool) -> None:
+    def _pop_path(self, path: tuple[str, ...], filter_empty: bool) -> None:
         parents = [self]
         for part in path[:-1]:
             parents.append(parents[-1]._tensordict[part])  # type: ignore[attr-defined]
@@ -270,7 +265,7 @@ class MiscOps:
         (['a'], ['B', 'c'], ['d'])
         """
         outs = []
-        taken: list[tuple] = []
+        taken: list[tuple[str, ...]] = []
         for key_set in key_sets:
             pairs = (
                 list(key_set.items())
@@ -319,12 +314,12 @@ class MiscOps:
         if len(path) > 1:
             found = self._get_tuple(path[:-1], None)  # type: ignore[attr-defined]
             if found is not None:
-                if not isinstance(found, TensorDictBase) or type(found) is NonTensorData:
+                if not is_nested(found):
                     raise KeyError(
                         f"create_nested: the entry at {unravel_key(path[:-1])!r} is a "
                         f"{type(found).__name__}, not a tensordict."
                     )
-                parent = found  # type: ignore[assignment]
+                parent = found
         new = TensorDict._new_unsafe(
             {},
             parent.batch_size,  # type: ignore[attr-defined]
@@ -545,11 +540,12 @@ class MiscOps:
         return pad(self, pad_size, value)  # type: ignore[arg-type,return-value]
 
 
-def _generic_depth(td: Any) -> int:
+def _depth(td: Any) -> int:
     deepest = 0
-    for key in td.keys(True):
-        if isinstance(key, tuple):
-            deepest = max(deepest, len(key) - 1)
+    store = getattr(td, "_tensordict", None)
+    for value in store.values() if store is not None else td.values():
+        if is_nested(value):
+            deepest = max(deepest, 1 + _depth(value))
     return deepest
 
 
@@ -561,10 +557,10 @@ def _valid_mask(nt: _Tensor) -> _Tensor:
     full = torch.nested.to_padded_tensor(ones, 0).bool()
     while full.ndim > ragged + 1:
         full = full.any(-1)
-    return full
+    return full  # type: ignore[no-any-return]
 
 
-def _source_leaves(source: Any, prefix: tuple = ()) -> list[tuple[tuple, Any]]:
+def _source_leaves(source: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
     if isinstance(source, TensorDictBase):
         return [
             (p, v.data if isinstance(v, NonTensorData) else v)
@@ -573,14 +569,14 @@ def _source_leaves(source: Any, prefix: tuple = ()) -> list[tuple[tuple, Any]]:
     out = []
     for key, value in source.items():
         path = prefix + _key_tuple(key)
-        if isinstance(value, (Mapping, TensorDictBase)) and type(value) is not NonTensorData:
+        if isinstance(value, (Mapping, TensorDictBase)):
             out.extend(_source_leaves(value, path))
         else:
             out.append((path, value))
     return out
 
 
-def _check_at(path: tuple, target: Any, value: Any, index: Any) -> None:
+def _check_at(path: tuple[str, ...], target: Any, value: Any, index: Any) -> None:
     if is_non_tensor(target):
         raise TypeError(
             f"cannot write at an index of the non-tensor entry {unravel_key(path)!r} in place."
@@ -596,7 +592,7 @@ def _check_at(path: tuple, target: Any, value: Any, index: Any) -> None:
         ) from None
     shape = value.shape if isinstance(value, _Tensor) else torch.as_tensor(value).shape
     try:
-        ok = torch.broadcast_shapes(shape, selected) == selected
+        ok = torch.broadcast_shapes(shape, selected) == selected  # type: ignore[no-untyped-call]
     except RuntimeError:
         ok = False
     if not ok:
@@ -658,7 +654,7 @@ def _common_batch_size(tds: Sequence[Any]) -> torch.Size:
     return torch.Size(common)
 
 
-def _merge(tds: list, callback: Any, prefix: tuple) -> TensorDict:
+def _merge(tds: list[Any], callback: Any, prefix: tuple[str, ...]) -> TensorDict:
     from tensordict._td import TensorDict
 
     batch_size = _common_batch_size(tds)
@@ -684,7 +680,7 @@ def _merge(tds: list, callback: Any, prefix: tuple) -> TensorDict:
             merged = cb(*raw)
         else:
             merged = values[0]
-        if type(merged) is not NonTensorData and isinstance(merged, TensorDictBase):
+        if is_nested(merged):
             if merged.batch_size[: len(batch_size)] != batch_size:
                 merged = merged.clone(False)
                 merged.batch_size = batch_size
@@ -715,7 +711,7 @@ def dense_stack_tds(
         td_list = list(members)
     elif dim is None:
         raise ValueError("dense_stack_tds: pass dim= when stacking a list of tensordicts.")
-    tds = list(td_list)  # type: ignore[arg-type]
+    tds: list[Any] = list(td_list)
     if not tds:
         raise ValueError("dense_stack_tds needs at least one tensordict.")
     first = tds[0]

@@ -170,7 +170,7 @@ def pad_sequence(
                 f"{sorted(map(str, set(keys) - set(leaves)))}, only in {i}: "
                 f"{sorted(map(str, set(leaves) - set(keys)))}."
             )
-    targets: dict[tuple, int] = {}
+    targets: dict[tuple[str, ...], int] = {}
     for key in keys:
         lengths = []
         for leaves in leaf_lists:
@@ -186,13 +186,14 @@ def pad_sequence(
             targets[key] = longest if pad_dim < nb else max(lengths)
     padded = []
     masks = []
+    new_td: Any
     for td, leaves in zip(tds, leaf_lists):
         if pad_dim < nb:
             widths = [(0, 0)] * nb
             widths[pad_dim] = (0, longest - td.batch_size[pad_dim])
             new_td = _pad_td(td, widths, padding_value)
         else:
-            new_td = td.copy() if hasattr(td, "_tensordict") else td.to_tensordict()
+            new_td = td.copy() if hasattr(td, "_tensordict") else td.to_tensordict()  # type: ignore[attr-defined]
             for key, target in targets.items():
                 value = leaves[key]
                 widths = [(0, 0)] * value.ndim
@@ -209,18 +210,18 @@ def pad_sequence(
     if device is not None:
         result = result.to(device)
     if out is not None:
-        out.update(result)
+        out.update(result)  # type: ignore[attr-defined]
         return out  # type: ignore[return-value]
     return result
 
 
-def _leaves(td: Any, prefix: tuple = ()) -> dict[tuple, Any]:
-    out: dict[tuple, Any] = {}
+def _leaves(td: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    out: dict[tuple[str, ...], Any] = {}
     store = getattr(td, "_tensordict", None)
     items = store.items() if store is not None else td.items()
     for key, value in items:
         path = prefix + (key,)
-        if isinstance(value, TensorDictBase) and type(value) is not NonTensorData:
+        if isinstance(value, TensorDictBase):
             out.update(_leaves(value, path))
         else:
             out[path] = value
@@ -228,7 +229,11 @@ def _leaves(td: Any, prefix: tuple = ()) -> dict[tuple, Any]:
 
 
 def _masks(
-    td: TensorDict, leaves: dict[tuple, Any], targets: dict[tuple, int], pad_dim: int, nb: int
+    td: TensorDict,
+    leaves: dict[tuple[str, ...], Any],
+    targets: dict[tuple[str, ...], int],
+    pad_dim: int,
+    nb: int,
 ) -> TensorDict:
     from tensordict._td import TensorDict
 

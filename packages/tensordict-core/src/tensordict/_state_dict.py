@@ -30,7 +30,7 @@ DEVICE_KEY = "__device"
 _META = (BATCH_SIZE_KEY, DEVICE_KEY)
 
 
-def _fmt(path: tuple) -> str:
+def _fmt(path: tuple[str, ...]) -> str:
     return repr(unravel_key(path)) if path else "<root>"
 
 
@@ -39,7 +39,7 @@ class StateDictOps:
 
     def state_dict(
         self,
-        destination: dict | None = None,
+        destination: dict[str, Any] | None = None,
         prefix: str = "",
         keep_vars: bool = False,
         flatten: bool = False,
@@ -116,28 +116,28 @@ class StateDictOps:
         (tensor([1., 1.]), tensor([2., 2.]))
         >>> _ = td.load_state_dict(src.state_dict(flatten=True), from_flatten=True)
         """
-        if not isinstance(state_dict, Mapping) or isinstance(state_dict, TensorDictBase):
+        if not isinstance(state_dict, Mapping) or isinstance(state_dict, TensorDictBase):  # type: ignore[unreachable]
             raise TypeError(
                 f"load_state_dict expects a dict (as returned by state_dict()), got "
                 f"{type(state_dict).__name__}."
             )
         if from_flatten:
             state_dict = _unflatten(self, state_dict)
-        plan: list = []
+        plan: list[Any] = []
         _plan_load(self, state_dict, strict, assign, (), plan, None)  # type: ignore[arg-type]
         for action in plan:
             action[0](*action[1:])
         return self  # type: ignore[return-value]
 
 
-def _unflatten(td: Any, flat: Mapping[str, Any]) -> dict:
+def _unflatten(td: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     """A flat ``{"a.b": v}`` state dict as nested dicts, resolving keys that contain dots
     through the tensordict's own flattened keys."""
     known = {}
     for key in td.keys(True, True):
         path = key if isinstance(key, tuple) else (key,)
         known[".".join(path)] = path
-    out: dict = {}
+    out: dict[str, Any] = {}
     for key, value in flat.items():
         if key in _META:
             out[key] = value
@@ -153,7 +153,7 @@ def _unflatten(td: Any, flat: Mapping[str, Any]) -> dict:
 
 
 def _new_batch_size(
-    td: Any, sd: Mapping[str, Any], parent: tuple[torch.Size, int] | None, path: tuple
+    td: Any, sd: Mapping[str, Any], parent: tuple[torch.Size, int] | None, path: tuple[str, ...]
 ) -> torch.Size:
     """The batch size ``td`` will have: the state dict's, else the current one (under a
     parent whose batch size changes, the parent's new one plus ``td``'s own extra dims)."""
@@ -182,8 +182,8 @@ def _plan_load(
     sd: Mapping[str, Any],
     strict: bool,
     assign: bool,
-    path: tuple,
-    plan: list,
+    path: tuple[str, ...],
+    plan: list[Any],
     parent: tuple[torch.Size, int] | None,
 ) -> None:
     """Check everything and append the writes to ``plan``; ``parent`` is the parent's
@@ -224,7 +224,7 @@ def _plan_load(
                     f"load_state_dict: the state dict holds a dict at {unravel_key(sub)!r} but "
                     f"the tensordict holds a {type(current).__name__} there."
                 )
-            _plan_load(current, value, strict, assign, sub, plan, (new_bs, td.batch_dims))  # type: ignore[arg-type]
+            _plan_load(current, value, strict, assign, sub, plan, (new_bs, td.batch_dims))
             continue
         if isinstance(value, _Tensor):
             if value.shape[:nb] != new_bs:
@@ -257,7 +257,7 @@ def _plan_load(
         if is_non_tensor(current) and not isinstance(current, NonTensorData):
             # a stack stays a stack: the state dict holds its values as nested lists
             try:
-                leaf = type(current).from_list(value, device=td._device, ndim=nb)  # type: ignore[union-attr]
+                leaf = type(current).from_list(value, device=td._device, ndim=nb)
                 if leaf.batch_size != new_bs:
                     raise ValueError(f"got shape {tuple(leaf.batch_size)}")
             except (TypeError, ValueError) as err:

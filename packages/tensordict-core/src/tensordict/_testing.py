@@ -18,8 +18,8 @@ class KeyMismatchError(AssertionError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
-def _leaves(td: Any, prefix: tuple = ()) -> dict[tuple, Any]:
-    out: dict[tuple, Any] = {}
+def _leaves(td: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    out: dict[tuple[str, ...], Any] = {}
     store = getattr(td, "_tensordict", None)
     items = store.items() if store is not None else td.items()
     for key, value in items:
