@@ -18,9 +18,12 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 import torch
 
 from tensordict import _forwarders, _siblings
+from tensordict._attrs import AttrsOps
 from tensordict._convert import ConversionOps
 from tensordict._errors import missing_key
+from tensordict._gather import GatherOps
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
+from tensordict._leaf_tensors import LeafTensorOps
 from tensordict._nontensor import DATA_TYPES, NON_TENSOR, NonTensorData, unwrap_non_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -100,7 +103,7 @@ def _abstract(td: Any) -> str:
     return f"{type(td).__name__} does not implement {caller}()"
 
 
-class TensorDictBase(ConversionOps, _TableMethods):
+class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMethods):
     """Abstract base of every tensordict: a dict of tensors with a common batch shape.
 
     >>> import torch
