@@ -20,7 +20,7 @@ import torch
 from tensordict import _forwarders, _siblings
 from tensordict._attrs import AttrsOps
 from tensordict._convert import ConversionOps
-from tensordict._errors import missing_key
+from tensordict._errors import lock_error, missing_key
 from tensordict._gather import GatherOps
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
 from tensordict._leaf_tensors import LeafTensorOps
@@ -457,6 +457,42 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
 
     # ------------------------------------------------------------------ stacks, non-tensors
     @classmethod
+    def stack(
+        cls, input: Sequence[TensorDictBase], dim: int = 0, *, out: TensorDictBase | None = None
+    ) -> TensorDictBase:
+        """Stack tensordicts along a new batch dimension ``dim`` (as :func:`torch.stack`).
+
+        The tensordicts must share one batch size and the same keys; use
+        :meth:`lazy_stack` for tensordicts whose keys or shapes differ.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> a, b = TensorDict(x=torch.zeros(3), batch_size=[3]), TensorDict(x=torch.ones(3), batch_size=[3])
+        >>> TensorDict.stack([a, b], 1).batch_size
+        torch.Size([3, 2])
+        """
+        from tensordict._functional import stack
+
+        return stack(input, dim, out=out)
+
+    @classmethod
+    def cat(
+        cls, input: Sequence[TensorDictBase], dim: int = 0, *, out: TensorDictBase | None = None
+    ) -> TensorDictBase:
+        """Concatenate tensordicts along an existing batch dimension ``dim`` (as
+        :func:`torch.cat`).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> a, b = TensorDict(x=torch.zeros(3), batch_size=[3]), TensorDict(x=torch.ones(2), batch_size=[2])
+        >>> TensorDict.cat([a, b])["x"]
+        tensor([0., 0., 0., 1., 1.])
+        """
+        from tensordict._functional import cat
+
+        return cat(input, dim, out=out)
+
+    @classmethod
     def lazy_stack(
         cls,
         input: Sequence[TensorDictBase],
@@ -564,6 +600,44 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         out = self.exclude(*keys) if keys else self.copy()  # type: ignore[attr-defined]
         return out  # type: ignore[no-any-return]
 
+    def is_non_tensor(self, key: NestedKey) -> bool:
+        """Whether the entry at ``key`` is non-tensor data (a
+        :class:`~tensordict.NonTensorData` or :class:`~tensordict.NonTensorStack`).
+
+        Unlike the function :func:`tensordict.is_non_tensor`, which looks at a value, this
+        looks at the stored entry. A missing key raises ``KeyError``.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"obs": torch.zeros(4), "label": "cat"})
+        >>> td.is_non_tensor("label"), td.is_non_tensor("obs")
+        (True, False)
+        """
+        return isinstance(self._get_tuple(_key_tuple(key), NO_DEFAULT), NON_TENSOR)
+
+    def filter_empty_(self) -> Self:
+        """Remove, in place, every nested tensordict that holds no leaf (one that holds
+        only empty tensordicts included); return ``self``.
+
+        On a locked tensordict with something to remove it raises and changes nothing.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(a=torch.zeros(3), b={}, c={"d": {}, "e": torch.ones(3)}, batch_size=[3])
+        >>> list(td.filter_empty_().keys(include_nested=True))
+        ['a', 'c', ('c', 'e')]
+        """
+        doomed: list[tuple[str, ...]] = []
+        _collect_empty(self, (), doomed)
+        if doomed:
+            for path in doomed:  # check every level first: all or nothing
+                owner = self._get_tuple(path[:-1], NO_DEFAULT) if len(path) > 1 else self
+                if owner.is_locked:
+                    raise lock_error(unravel_key(path), "remove")
+            for path in doomed:
+                self.del_(path)  # type: ignore[attr-defined]
+        return self
+
     # ------------------------------------------------------------------ context manager
     def __enter__(self) -> Self:
         stack = self.__dict__.setdefault("_ctx_ops", [])
@@ -610,6 +684,18 @@ _forwarders.install(TensorDictBase)
 # lets ``torch.testing.assert_close`` compare two of them key by key. Registration leaves
 # ``isinstance(x, TensorDictBase)`` a plain (fast) class check.
 MutableMapping.register(TensorDictBase)
+
+
+def _collect_empty(td: TensorDictBase, prefix: tuple[str, ...], out: list) -> None:
+    """Append the paths of ``td``'s nested tensordicts that have no leaf (the topmost of
+    each empty subtree) to ``out``."""
+    for key in list(td.keys()):
+        value = td._get_str(key, NO_DEFAULT)
+        if isinstance(value, TensorDictBase) and not isinstance(value, NON_TENSOR):
+            if value.is_empty():  # type: ignore[attr-defined]
+                out.append((*prefix, key))
+            else:
+                _collect_empty(value, (*prefix, key), out)
 
 
 def _key_tuple(key: Any) -> tuple:
