@@ -51,6 +51,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import torch
+from torch.utils._pytree import tree_map
 
 import tensordict
 from tensordict import TensorDict, TensorDictBase
@@ -231,6 +232,10 @@ def floor_iadd(d: dict, x: Any) -> None:
             floor_iadd(v, x)
         else:
             v.add_(x)
+
+
+def floor_sum(d: dict, dim: int) -> dict:
+    return {k: floor_sum(v, dim) if type(v) is dict else v.sum(dim) for k, v in d.items()}
 
 
 def floor_clone(d: dict) -> dict:
@@ -509,6 +514,10 @@ def _get_chain(depth: int) -> Callable:
     return eval("lambda s: s.d" + "".join(f'["k{i}"]' for i in range(depth)))  # noqa: S307
 
 
+def _plus_one(x: torch.Tensor) -> torch.Tensor:
+    return x + 1
+
+
 def td_set_flat(s: SimpleNamespace) -> None:
     s.td["f0"] = s.v
 
@@ -633,6 +642,11 @@ OPS: list[Op] = [
     Op("td + 1", s_nest, lambda s: s.td + 1, lambda s: floor_add(s.d, 1)),
     Op("td * td2", s_binary, lambda s: s.td * s.td2, lambda s: floor_mul(s.d, s.d2)),
     Op("td += 1", s_nest, td_iadd, lambda s: floor_iadd(s.d, 1), "state"),
+    # reductions
+    Op("sum(0) over the batch", s_nest, lambda s: s.td.sum(0), lambda s: floor_sum(s.d, 0)),
+    # pytree
+    Op("pytree tree_map x+1", s_nest, lambda s: tree_map(_plus_one, s.td),
+       lambda s: tree_map(_plus_one, s.d)),
     # copies and casts
     Op("clone", s_nest, lambda s: s.td.clone(), lambda s: floor_clone(s.d)),
     Op("to(float64)", s_nest, lambda s: s.td.to(torch.float64),

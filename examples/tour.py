@@ -11,6 +11,7 @@ quantities leaf by leaf.
 from __future__ import annotations
 
 import importlib.util
+import pickle
 
 import torch
 
@@ -103,7 +104,55 @@ with rollout.unlock_():
     rollout["advantage"] = torch.zeros(N_STEPS, N_ENVS)
 assert rollout.is_locked and "advantage" in rollout.keys()
 
-section("8. Sibling distributions plug into the same namespace")
+section("8. Episodes of different lengths: lazy stacks")
+episodes = [  # one entry per episode; the reward sequences have different lengths
+    TensorDict({"reward": torch.ones(length), "task": f"task-{i}"})
+    for i, length in enumerate((3, 5))
+]
+lazy = tensordict.lazy_stack(episodes)  # the members keep their own shapes
+print(lazy)
+assert lazy[1] is episodes[1] and lazy["task"] == ["task-0", "task-1"]
+try:
+    lazy["reward"]
+except RuntimeError as err:
+    print("cannot read as one tensor:", str(err).split(";")[0])
+padded = lazy.to_padded_tensor(padding=0.0, mask_key="mask")
+assert padded["reward"].shape == (2, 5) and int(padded["mask", "reward"].sum()) == 8
+lazy[0]["reward"] *= 2  # writes go through to the member
+assert episodes[0]["reward"].sum() == 6
+
+section("9. Reductions, conversions and torch integration")
+returns = rollout["next", "reward"].sum()
+per_env = rollout.select(("next", "reward")).sum(dim=0)  # reduce the time dimension
+assert per_env.batch_size == (N_ENVS,)
+assert torch.allclose(per_env["next", "reward"].sum(), returns)
+as_dict = rollout.to_dict()  # plain nested dicts of tensors, and back
+assert (TensorDict.from_dict(as_dict, batch_size=[N_STEPS, N_ENVS]) == rollout).all()
+leaves, spec = torch.utils._pytree.tree_flatten(rollout)  # a torch pytree node
+doubled = torch.utils._pytree.tree_map(lambda x: x * 2, rollout)
+n_tensors = sum(isinstance(v, torch.Tensor) for v in rollout.values(True, True))
+assert isinstance(doubled, TensorDict) and len(leaves) == n_tensors  # "env_name" is in the spec
+per_sample = torch.vmap(lambda td: td["observation"].norm())(rollout[0])
+assert per_sample.shape == (N_ENVS,)
+print(
+    f"return {returns:.3f}; per env {[round(r, 3) for r in per_env['next', 'reward'].flatten().tolist()]}"
+)
+print(
+    f"pytree: {len(leaves)} tensor leaves; vmap over the env dimension: {tuple(per_sample.shape)}"
+)
+
+section("10. One buffer for the whole tensordict: consolidate")
+packed = rollout.consolidate()
+buffer = packed["observation"].untyped_storage()
+assert all(
+    leaf.untyped_storage().data_ptr() == buffer.data_ptr()
+    for leaf in packed.values(include_nested=True, leaves_only=True)
+    if isinstance(leaf, torch.Tensor)
+)
+print(f"{len(leaves)} tensor leaves in one buffer of {buffer.nbytes()} bytes")
+assert (pickle.loads(pickle.dumps(packed)) == rollout).all()  # pickles as one buffer
+
+section("11. Sibling distributions plug into the same namespace")
 for subpackage, dist, what in [
     (
         "tensordict.memmap",
