@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
 
 _Tensor = torch.Tensor
+_MISSING: Any = object()
 
 
 class DictOps:
@@ -177,18 +178,18 @@ class DictOps:
         if len(keys) == 1 and isinstance(keys[0], list):
             keys = tuple(keys[0])
         store = self._tensordict
-        if all(type(k) is str for k in keys):  # flat keys: no key tree needed
-            try:
-                chosen = (
-                    {k: store[k] for k in keys}
-                    if strict
-                    else {k: store[k] for k in keys if k in store}
-                )
-            except KeyError as err:
-                raise missing_key(err.args[0], self) from None
-            out = self._new_unsafe(chosen, self._batch_size, self._device, self._names)
+        chosen = {}
+        for key in keys:  # flat keys: no key tree needed
+            if type(key) is not str:
+                out = self._select_paths(keys, strict)
+                break
+            value = store.get(key, _MISSING)
+            if value is not _MISSING:
+                chosen[key] = value
+            elif strict:
+                raise missing_key(key, self)
         else:
-            out = self._select_paths(keys, strict)
+            out = self._new_unsafe(chosen, self._batch_size, self._device, self._names)
         if inplace:
             if self._is_locked:
                 raise lock_error(keys, "remove keys other than")

@@ -133,8 +133,7 @@ class TensorDict(
         out._batch_size = batch_size
         out._device = device
         out._names = names
-        out._is_locked = False
-        return out
+        return out  # _is_locked: the class default, False
 
     # ------------------------------------------------------------------ metadata
     @property
