@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict._attrs import holds_tensor_attrs, to_tensor_attrs
 from tensordict._shape import parse_device
 from tensordict.base import TensorDictBase
 
@@ -22,25 +23,35 @@ class DeviceOps:
         """Move and/or cast every leaf, like :meth:`torch.Tensor.to`.
 
         Accepts a device, a dtype, a tensor or a tensordict (whose device is used), and
-        ``non_blocking``/``batch_size`` keywords. Returns ``self`` when nothing changes.
+        ``non_blocking``/``batch_size`` keywords. A tensordict of
+        :class:`~tensordict._attrs.TensorAttrs` leaves (made by :meth:`attrs`) casts each
+        leaf to the device and dtype recorded for its key instead. Returns ``self`` when
+        nothing changes.
 
         >>> import torch
         >>> from tensordict import TensorDict
         >>> td = TensorDict({"a": torch.zeros(2)}, [2])
         >>> td.to(torch.float64)["a"].dtype, td.to("cpu").device
         (torch.float64, device(type='cpu'))
+        >>> td.to(TensorDict({"a": torch.zeros(2, dtype=torch.int8)}).attrs())["a"].dtype
+        torch.int8
         """
         batch_size = kwargs.pop("batch_size", None)
         non_blocking = kwargs.pop("non_blocking", False)
+        result = self
         if args and isinstance(args[0], TensorDictBase):
-            device, dtype = args[0].device, None
+            other = args[0]
             args = args[1:]
             if args or kwargs:
                 raise TypeError("to(other_tensordict) takes no further arguments.")
+            if holds_tensor_attrs(other):  # leaf by leaf, as recorded by td.attrs()
+                result = to_tensor_attrs(self, other, non_blocking=non_blocking)
+                device = dtype = None
+            else:
+                device, dtype = other.device, None
         else:
             device, dtype, nb, _ = torch._C._nn._parse_to(*args, **kwargs)
             non_blocking = non_blocking or nb
-        result = self
         if dtype is not None:
             result = result._map_tensors(lambda x: x.to(dtype=dtype, non_blocking=non_blocking))
         if device is not None:
