@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from tensordict import NonTensorData, TensorDict, lazy_stack
-from tensordict._attrs import TensorAttrs
+from tensordict import TensorAttrs
 
 CPU = torch.device("cpu")
 META = torch.device("meta")

@@ -21,6 +21,7 @@ from tensordict._siblings import sibling_attr as _sibling_attr
 __version__ = "0.1.0"
 
 from tensordict import _ops, _pytree, utils
+from tensordict._attrs import TensorAttrs
 from tensordict._consolidate import from_consolidated
 from tensordict._convert import fromkeys, make_tensordict
 from tensordict._functional import cat, stack
@@ -62,6 +63,7 @@ __all__ = [
     "NonTensorData",
     "NonTensorStack",
     "TensorDict",
+    "TensorAttrs",
     "TensorDictBase",
     "assert_allclose_td",
     "assert_close",
