@@ -26,7 +26,7 @@ import base64
 import json
 import os
 import pickle
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -151,6 +151,7 @@ class _Plan:
                 "type": "LazyStackedTensorDict",
                 "batch_size": list(td.batch_size),
                 "stack_dim": int(td.stack_dim),
+                "stack_dim_name": getattr(td, "_td_dim_name", None),
                 "members": [self.node(m, path) for m in members],
                 "entries": {},
             }
@@ -328,16 +329,23 @@ def consolidate(
             if share_memory:
                 buffer.share_memory_()  # type: ignore[no-untyped-call]
     out = _rebuild(buffer, meta, allow_pickle=True, trusted=True)
-    if inplace and not hasattr(td, "_tensordict"):
-        raise NotImplementedError(
-            f"consolidate(inplace=True) needs a dense TensorDict, not a {type(td).__name__}."
-        )
     if inplace:
-        td._tensordict = out._tensordict
-        td._device = out._device
+        _adopt(td, out)
         td._consolidated = out._consolidated  # type: ignore[attr-defined]
         return td
     return out
+
+
+def _adopt(td: Any, new: Any) -> None:
+    """Make ``td`` hold the entries of ``new`` (same structure); the members of a lazy
+    stack stay the same objects."""
+    members = _lazy_members(td)
+    if members is not None:
+        for member, new_member in zip(members, new.tensordicts):
+            _adopt(member, new_member)
+        return
+    td._tensordict = new._tensordict
+    td._device = new._device
 
 
 def _set_devices(node: dict[str, Any], device: str, force: bool = False) -> None:
@@ -460,7 +468,15 @@ def _build(
             )
         built = [_build(cls, m, buffer, limit, allow_pickle, path, trusted) for m in members]
         kwargs = {} if built else {"batch_size": node.get("batch_size")}
-        return lazy_cls(*built, stack_dim=node.get("stack_dim", 0), **kwargs)  # type: ignore[no-any-return]
+        dim_name = node.get("stack_dim_name")
+        if dim_name is not None and not isinstance(dim_name, str):
+            raise ValueError(
+                f"from_consolidated: bad stack_dim_name {dim_name!r} at "
+                f"{unravel_key(path) or '<root>'!r}."
+            )
+        return lazy_cls(  # type: ignore[no-any-return]
+            *built, stack_dim=node.get("stack_dim", 0), stack_dim_name=dim_name, **kwargs
+        )
     batch_size = torch.Size(node.get("batch_size", []))
     device = None if node.get("device") is None else buffer.device
     names = node.get("names")
@@ -758,6 +774,32 @@ def _device_move(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[torch.d
     return cast(torch.device, parse_device(device)), bool(non_blocking or nb)
 
 
+def consolidated_to(
+    td: Any, args: tuple[Any, ...], kwargs: dict[str, Any], plain_to: Callable[..., Any]
+) -> Any:
+    """``td.to(*args, **kwargs)`` for a tensordict that was consolidated: a move to another
+    device copies the buffer once and gives a consolidated result; anything else is
+    ``plain_to`` (the result stays consolidated when its leaves still view the buffer)."""
+    buffer = consolidated_buffer(td)
+    target = _device_move(args, kwargs)
+    if buffer is None or target is None:
+        return plain_to(*args, **kwargs)
+    device, non_blocking = target
+    if buffer.device != device:
+        meta = current_metadata(td, buffer, for_pickle=True)
+        _set_devices(meta["td"], str(device), force=True)
+        moved = buffer.to(device, non_blocking=non_blocking)
+        out = _rebuild(moved, meta, allow_pickle=False, trusted=True)
+        _to_json_entries(meta["td"])
+        return out
+    out = plain_to(*args, **kwargs)
+    if out is not td and consolidated_buffer(out, buffer) is not None:
+        nbytes = td.__dict__["_consolidated"]["metadata"]["nbytes"]
+        meta = current_metadata(out, buffer, for_pickle=False, nbytes=nbytes)
+        out._consolidated = {"storage": buffer, "metadata": meta}
+    return out
+
+
 # ---------------------------------------------------------------------- the mixin
 class ConsolidateOps:
     """Mixin of :class:`~tensordict.TensorDict`: consolidation and its pickling."""
@@ -793,7 +835,8 @@ class ConsolidateOps:
             num_threads: accepted for compatibility (one ``torch.cat`` does the copy).
             device: device of the buffer (default: the tensordict's, or its leaves').
             non_blocking: accepted for compatibility.
-            inplace: make this tensordict's leaves the views (returns ``self``).
+            inplace: make this tensordict's leaves the views (returns ``self``; a lazy
+                stack keeps its members, whose leaves become the views).
             return_early: not supported (raises if ``True``).
             use_buffer: accepted for compatibility.
             share_memory: put the buffer in shared memory.
@@ -870,25 +913,7 @@ class ConsolidateOps:
     def to(self, *args: Any, **kwargs: Any) -> TensorDict:
         if "_consolidated" not in self.__dict__:  # the common case: one dict lookup
             return super().to(*args, **kwargs)  # type: ignore[misc,no-any-return]
-        # A consolidated tensordict moves to another device as one buffer copy.
-        buffer = consolidated_buffer(self)
-        target = _device_move(args, kwargs)
-        if buffer is None or target is None:
-            return super().to(*args, **kwargs)  # type: ignore[misc,no-any-return]
-        device, non_blocking = target
-        if buffer.device != device:
-            meta = current_metadata(self, buffer, for_pickle=True)
-            _set_devices(meta["td"], str(device), force=True)
-            moved = buffer.to(device, non_blocking=non_blocking)
-            out = _rebuild(moved, meta, allow_pickle=False, trusted=True)
-            _to_json_entries(meta["td"])
-            return out
-        out = super().to(*args, **kwargs)  # type: ignore[misc]
-        if out is not self and consolidated_buffer(out, buffer) is not None:
-            nbytes = self.__dict__["_consolidated"]["metadata"]["nbytes"]
-            meta = current_metadata(out, buffer, for_pickle=False, nbytes=nbytes)
-            out._consolidated = {"storage": buffer, "metadata": meta}
-        return out  # type: ignore[no-any-return]
+        return consolidated_to(self, args, kwargs, super().to)  # type: ignore[misc,no-any-return]
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         buffer = consolidated_buffer(self)

@@ -11,7 +11,12 @@ padded or densified).
 
 Batch-shape operations, ``apply`` and the dict-like methods live in
 :mod:`tensordict._lazy_ops`, dense copies in :mod:`tensordict._lazy_dense`; this module
-holds the container, reads, writes, indexing, keys and the printed form.
+holds the container, reads, writes, indexing, keys and the printed form. The generic
+mixins of the dense ``TensorDict`` (:class:`~tensordict._misc_ops.MiscOps`,
+:class:`~tensordict._state_dict.StateDictOps`,
+:class:`~tensordict._consolidate.ConsolidateOps`) come after the lazy ones in the bases:
+they work through the primitives, and the few hooks a lazy stack answers differently
+(``get_item_shape``, ``entry_class``, ``_plan_at``) are defined here.
 """
 
 from __future__ import annotations
@@ -22,20 +27,24 @@ from typing import Any
 import numpy as np
 import torch
 
+from tensordict._consolidate import ConsolidateOps
 from tensordict._errors import lock_error, missing_key
 from tensordict._index import indexed_batch_size, normalize_index
-from tensordict._keys import TensorDictKeysView, key_as_tuple, unravel_key
+from tensordict._keys import NestedKey, TensorDictKeysView, key_as_tuple, unravel_key
 from tensordict._lazy_dense import LazyDenseOps
 from tensordict._lazy_ops import LazyMemberOps, LazyShapeOps
+from tensordict._misc_ops import MiscOps, _check_at, _check_non_tensor_at, _plan_in, _write_at
 from tensordict._nontensor import (
     NON_TENSOR,
     NON_TENSOR_TYPES,
     NonTensorStack,
     stack_non_tensor,
     unwrap_non_tensor,
+    write_non_tensor,
 )
 from tensordict._repr import _td_repr, _tensor_repr, _tensor_shared
 from tensordict._shape import normalize_dim, parse_batch_size
+from tensordict._state_dict import StateDictOps
 from tensordict._td import TensorDict
 from tensordict.base import NO_DEFAULT, TensorDictBase, _is_leaf_default, _key_tuple
 
@@ -48,7 +57,15 @@ def _fmt(key: tuple) -> Any:
     return unravel_key(key)
 
 
-class LazyStackedTensorDict(LazyShapeOps, LazyMemberOps, LazyDenseOps, TensorDictBase):
+class LazyStackedTensorDict(
+    LazyShapeOps,
+    LazyMemberOps,
+    LazyDenseOps,
+    ConsolidateOps,
+    StateDictOps,
+    MiscOps,
+    TensorDictBase,
+):
     """A lazy stack of tensordicts: entries are stacked when read, writes go to the members.
 
     Args:
@@ -270,20 +287,74 @@ class LazyStackedTensorDict(LazyShapeOps, LazyMemberOps, LazyDenseOps, TensorDic
         else:
             values = [td._get_tuple(key, _MISSING) for td in tds]
         if any(v is _MISSING for v in values):
-            lacking = [i for i, v in enumerate(values) if v is _MISSING]
             if default is not NO_DEFAULT:
                 return default
-            if len(lacking) == len(tds):
-                if len(key) == 1:
-                    raise missing_key(key[0], self)
-                raise KeyError(f"key {_fmt(key)!r} not found in any of the stacked tensordicts.")
-            raise KeyError(
-                f"key {_fmt(key)!r} is only in some of the stacked tensordicts: tensordict(s) "
-                f"{lacking} of {len(tds)} lack it, so it cannot be read as one stacked entry "
-                "(it is an exclusive key). Read it from the members (lazy_td.tensordicts[i]) "
-                "or set it in every member."
-            )
+            raise self._missing(key, [i for i, v in enumerate(values) if v is _MISSING])
         return self._stack_values(key, values)
+
+    def _missing(self, key: tuple, lacking: list[int]) -> KeyError:
+        """The error for ``key`` missing from the members ``lacking``."""
+        n = len(self.tensordicts)
+        if len(lacking) == n:
+            if len(key) == 1:
+                return missing_key(key[0], self)
+            return KeyError(f"key {_fmt(key)!r} not found in any of the stacked tensordicts.")
+        return KeyError(
+            f"key {_fmt(key)!r} is only in some of the stacked tensordicts: tensordict(s) "
+            f"{lacking} of {n} lack it, so it cannot be read as one stacked entry "
+            "(it is an exclusive key). Read it from the members (lazy_td.tensordicts[i]) "
+            "or set it in every member."
+        )
+
+    def _per_member(self, key: tuple, fn: Callable[[TensorDictBase, tuple], Any]) -> list:
+        """``fn(member, key)`` for every member; a ``KeyError`` in any becomes the stack's."""
+        out, lacking = [], []
+        for i, td in enumerate(self.tensordicts):
+            try:
+                out.append(fn(td, key))
+            except KeyError:
+                lacking.append(i)
+        if lacking or not out:
+            raise self._missing(key, lacking or [])
+        return out
+
+    def get_item_shape(self, key: NestedKey) -> torch.Size:
+        """The shape of the stacked entry at ``key``, without stacking it: ``-1`` in the
+        dimensions whose size differs across the members (heterogeneous entries).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict({"a": torch.zeros(3, 2)}, [3]), TensorDict({"a": torch.zeros(3, 5)}, [3])])
+        >>> lazy.get_item_shape("a")
+        torch.Size([2, 3, -1])
+        """
+        path = _key_tuple(key)
+        shapes = self._per_member(path, _member_item_shape)
+        shape = _common_shape(shapes)
+        if shape is None:
+            raise RuntimeError(
+                f"get_item_shape: entry {_fmt(path)!r} has a different number of dimensions "
+                f"across the stacked tensordicts (shapes by member: "
+                f"{[tuple(s) for s in shapes]})."
+            )
+        shape.insert(self.stack_dim, len(shapes))
+        return torch.Size(shape)
+
+    def entry_class(self, key: NestedKey) -> type:
+        """The class of the stacked entry at ``key`` (``torch.Tensor`` for tensors, even of
+        different shapes; ``LazyStackedTensorDict`` for nested tensordicts).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict({"a": torch.zeros(2), "b": {}, "s": f"x{i}"}) for i in range(2)])
+        >>> [lazy.entry_class(k).__name__ for k in ("a", "b", "s")]
+        ['Tensor', 'LazyStackedTensorDict', 'NonTensorStack']
+        """
+        path = _key_tuple(key)
+        classes = self._per_member(path, _member_entry_class)
+        if all(issubclass(c, _Tensor) for c in classes):
+            return _Tensor  # a stack of tensors is a plain tensor
+        return type(self._gather(path, NO_DEFAULT))  # non-tensors and nested: cheap to stack
 
     def _stack_values(self, key: tuple, values: list) -> Any:
         first = values[0]
@@ -627,6 +698,111 @@ class LazyStackedTensorDict(LazyShapeOps, LazyMemberOps, LazyDenseOps, TensorDic
         for td, part in zip(targets, parts, strict=True):
             td[key] = part
 
+    def _plan_at(
+        self,
+        key: str,
+        path: tuple,
+        value: Any,
+        index: Any,
+        plan: list[Callable[[], None]],
+        non_blocking: bool,
+    ) -> None:
+        """Plan an indexed in-place write of the entry ``key`` (see ``set_at_``): the
+        index is split into the members it selects and the index within them, and each
+        member plans its part. Indices that cannot be split (into feature dimensions, or
+        mixing the stack dimension into an advanced index) write through a stacked copy."""
+        try:
+            cls = self.entry_class(key)
+        except KeyError as err:
+            raise KeyError(f"cannot write in place at {_fmt(path)!r}: {err.args[0]}") from None
+        dec = None
+        # ``...`` in an index for a tensor stands for its feature dimensions too
+        if not (issubclass(cls, _Tensor) and _has_ellipsis(index)):
+            try:
+                dec = self._decompose(index)
+            except IndexError:
+                pass
+        if dec is None or issubclass(cls, TensorDictBase):
+            self._plan_through_copy(key, path, value, index, plan, non_blocking)
+            return
+        selector, member_index, pos = dec
+        tds = self.tensordicts
+        m_index = Ellipsis if member_index is _MISSING else member_index
+        if type(selector) is int:
+            _plan_in(tds[selector], key, path, value, m_index, plan, non_blocking)
+            return
+        if not selector:
+            return
+        parts = self._split_leaf_value(key, path, cls, value, index, pos, selector)
+        for j, part in zip(selector, parts, strict=True):
+            _plan_in(tds[j], key, path, part, m_index, plan, non_blocking)
+
+    def _plan_through_copy(
+        self,
+        key: str,
+        path: tuple,
+        value: Any,
+        index: Any,
+        plan: list[Callable[[], None]],
+        non_blocking: bool,
+    ) -> None:
+        """Plan the write into a stacked copy of the entry, then into the members."""
+        stacked = self._gather((key,), NO_DEFAULT)
+        if isinstance(stacked, NON_TENSOR):
+            bs = self._batch_size
+            _check_non_tensor_at(path, stacked, value, index, bs)
+
+            def write_non_tensor_leaf() -> None:
+                new = write_non_tensor(stacked, index, value, bs)
+                self._set_tuple((key,), new, inplace=False, validated=False)
+
+            plan.append(write_non_tensor_leaf)
+            return
+        if isinstance(stacked, TensorDictBase):  # writes through to the members itself
+            plan.append(lambda: stacked.__setitem__(index, value))
+            return
+        _check_at(path, stacked, value, index)
+
+        def write_tensor() -> None:
+            _write_at(stacked, value, index, non_blocking)
+            self._set_tuple((key,), stacked, inplace=True, validated=False)
+
+        plan.append(write_tensor)
+
+    def _split_leaf_value(
+        self, key: str, path: tuple, cls: type, value: Any, index: Any, pos: int, selector: list
+    ) -> list:
+        """``value`` (written at ``index`` of entry ``key``) split into one part per
+        selected member: along the dimension standing for the stack dimension when the
+        value has it, else the same value for each."""
+        m = len(selector)
+        bs = self._batch_size
+        span = len(indexed_batch_size(normalize_index(index, bs), bs)) - pos
+        if issubclass(cls, _Tensor):
+            if isinstance(value, (list, np.ndarray, *_NUMBERS)):
+                value = torch.as_tensor(value)
+            if not isinstance(value, _Tensor):
+                return [value] * m
+            member = self.tensordicts[selector[0]]
+            span += len(_member_item_shape(member, (key,))) - len(member.batch_size)
+            shape = value.shape
+        elif type(value) is NonTensorStack:
+            shape = value.batch_size
+        else:
+            return [value] * m
+        if len(shape) < span:
+            return [value] * m
+        d = len(shape) - span
+        if shape[d] == m:
+            return list(value.unbind(d))
+        if shape[d] == 1:
+            return [value[(slice(None),) * d + (0,)]] * m
+        raise RuntimeError(
+            f"cannot write a value of shape {tuple(shape)} into entry {_fmt(path)!r} at index "
+            f"{index!r}: its dimension {d} stands for the {m} stacked tensordicts selected "
+            f"(the stack dimension) but has size {shape[d]}."
+        )
+
     # ------------------------------------------------------------------ primitives for tables
     def _flat_tensors(self, out: list) -> list:
         for td in self.tensordicts:
@@ -719,12 +895,7 @@ class LazyStackedTensorDict(LazyShapeOps, LazyMemberOps, LazyDenseOps, TensorDic
             values = [td._get_str(key, NO_DEFAULT) for td in self.tensordicts]
             first = values[0]
             if isinstance(first, _Tensor) and all(isinstance(v, _Tensor) for v in values):
-                shape = list(first.shape)
-                for v in values[1:]:
-                    if v.ndim != len(shape):
-                        shape = [-1] * len(shape)
-                        break
-                    shape = [s if s == t else -1 for s, t in zip(shape, v.shape, strict=True)]
+                shape = _common_shape([v.shape for v in values]) or [-1] * first.ndim
                 shape.insert(self.stack_dim, len(values))
                 shared = all(_tensor_shared(v) or v.is_cuda for v in values)
                 state[0] = state[0] and shared
@@ -759,6 +930,36 @@ class LazyStackedTensorDict(LazyShapeOps, LazyMemberOps, LazyDenseOps, TensorDic
             f"{inner}stack_dim={self.stack_dim})"
         )
         return text, is_shared, state[1]
+
+
+def _member_item_shape(td: TensorDictBase, path: tuple) -> torch.Size:
+    fn = getattr(td, "get_item_shape", None)
+    if fn is not None:
+        return fn(path)  # type: ignore[no-any-return]
+    value = td._get_tuple(path, NO_DEFAULT)
+    return value.shape if isinstance(value, _Tensor) else value.batch_size
+
+
+def _member_entry_class(td: TensorDictBase, path: tuple) -> type:
+    fn = getattr(td, "entry_class", None)
+    if fn is not None:
+        return fn(path)  # type: ignore[no-any-return]
+    return type(td._get_tuple(path, NO_DEFAULT))
+
+
+def _has_ellipsis(index: Any) -> bool:
+    return index is Ellipsis or (type(index) is tuple and any(i is Ellipsis for i in index))
+
+
+def _common_shape(shapes: Sequence[Sequence[int]]) -> list[int] | None:
+    """The sizes shared by ``shapes``, ``-1`` where they differ; ``None`` if the numbers of
+    dimensions differ."""
+    shape = list(shapes[0])
+    for other in shapes[1:]:
+        if len(other) != len(shape):
+            return None
+        shape = [s if s == t else -1 for s, t in zip(shape, other, strict=True)]
+    return shape
 
 
 def _mixed_error(key: tuple, values: list) -> TypeError:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict._consolidate import consolidated_to
 from tensordict._dict_ops import DictOps, write_inplace
 from tensordict._errors import lock_error
 from tensordict._keys import unravel_key
@@ -767,7 +768,23 @@ class LazyMemberOps:
 
     # ------------------------------------------------------------------ devices
     def to(self, *args: Any, **kwargs: Any) -> Any:
-        """Move/cast every member (see :meth:`TensorDict.to`); ``self`` when nothing changes."""
+        """Move/cast every member (see :meth:`TensorDict.to`); ``self`` when nothing changes.
+
+        A consolidated stack moves to another device as one buffer copy (the result is
+        consolidated too).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict({"a": torch.zeros(2)}, [2])] * 2).consolidate()
+        >>> moved = lazy.to("meta")
+        >>> type(moved).__name__, moved["a"].device, moved.is_consolidated()
+        ('LazyStackedTensorDict', device(type='meta'), True)
+        """
+        if "_consolidated" in self.__dict__:
+            return consolidated_to(self, args, kwargs, self._to_members)
+        return self._to_members(*args, **kwargs)
+
+    def _to_members(self, *args: Any, **kwargs: Any) -> Any:
         results = [td.to(*args, **kwargs) for td in self.tensordicts]
         if all(r is td for r, td in zip(results, self.tensordicts, strict=True)):
             return self

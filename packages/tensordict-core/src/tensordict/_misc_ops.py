@@ -9,6 +9,11 @@ in-place writes (``get_at``, ``set_at_``, ``update_at_``, ``copy_``, ``copy_at_`
 
 Every method that writes checks everything first, so bad input leaves the tensordict
 unchanged.
+
+The methods also serve :class:`~tensordict.LazyStackedTensorDict`: they reach entries
+through the primitives (``_get_tuple``, ``_set_tuple``, ``keys``, ``del_``), and where a
+lazy stack must act on its members instead of on stacked copies (memory accounting,
+moving entries, indexed writes) a cheap ``_tensordict`` check picks the dense path.
 """
 
 from __future__ import annotations
@@ -18,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict._consolidate import _lazy_members
 from tensordict._errors import lock_error, missing_key
 from tensordict._keys import NestedKey, unravel_key
-from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._nontensor import NonTensorData, is_non_tensor, write_non_tensor
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple, is_tensor_collection
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -46,9 +52,18 @@ def unwrap(value: Any) -> Any:
 
 
 def _leaf_items(td: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
-    """``(key tuple, raw value)`` for every leaf, depth first (non-tensors wrapped)."""
+    """``(key tuple, stored value)`` for every leaf, depth first (non-tensors wrapped).
+
+    A lazy stack contributes its members' leaves (exclusive keys included), so the
+    tensors are the stored ones, not stacked copies."""
     out: list[tuple[tuple[str, ...], Any]] = []
     store = getattr(td, "_tensordict", None)
+    if store is None:
+        members = _lazy_members(td)
+        if members is not None:
+            for member in members:
+                out.extend(_leaf_items(member, prefix))
+            return out
     items = store.items() if store is not None else td.items()
     for key, value in items:
         path = prefix + (key,)
@@ -57,6 +72,49 @@ def _leaf_items(td: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, 
         else:
             out.append((path, value))
     return out
+
+
+def _lazy_parent(td: Any, path: tuple[str, ...]) -> Any:
+    """The lazy stack holding the entry at ``path`` (a nested key) inside ``td``, if any."""
+    if len(path) < 2:
+        return None
+    parent = td._get_tuple(path[:-1], None)
+    return parent if _lazy_members(parent) is not None else None
+
+
+def _has_entry(td: Any, path: tuple[str, ...]) -> bool:
+    """Whether ``td`` holds an entry at ``path`` (in a lazy stack: every member does);
+    nothing is stacked to find out."""
+    return path in td.keys(include_nested=True)
+
+
+def _move_entry(src: Any, dst: Any, path: tuple[str, ...], dst_path: tuple[str, ...]) -> None:
+    """Write the entry of ``src`` at ``path`` into ``dst`` at ``dst_path``, unvalidated.
+
+    Between lazy stacks of the same layout the members' own entries are moved (a lazy
+    stack would otherwise hand over a stacked copy)."""
+    members, targets = _lazy_members(src), _lazy_members(dst)
+    if (
+        members is not None
+        and targets is not None
+        and len(members) == len(targets)
+        and src.stack_dim == dst.stack_dim
+    ):
+        for member, target in zip(members, targets):
+            _move_entry(member, target, path, dst_path)
+        return
+    dst._set_tuple(dst_path, src._get_tuple(path, NO_DEFAULT), inplace=False, validated=False)
+
+
+def _no_entries(td: Any) -> bool:
+    """Whether ``td`` (every member of a lazy stack) holds no entry at all."""
+    store = getattr(td, "_tensordict", None)
+    if store is not None:
+        return not store
+    members = _lazy_members(td)
+    if members is not None:
+        return all(_no_entries(m) for m in members)
+    return not any(True for _ in td.keys())
 
 
 class MiscOps:
@@ -73,7 +131,11 @@ class MiscOps:
         >>> td.get_item_shape("a"), td.get_item_shape("b")
         (torch.Size([2, 3]), torch.Size([2]))
         """
-        value = self._get_tuple(_key_tuple(key), NO_DEFAULT)  # type: ignore[attr-defined]
+        path = _key_tuple(key)
+        lazy = _lazy_parent(self, path)
+        if lazy is not None:  # a lazy stack answers without stacking (-1 where sizes differ)
+            return lazy.get_item_shape(path[-1])  # type: ignore[no-any-return]
+        value = self._get_tuple(path, NO_DEFAULT)  # type: ignore[attr-defined]
         if isinstance(value, _Tensor):
             return value.shape
         return value.batch_size  # type: ignore[no-any-return]
@@ -87,7 +149,11 @@ class MiscOps:
         >>> [td.entry_class(k).__name__ for k in ("a", "b", "c")]
         ['Tensor', 'TensorDict', 'NonTensorData']
         """
-        return type(self._get_tuple(_key_tuple(key), NO_DEFAULT))  # type: ignore[attr-defined]
+        path = _key_tuple(key)
+        lazy = _lazy_parent(self, path)
+        if lazy is not None:
+            return lazy.entry_class(path[-1])  # type: ignore[no-any-return]
+        return type(self._get_tuple(path, NO_DEFAULT))  # type: ignore[attr-defined]
 
     @property
     def sorted_keys(self) -> list[str]:
@@ -115,21 +181,28 @@ class MiscOps:
         """A tensordict of the same structure (batch size ``[]``) holding each tensor
         leaf's ``data_ptr()`` (``untyped_storage().data_ptr()`` with ``storage=True``).
 
-        Non-tensor entries are left out.
+        Non-tensor entries are left out. A lazy stack (at the root or nested) holds no
+        tensor of its own: it gives one entry per member, ``"0"``, ``"1"``, ...
 
         >>> import torch
-        >>> from tensordict import TensorDict
+        >>> from tensordict import TensorDict, lazy_stack
         >>> x = torch.zeros(4)
         >>> td = TensorDict({"a": x[:2], "b": {"c": x[2:]}}, [2])
         >>> ptrs = td.data_ptr(storage=True)
         >>> bool(ptrs["a"] == ptrs["b", "c"]), bool(td.data_ptr()["a"] == ptrs["a"])
         (True, True)
+        >>> sorted(lazy_stack([td, td.clone()]).data_ptr().keys(True, True))
+        [('0', 'a'), ('0', 'b', 'c'), ('1', 'a'), ('1', 'b', 'c')]
         """
         from tensordict._td import TensorDict
 
         def walk(td: Any) -> TensorDict:
             out: dict[str, Any] = {}
             store = getattr(td, "_tensordict", None)
+            members = _lazy_members(td) if store is None else None
+            if members is not None:
+                out = {str(i): walk(m) for i, m in enumerate(members)}
+                return TensorDict._new_unsafe(out, torch.Size([]))
             for key, value in store.items() if store is not None else td.items():
                 if isinstance(value, _Tensor):
                     ptr = value.untyped_storage().data_ptr() if storage else value.data_ptr()
@@ -145,6 +218,7 @@ class MiscOps:
 
         With ``count_duplicates=False`` a tensor stored under several keys is counted
         once (the same tensor object; different views of one storage count separately).
+        A lazy stack counts its members' tensors (keys only some members hold included).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -159,7 +233,7 @@ class MiscOps:
         """The number of bytes of all tensor leaves (``numel() * element_size()``).
 
         With ``count_duplicates=False`` (the default) a tensor stored under several keys
-        is counted once.
+        is counted once. A lazy stack counts its members' tensors (as :meth:`param_count`).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -189,13 +263,14 @@ class MiscOps:
         default: Any = NO_DEFAULT,
         strict: bool = True,
         filter_empty: bool = True,
-    ) -> TensorDict:
+    ) -> Self:
         """Move ``keys`` out of this tensordict into a new one (with the same batch size).
 
         A missing key raises ``KeyError`` (nothing is moved) unless ``default`` is given
         (the new tensordict gets ``default`` there, unless it is ``None``) or
         ``strict=False`` (it is skipped). With ``filter_empty`` nested tensordicts left
-        empty by the move are removed.
+        empty by the move are removed. A lazy stack gives a lazy stack, the members'
+        entries moving into its members.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -210,8 +285,7 @@ class MiscOps:
         found: list[tuple[str, ...]] = []
         for key in keys:
             path = _key_tuple(key)
-            value = self._get_tuple(path, None)  # type: ignore[attr-defined]
-            if value is None:
+            if not _has_entry(self, path):
                 if default is not NO_DEFAULT:
                     if default is not None:
                         out.set(path, default)
@@ -223,7 +297,7 @@ class MiscOps:
                         f"{sorted(map(str, self.keys(True)))}."  # type: ignore[attr-defined]
                     )
                 continue
-            out._set_tuple(path, value, inplace=False, validated=False)
+            _move_entry(self, out, path, path)
             found.append(path)
         if found and self._is_locked:  # type: ignore[attr-defined]
             raise lock_error(unravel_key(found[0]), "remove")
@@ -232,15 +306,12 @@ class MiscOps:
         return out  # type: ignore[no-any-return]
 
     def _pop_path(self, path: tuple[str, ...], filter_empty: bool) -> None:
-        parents = [self]
-        for part in path[:-1]:
-            parents.append(parents[-1]._tensordict[part])  # type: ignore[attr-defined]
-        parents[-1]._tensordict.pop(path[-1], None)  # type: ignore[attr-defined]
+        self.del_(path)  # type: ignore[attr-defined]
         if filter_empty:
-            for depth in range(len(parents) - 1, 0, -1):
-                if parents[depth]._tensordict:  # type: ignore[attr-defined]
+            for depth in range(len(path) - 1, 0, -1):
+                if not _no_entries(self._get_tuple(path[:depth], NO_DEFAULT)):  # type: ignore[attr-defined]
                     break
-                parents[depth - 1]._tensordict.pop(path[depth - 1])  # type: ignore[attr-defined]
+                self.del_(path[:depth])  # type: ignore[attr-defined]
 
     def split_keys(
         self,
@@ -249,13 +320,14 @@ class MiscOps:
         default: Any = NO_DEFAULT,
         strict: bool = True,
         reproduce_struct: bool = False,
-    ) -> tuple[TensorDict, ...]:
+    ) -> tuple[Self, ...]:
         """Split into one tensordict per key set, plus one with the remaining keys.
 
         A key set is a list of keys or a ``{key: new_key}`` mapping (renaming on the
         way). ``default``/``strict`` treat missing keys as in :meth:`separates`; with
         ``inplace=True`` the keys are removed from this tensordict, which is returned
         last. ``reproduce_struct`` gives every result the nested structure of the input.
+        A lazy stack splits into lazy stacks sharing its members' entries.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -275,8 +347,7 @@ class MiscOps:
             out = self.empty(recurse=reproduce_struct)  # type: ignore[attr-defined]
             for in_key, out_key in pairs:
                 path = _key_tuple(in_key)
-                value = self._get_tuple(path, None)  # type: ignore[attr-defined]
-                if value is None:
+                if not _has_entry(self, path):
                     if default is not NO_DEFAULT:
                         if default is not None:
                             out.set(out_key, default)
@@ -287,10 +358,11 @@ class MiscOps:
                             "(pass strict=False or a default); nothing was split."
                         )
                     continue
-                if isinstance(value, NonTensorData) and value.data is None:
-                    taken.append(path)
-                    continue
-                out._set_tuple(_key_tuple(out_key), value, inplace=False, validated=False)
+                if issubclass(self.entry_class(path), NonTensorData):
+                    if self._get_tuple(path, NO_DEFAULT).data is None:  # type: ignore[attr-defined]
+                        taken.append(path)
+                        continue
+                _move_entry(self, out, path, _key_tuple(out_key))
                 taken.append(path)
             outs.append(out)
         if inplace and self._is_locked and taken:  # type: ignore[attr-defined]
@@ -384,22 +456,23 @@ class MiscOps:
     ) -> Self:
         """Write ``value`` in place into the existing entry at ``key``, at ``index``.
 
+        Non-tensor entries take the value at the indexed elements (becoming a
+        :class:`~tensordict.NonTensorStack` when the values then differ). On a lazy
+        stack the write goes to the members.
+
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> td = TensorDict({"a": torch.zeros(2, 3)}, [2])
+        >>> td = TensorDict({"a": torch.zeros(2, 3), "s": "x"}, [2])
         >>> td.set_at_("a", torch.ones(3), 1)["a"]
         tensor([[0., 0., 0.],
                 [1., 1., 1.]])
+        >>> td.set_at_("s", "y", 0)["s"]
+        ['y', 'x']
         """
-        path = _key_tuple(key)
-        target = self._get_tuple(path, None)  # type: ignore[attr-defined]
-        if target is None:
-            raise KeyError(
-                f"set_at_ writes in place, but key {unravel_key(path)!r} is not in the "
-                f"tensordict (keys: {sorted(map(str, self.keys(True)))})."  # type: ignore[attr-defined]
-            )
-        _check_at(path, target, value, index)
-        _write_at(target, value, index, non_blocking)
+        plan: list[Callable[[], None]] = []
+        _plan_leaf(self, _key_tuple(key), value, index, plan, non_blocking, "set_at_")
+        for write in plan:
+            write()
         return self
 
     def update_at_(
@@ -414,6 +487,9 @@ class MiscOps:
         """Write every leaf of ``input_dict_or_td`` in place at ``index`` of the entry
         with the same key. All keys must exist; all values are checked before writing.
 
+        Non-tensor leaves are written as in :meth:`set_at_`; on a lazy stack the writes
+        go to the members.
+
         >>> import torch
         >>> from tensordict import TensorDict
         >>> td = TensorDict({"a": torch.zeros(3), "b": {"c": torch.zeros(3, 2)}}, [3])
@@ -422,23 +498,46 @@ class MiscOps:
         (tensor([0., 1., 0.]), tensor([0., 1., 0.]))
         """
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
-        pairs = []
+        plan: list[Callable[[], None]] = []
         for path, value in _source_leaves(input_dict_or_td):
             if wanted is not None and path not in wanted:
                 continue
-            target = self._get_tuple(path, None)  # type: ignore[attr-defined]
-            if target is None:
-                raise KeyError(
-                    f"update_at_ writes in place, but key {unravel_key(path)!r} is not in the "
-                    f"tensordict (keys: {sorted(map(str, self.keys(True, True)))})."  # type: ignore[attr-defined]
-                )
-            _check_at(path, target, value, index)
-            pairs.append((target, value))
-        for target, value in pairs:
             if clone and isinstance(value, _Tensor):
                 value = value.clone()
-            _write_at(target, value, index, non_blocking)
+            _plan_leaf(self, path, value, index, plan, non_blocking, "update_at_")
+        for write in plan:
+            write()
         return self
+
+    def _plan_at(
+        self,
+        key: str,
+        path: tuple[str, ...],
+        value: Any,
+        index: Any,
+        plan: list[Callable[[], None]],
+        non_blocking: bool,
+    ) -> None:
+        """Check writing ``value`` at ``index`` of the entry ``key`` (``path`` from the
+        root, for messages) and append the write to ``plan``."""
+        store: dict[str, Any] = self._tensordict  # type: ignore[attr-defined]
+        target = store.get(key)
+        if target is None:
+            raise KeyError(
+                f"cannot write in place at {unravel_key(path)!r}: the key is not in the "
+                f"tensordict (keys there: {sorted(store)})."
+            )
+        if is_non_tensor(target):
+            batch_size = self.batch_size  # type: ignore[attr-defined]
+            _check_non_tensor_at(path, target, value, index, batch_size)
+
+            def write_leaf() -> None:
+                store[key] = write_non_tensor(store[key], index, value, batch_size)
+
+            plan.append(write_leaf)
+            return
+        _check_at(path, target, value, index)
+        plan.append(lambda: _write_at(target, value, index, non_blocking))
 
     def copy_(self, tensor: Mapping[Any, Any] | TensorDictBase, non_blocking: bool = False) -> Self:
         """Copy ``tensor`` (a tensordict or dict) into the matching entries, in place.
@@ -527,23 +626,35 @@ class MiscOps:
             out.set(mask_key, mask)
         return out  # type: ignore[no-any-return]
 
-    def pad(self, pad_size: Sequence[int], value: float = 0.0) -> Self:
+    def pad(self, pad_size: Sequence[int], value: float = 0.0) -> TensorDict:
         """Pad the batch dimensions (see :func:`tensordict.pad`).
 
+        The result is a dense :class:`~tensordict.TensorDict`, also for a lazy stack
+        (padded like its dense form, :meth:`to_tensordict`).
+
         >>> import torch
-        >>> from tensordict import TensorDict
+        >>> from tensordict import TensorDict, lazy_stack
         >>> TensorDict({"a": torch.ones(2)}, [2]).pad([1, 0])["a"]
         tensor([0., 1., 1.])
+        >>> lazy = lazy_stack([TensorDict({"a": torch.ones(2)}, [2])] * 2)
+        >>> lazy.pad([0, 1, 1, 0])["a"]
+        tensor([[0., 1., 1.],
+                [0., 1., 1.],
+                [0., 0., 0.]])
         """
         from tensordict._pad import pad
 
-        return pad(self, pad_size, value)  # type: ignore[arg-type,return-value]
+        src = self if hasattr(self, "_tensordict") else self.to_tensordict()  # type: ignore[attr-defined]
+        return pad(src, pad_size, value)  # type: ignore[arg-type]
 
 
 def _depth(td: Any) -> int:
-    deepest = 0
     store = getattr(td, "_tensordict", None)
-    for value in store.values() if store is not None else td.values():
+    if store is None:  # a lazy stack: from its keys, without stacking any entry
+        nested = set(td.keys(True)) - set(td.keys(True, True))
+        return max((len(k) if type(k) is tuple else 1 for k in nested), default=0)
+    deepest = 0
+    for value in store.values():
         if is_nested(value):
             deepest = max(deepest, 1 + _depth(value))
     return deepest
@@ -561,12 +672,23 @@ def _valid_mask(nt: _Tensor) -> _Tensor:
 
 
 def _source_leaves(source: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
-    if isinstance(source, TensorDictBase):
-        return [
-            (p, v.data if isinstance(v, NonTensorData) else v)
-            for p, v in _leaf_items(source, prefix)
-        ]
+    """``(key tuple, value)`` for every leaf of a dict or tensordict (non-tensor values
+    unwrapped). A lazy stack gives its stacked entries."""
     out = []
+    if isinstance(source, TensorDictBase):
+        store = getattr(source, "_tensordict", None)
+        items: Any = (
+            store.items()
+            if store is not None
+            else ((k, source._get_tuple((k,), NO_DEFAULT)) for k in source.keys())
+        )
+        for key, value in items:
+            path = prefix + (key,)
+            if is_nested(value):
+                out.extend(_source_leaves(value, path))
+            else:
+                out.append((path, value.data if isinstance(value, NonTensorData) else value))
+        return out
     for key, value in source.items():
         path = prefix + _key_tuple(key)
         if isinstance(value, (Mapping, TensorDictBase)):
@@ -574,6 +696,63 @@ def _source_leaves(source: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tupl
         else:
             out.append((path, value))
     return out
+
+
+def _plan_leaf(
+    td: Any,
+    path: tuple[str, ...],
+    value: Any,
+    index: Any,
+    plan: list[Callable[[], None]],
+    non_blocking: bool,
+    op: str,
+) -> None:
+    """Check an indexed in-place write of the leaf of ``td`` at ``path`` and append it to
+    ``plan``; the tensordict holding the leaf plans it (see :func:`_plan_in`)."""
+    parent = td if len(path) == 1 else td._get_tuple(path[:-1], None)
+    if not isinstance(parent, TensorDictBase):
+        raise KeyError(
+            f"{op} writes in place, but key {unravel_key(path)!r} is not in the tensordict "
+            f"(keys: {sorted(map(str, td.keys(True, True)))})."
+        )
+    try:
+        _plan_in(parent, path[-1], path, value, index, plan, non_blocking)
+    except KeyError as err:
+        raise KeyError(f"{op}: {err.args[0] if err.args else err}") from None
+
+
+def _plan_in(
+    parent: Any,
+    key: str,
+    path: tuple[str, ...],
+    value: Any,
+    index: Any,
+    plan: list[Callable[[], None]],
+    non_blocking: bool,
+) -> None:
+    """Plan the write into the entry ``key`` of ``parent``: a dense tensordict or a lazy
+    stack plans it itself (``_plan_at``); other types give the entry to write into."""
+    planner = getattr(parent, "_plan_at", None)
+    if planner is not None:
+        planner(key, path, value, index, plan, non_blocking)
+        return
+    target = parent._get_str(key, NO_DEFAULT)
+    _check_at(path, target, value, index)
+    plan.append(lambda: _write_at(target, value, index, non_blocking))
+
+
+def _check_non_tensor_at(
+    path: tuple[str, ...], target: Any, value: Any, index: Any, batch_size: torch.Size
+) -> None:
+    """Refuse (before anything is written) a write of ``value`` at ``index`` of the
+    non-tensor leaf ``target``: it is tried on a copy."""
+    try:
+        write_non_tensor(target.clone(), index, value, batch_size)
+    except (IndexError, RuntimeError, TypeError, ValueError) as err:
+        raise IndexError(
+            f"cannot write {value!r} at index {index!r} of the non-tensor entry "
+            f"{unravel_key(path)!r} (batch size {tuple(target.batch_size)}): {err}"
+        ) from None
 
 
 def _check_at(path: tuple[str, ...], target: Any, value: Any, index: Any) -> None:

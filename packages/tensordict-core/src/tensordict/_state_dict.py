@@ -5,6 +5,10 @@ whose entries are the tensors (detached copies unless ``keep_vars``), nested
 ``OrderedDict`` s and non-tensor values, followed by two metadata entries,
 ``"__batch_size"`` (a ``torch.Size``) and ``"__device"`` (a ``torch.device`` or ``None``).
 Everything in it loads with ``torch.load(..., weights_only=True)``.
+
+A :class:`~tensordict.LazyStackedTensorDict` gives the state dict of its dense form
+(entries stacked; keys only some members hold are left out) and loads one by splitting
+it along the stack dimension into its members, so the members' tensors are written.
 """
 
 from __future__ import annotations
@@ -15,11 +19,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict._consolidate import _lazy_members
 from tensordict._errors import lock_error
 from tensordict._keys import unravel_key
-from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._nontensor import NonTensorData, NonTensorStack, _same_value, is_non_tensor
 from tensordict._shape import parse_batch_size
-from tensordict.base import TensorDictBase
+from tensordict.base import NO_DEFAULT, TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
@@ -60,16 +65,34 @@ class StateDictOps:
         (['a', 'b', '__batch_size', '__device'], ['c', '__batch_size', '__device'])
         >>> list(td.state_dict(flatten=True))
         ['a', 'b.c', '__batch_size', '__device']
+
+        A lazy stack gives the state dict of its dense form:
+
+        >>> from tensordict import lazy_stack
+        >>> sd = lazy_stack([td, td.clone()], 1).state_dict()
+        >>> sd["b"]["c"].shape, sd["__batch_size"]
+        (torch.Size([2, 2, 1]), torch.Size([2, 2]))
         """
         src: Any = self.flatten_keys(".") if flatten else self  # type: ignore[attr-defined]
         out: OrderedDict[str, Any] = OrderedDict()
-        for key, value in src._tensordict.items():
+        store = getattr(src, "_tensordict", None)
+        # a lazy stack's tensors are stacked copies already: no second copy
+        fresh = store is None and _lazy_members(src) is not None
+        items = (
+            store.items()
+            if store is not None
+            else ((k, src._get_str(k, NO_DEFAULT)) for k in src.keys())
+        )
+        for key, value in items:
             if key in _META:
                 raise KeyError(
                     f"state_dict: the entry {key!r} clashes with the metadata key of that name."
                 )
             if isinstance(value, _Tensor):
-                out[prefix + key] = value if keep_vars else value.detach().clone()
+                if keep_vars:
+                    out[prefix + key] = value
+                else:
+                    out[prefix + key] = value.detach() if fresh else value.detach().clone()
             elif isinstance(value, NonTensorData):
                 out[prefix + key] = value.data
             elif is_non_tensor(value):  # a stack: one value per element, as nested lists
@@ -105,6 +128,9 @@ class StateDictOps:
             strict: require the same keys in the state dict and the tensordict.
             assign: replace the entries instead of copying into them.
             from_flatten: the state dict was made with ``state_dict(flatten=True)``.
+
+        A lazy stack splits the state dict along its stack dimension and loads the parts
+        into its members (the number of members cannot change).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -190,6 +216,10 @@ def _plan_load(
     ``(new batch size, current number of batch dims)``."""
     from tensordict._td import TensorDict
 
+    members = _lazy_members(td)
+    if members is not None:
+        _plan_load_lazy(td, members, sd, strict, assign, path, plan, parent)
+        return
     store = td._tensordict
     new_bs = _new_batch_size(td, sd, parent, path)
     keys = [k for k in sd if k not in _META]
@@ -254,7 +284,14 @@ def _plan_load(
             continue
         if current is None and td._is_locked:
             raise lock_error(unravel_key(sub))
-        if is_non_tensor(current) and not isinstance(current, NonTensorData):
+        if is_non_tensor(value):  # a leaf already (the part of a lazy stack's entry)
+            if value.batch_size != new_bs:
+                raise RuntimeError(
+                    f"load_state_dict: the non-tensor value at {unravel_key(sub)!r} has batch "
+                    f"size {tuple(value.batch_size)}, expected {tuple(new_bs)}."
+                )
+            leaf = value._with(new_bs, td._device)
+        elif is_non_tensor(current) and not isinstance(current, NonTensorData):
             # a stack stays a stack: the state dict holds its values as nested lists
             try:
                 leaf = type(current).from_list(value, device=td._device, ndim=nb)
@@ -283,6 +320,126 @@ def _plan_load(
             plan.append((store.__setitem__, key, current._with(new_bs)))
     if new_bs != td.batch_size:
         plan.append((_set_batch_size, td, new_bs))
+
+
+def _plan_load_lazy(
+    td: Any,
+    members: list[Any],
+    sd: Mapping[str, Any],
+    strict: bool,
+    assign: bool,
+    path: tuple[str, ...],
+    plan: list[Any],
+    parent: tuple[torch.Size, int] | None,
+) -> None:
+    """:func:`_plan_load` for a lazy stack: nested entries recurse as lazy stacks of the
+    members' nested tensordicts; leaves are split along the stack dimension and loaded
+    into the members (whose own key sets are not checked: keys only some members hold
+    are not part of the state dict)."""
+    new_bs = _new_batch_size(td, sd, parent, path)
+    sdim, n = td.stack_dim, len(members)
+    if len(new_bs) <= sdim or new_bs[sdim] != n:
+        raise RuntimeError(
+            f"load_state_dict: the batch size {tuple(new_bs)} at {_fmt(path)} does not keep "
+            f"the stack dimension {sdim} of size {n}: a lazy stack cannot change its number "
+            "of stacked tensordicts."
+        )
+    member_bs = new_bs[:sdim] + new_bs[sdim + 1 :]
+    keys = [k for k in sd if k not in _META]
+    if strict:
+        common = list(td.keys())
+        extra = sorted(set(keys) - set(common))
+        missing = sorted(set(common) - set(keys))
+        if extra or missing:
+            raise RuntimeError(
+                f"load_state_dict(strict=True): the keys of the state dict and the lazy stack "
+                f"differ at {_fmt(path)}: only in the state dict: {extra}; only in the "
+                f"tensordict: {missing}."
+            )
+    leaves: list[dict[str, Any]] = [{BATCH_SIZE_KEY: member_bs} for _ in members]
+    for key in keys:
+        value = sd[key]
+        sub = path + (key,)
+        currents = [m._get_str(key, None) for m in members]
+        if isinstance(value, TensorDictBase):
+            raise TypeError(
+                f"load_state_dict: the entry at {unravel_key(sub)!r} is a "
+                f"{type(value).__name__}; pass its state_dict() instead."
+            )
+        if isinstance(value, Mapping):
+            nested = []
+            for i, (m, cur) in enumerate(zip(members, currents)):
+                if cur is None:
+                    if m.is_locked:
+                        raise lock_error(unravel_key(sub))
+                    cur = _new_nested(m)
+                    plan.append((_set_entry, m, key, cur))
+                elif not isinstance(cur, TensorDictBase):
+                    raise RuntimeError(
+                        f"load_state_dict: the state dict holds a dict at {unravel_key(sub)!r} "
+                        f"but stacked tensordict {i} holds a {type(cur).__name__} there."
+                    )
+                nested.append(cur)
+            sub_td = td._new(nested, sdim)
+            _plan_load(sub_td, value, strict, assign, sub, plan, (new_bs, td.batch_dims))
+            continue
+        if isinstance(value, _Tensor):
+            if value.shape[: len(new_bs)] != new_bs:
+                raise RuntimeError(
+                    f"load_state_dict: the tensor at {unravel_key(sub)!r} has shape "
+                    f"{tuple(value.shape)}, whose leading dimensions must equal the batch size "
+                    f"{tuple(new_bs)}."
+                )
+            parts: Any = value.unbind(sdim)
+        elif type(value) is list and all(is_non_tensor(c) for c in currents):
+            # one value per element when the stacked entry is a NonTensorStack
+            stacked = td._get_str(key, NO_DEFAULT)
+            if type(stacked) is NonTensorStack:
+                try:
+                    leaf = NonTensorStack.from_list(value, ndim=len(new_bs))
+                    if leaf.batch_size != new_bs:
+                        raise ValueError(f"got shape {tuple(leaf.batch_size)}")
+                except (TypeError, ValueError) as err:
+                    raise RuntimeError(
+                        f"load_state_dict: the value at {unravel_key(sub)!r} must be nested "
+                        f"lists of the batch shape {tuple(new_bs)} to load into the stack "
+                        f"there: {err}"
+                    ) from None
+                parts = [_one_value(part) for part in leaf.unbind(sdim)]
+            else:
+                parts = [value] * n
+        else:
+            parts = [value] * n
+        for leaf_sd, part in zip(leaves, parts):
+            leaf_sd[key] = part
+    for m, leaf_sd in zip(members, leaves):
+        _plan_load(m, leaf_sd, False, assign, path, plan, None)
+    if new_bs != td.batch_size:
+        plan.append((_set_batch_size, td, new_bs))
+
+
+def _one_value(leaf: Any) -> Any:
+    """A ``NonTensorData`` for a stack whose elements all hold the same value."""
+    if type(leaf) is not NonTensorStack:
+        return leaf
+    values = [leaf._values[i] for i in leaf._index.reshape(-1).tolist()]
+    if values and all(_same_value(v, values[0]) for v in values[1:]):
+        return NonTensorData._make(values[0], leaf.batch_size, leaf.device)
+    return leaf
+
+
+def _new_nested(td: Any) -> Any:
+    """An empty tensordict to nest in ``td`` (a lazy stack of them for a lazy stack)."""
+    from tensordict._td import TensorDict
+
+    members = _lazy_members(td)
+    if members is not None and members:
+        return td._new([_new_nested(m) for m in members], td.stack_dim)
+    return TensorDict._new_unsafe({}, td.batch_size, td.device)
+
+
+def _set_entry(td: Any, key: str, value: Any) -> None:
+    td._set_str(key, value, inplace=False, validated=True)
 
 
 def _copy_into(current: _Tensor, value: _Tensor) -> None:
