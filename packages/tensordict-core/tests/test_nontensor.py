@@ -318,3 +318,16 @@ def test_indexing_a_stack_matches_object_array(values, data):
             assert got == expected.tolist()
     else:
         assert got == expected
+
+
+@pytest.mark.parametrize("method", ["update_", "copy_"])
+def test_in_place_update_from_a_stack_keeps_one_value_per_element(method: str) -> None:
+    def stacked(values: list[str], x: float) -> TensorDict:
+        return torch.stack([TensorDict({"s": v, "x": torch.full((), x)}) for v in values])
+
+    dest = stacked(["a", "b"], 0.0)
+    getattr(dest, method)(stacked(["c", "d"], 1.0))
+    assert dest["s"] == ["c", "d"]  # not [["c", "d"], ["c", "d"]]
+    assert torch.equal(dest["x"], torch.ones(2))
+    dest.update_(lazy_stack([TensorDict({"s": "e", "x": torch.zeros(())})] * 2))
+    assert dest["s"] == ["e", "e"]

@@ -148,7 +148,11 @@ class DictOps:
                     f"update_() writes in place, but key {unravel_key(path)!r} is not in the "
                     f"tensordict (keys: {sorted(map(str, self.keys(True, True)))})."
                 )
-            value = source[key] if isinstance(source, TensorDictBase) else _dict_get(source, path)
+            value = (  # the stored entry: a non-tensor stack must stay a stack
+                source._get_tuple(path, NO_DEFAULT)
+                if isinstance(source, TensorDictBase)
+                else _dict_get(source, path)
+            )
             pairs.append((path, target, value))
         for path, target, value in pairs:
             if isinstance(target, _Tensor):
