@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import tensordict
-from tensordict import TensorDict, lazy_stack
+from tensordict import LazyStackedTensorDict, TensorDict, lazy_stack
 
 # The TensorDictBase / TensorDict methods and properties owned by tensordict-core in the
 # reference API's list of public names.
@@ -65,6 +65,12 @@ CORE_TOP_LEVEL = """
 def test_the_lists_are_complete() -> None:
     assert len(CORE_METHODS) == 302
     assert len(set(CORE_METHODS)) == len(CORE_METHODS)
+
+
+@pytest.mark.parametrize("cls", [TensorDict, LazyStackedTensorDict])
+def test_every_core_method_exists(cls: type) -> None:
+    missing = [name for name in CORE_METHODS if not hasattr(cls, name)]
+    assert missing == [], f"{cls.__name__} lacks {missing}"
 
 
 def test_every_core_top_level_name_exists() -> None:
