@@ -1,7 +1,484 @@
-"""``gather_and_stack`` over torch.distributed (to be filled in)."""
+"""``gather_and_stack``: collect the tensordicts of a process group into rows of one.
+
+Nothing is pickled. The destination's tensordict is the template: its row ``td[0]``
+fixes the keys, shapes and dtypes each sender must have. Every rank of the group runs
+the same sequence of collectives, then decides, so a mismatch raises on every rank
+instead of leaving some of them waiting:
+
+1. ``all_gather`` of a small int64 header per rank: status of the local checks, the
+   ``dst`` it was called with, the sizes of its description and data, and the size of
+   its error message. A local failure on any rank (wrong batch size on ``dst``, a value
+   that cannot be sent) ends the call here on every rank, after one more ``all_gather``
+   of the error messages (UTF-8 bytes).
+2. ``gather`` to ``dst`` of each sender's description: UTF-8 JSON listing its leaves in
+   sorted key order (key, dtype, shape) and the values of its non-tensor leaves.
+3. ``gather`` to ``dst`` of each sender's tensor leaves, as one ``uint8`` buffer (each
+   leaf's bytes at a 16-byte aligned offset). Buffers are padded to the largest one:
+   ``gather`` needs equal sizes.
+4. ``broadcast`` from ``dst`` of a fixed-size (4 kB) ``uint8`` buffer: the outcome and
+   the error message, if any. ``dst`` checks every description against the template
+   before writing anything, so a mismatch leaves its data unchanged.
+
+Collectives run on CPU tensors, except with the ``nccl`` backend, which gets tensors on
+``torch.cuda.current_device()``. Timeouts are the process group's
+(``init_process_group(timeout=...)``).
+"""
 
 from __future__ import annotations
+
+import json
+import math
+import operator
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from tensordict._nontensor import NonTensorData, NonTensorStack, stack_non_tensor
+
+if TYPE_CHECKING:  # pragma: no cover
+    from torch.distributed import ProcessGroup
+    from typing_extensions import Self
+
+_ALIGN = 16  # byte alignment of each leaf in the data buffer (any dtype can view it)
+_MAX_ERROR_BYTES = 4000  # error messages exchanged between ranks are cut to this size
+_MAX_PROBLEMS = 10  # mismatches listed in one error message
+# Header fields.
+_STATUS, _DST, _META, _DATA, _ERR = range(5)
+
+# One leaf of a description: (key, "tensor", dtype name, shape) or (key, "non_tensor", None, None).
+_Entry = tuple[tuple[str, ...], str, "str | None", "tuple[int, ...] | None"]
+
+
+# ---------------------------------------------------------------------- helpers
+def _fmt(key: tuple[str, ...]) -> Any:
+    """A key as the user writes it: a string for top-level keys, a tuple otherwise."""
+    return key[0] if len(key) == 1 else key
+
+
+def _aligned(n: int) -> int:
+    return -(-n // _ALIGN) * _ALIGN
+
+
+def _nbytes(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def _leaves(td: Any) -> list[tuple[tuple[str, ...], Any]]:
+    """``(key tuple, value)`` of every leaf (tensors and non-tensors), keys sorted."""
+    out = [
+        ((key,) if isinstance(key, str) else tuple(key), value)
+        for key, value in td.items(include_nested=True, leaves_only=True)
+    ]
+    out.sort(key=lambda item: item[0])
+    return out
+
+
+def _check_tensor(key: tuple[str, ...], t: torch.Tensor) -> None:
+    if t.layout is not torch.strided or t.is_nested or t.is_quantized:
+        raise TypeError(
+            f"gather_and_stack: the leaf {_fmt(key)!r} is a {t.layout} tensor "
+            f"(nested={t.is_nested}, quantized={t.is_quantized}); only dense (strided) "
+            "tensors can be sent."
+        )
+
+
+_JSON_SCALARS = (type(None), bool, int, float, str)
+
+
+def _check_json(key: tuple[str, ...], value: Any) -> None:
+    """Raise ``TypeError`` unless ``value`` survives a JSON round trip unchanged."""
+    pending = [value]
+    seen: set[int] = set()
+    while pending:
+        item = pending.pop()
+        if type(item) in _JSON_SCALARS:
+            continue
+        if type(item) in (list, dict) and id(item) not in seen:
+            seen.add(id(item))
+            if type(item) is list:
+                pending.extend(item)
+                continue
+            if all(type(k) is str for k in item):
+                pending.extend(item.values())
+                continue
+        raise TypeError(
+            f"gather_and_stack: the non-tensor leaf {_fmt(key)!r} holds "
+            f"{type(item).__name__} {item!r:.80}, which cannot be sent. Non-tensor values "
+            "travel as JSON (None, bool, int, float, str, and lists and str-keyed dicts of "
+            "those; never pickled). Drop the entry before gathering (td.exclude(key) or "
+            "td.filter_non_tensor_data(), on every rank) or store a JSON value instead."
+        )
+
+
+def _describe_entry(entry: _Entry) -> str:
+    kind, dtype, shape = entry[1:]
+    if kind == "non_tensor":
+        return "a non-tensor value"
+    return f"a tensor of shape {shape} and dtype {dtype}"
+
+
+# ---------------------------------------------------------------------- the two roles
+class _Sender:
+    """A sender's description (JSON bytes) and data (one ``uint8`` buffer)."""
+
+    def __init__(self, td: Any, device: torch.device) -> None:
+        entries: list[list[Any]] = []
+        values: list[Any] = []
+        tensors: list[tuple[int, torch.Tensor]] = []
+        offset = 0
+        for key, value in _leaves(td):
+            if isinstance(value, torch.Tensor):
+                _check_tensor(key, value)
+                entries.append([list(key), "tensor", str(value.dtype), list(value.shape)])
+                tensors.append((offset, value))
+                offset += _aligned(_nbytes(value))
+            elif isinstance(value, NonTensorData):
+                _check_json(key, value.data)
+                entries.append([list(key), "non_tensor", None, None])
+                values.append(value.data)
+            elif isinstance(value, NonTensorStack):
+                raise TypeError(
+                    f"gather_and_stack: the non-tensor leaf {_fmt(key)!r} holds one value per "
+                    "element (a NonTensorStack); each rank sends one value per non-tensor key "
+                    "(a NonTensorData)."
+                )
+            else:
+                raise TypeError(
+                    f"gather_and_stack: cannot send the leaf {_fmt(key)!r} of type "
+                    f"{type(value).__name__}."
+                )
+        self.meta = json.dumps({"leaves": entries, "values": values}).encode("utf-8")
+        self.data = torch.zeros(offset, dtype=torch.uint8, device=device)
+        for start, t in tensors:
+            n = _nbytes(t)
+            self.data[start : start + n].view(t.dtype).view(t.shape).copy_(t)
+
+
+class _Template:
+    """What ``dst`` expects from each sender: its row ``td[0]`` and the data layout."""
+
+    def __init__(self, td: Any, n_senders: int, dst_name: str) -> None:
+        batch_size = td.batch_size
+        if not batch_size or batch_size[0] != n_senders:
+            raise ValueError(
+                f"gather_and_stack: on the destination ({dst_name}) the tensordict needs one "
+                f"row per other rank of the group: a first batch dimension of {n_senders} "
+                f"(group size - 1), but its batch_size is {tuple(batch_size)}."
+            )
+        self.td = td
+        self.row_batch_size = batch_size[1:]
+        self.entries: list[_Entry] = []
+        # Where each tensor leaf of a row sits in a sender's data buffer, and its dtype.
+        self.layout: list[tuple[int, int, torch.dtype, tuple[int, ...]] | None] = []
+        self.data_len = 0
+        for key, value in _leaves(td):
+            if isinstance(value, torch.Tensor):
+                _check_tensor(key, value)
+                shape = tuple(value.shape[1:])
+                self.entries.append((key, "tensor", str(value.dtype), shape))
+                nbytes = math.prod(shape) * value.element_size()
+                self.layout.append((self.data_len, nbytes, value.dtype, shape))
+                self.data_len += _aligned(nbytes)
+            else:
+                self.entries.append((key, "non_tensor", None, None))
+                self.layout.append(None)
+
+    def check(self, meta: bytes, data_len: int) -> tuple[list[str], list[Any]]:
+        """The mismatches between a sender's description and the template (empty when it
+        matches), and the sender's non-tensor values."""
+        try:
+            parsed = json.loads(meta.decode("utf-8"))
+            got = {
+                tuple(key): (tuple(key), kind, dtype, None if shape is None else tuple(shape))
+                for key, kind, dtype, shape in parsed["leaves"]
+            }
+            values = list(parsed["values"])
+        except (ValueError, TypeError, KeyError) as err:
+            return [f"its description could not be read ({err})"], []
+        problems = []
+        expected = {entry[0]: entry for entry in self.entries}
+        missing = [_fmt(k) for k in expected if k not in got]
+        extra = [_fmt(k) for k in got if k not in expected]
+        if missing:
+            problems.append(f"missing key(s) {missing}")
+        if extra:
+            problems.append(f"unexpected key(s) {extra}")
+        for key, entry in expected.items():
+            other = got.get(key)
+            if other is not None and other != entry:
+                problems.append(
+                    f"key {_fmt(key)!r}: expected {_describe_entry(entry)}, "
+                    f"got {_describe_entry(other)}"
+                )
+        n_non_tensor = sum(entry[1] == "non_tensor" for entry in self.entries)
+        if not problems and len(values) != n_non_tensor:
+            problems.append(f"it sent {len(values)} non-tensor values instead of {n_non_tensor}")
+        if not problems and data_len != self.data_len:
+            problems.append(f"its data has {data_len} bytes instead of {self.data_len}")
+        return problems, values
+
+    def write(self, rows: Sequence[tuple[torch.Tensor, list[Any]]]) -> None:
+        """Write the checked rows (data buffer, non-tensor values) into the template."""
+        if not rows:
+            return
+        td = self.td
+        n_values = 0
+        for (key, *_), where in zip(self.entries, self.layout):
+            if where is not None:
+                start, nbytes, dtype, shape = where
+                stacked = torch.stack(
+                    [data[start : start + nbytes].view(dtype).view(shape) for data, _ in rows]
+                )
+                td.set_(key, stacked)
+            else:
+                items = [
+                    NonTensorData(values[n_values], self.row_batch_size, td.device)
+                    for _, values in rows
+                ]
+                n_values += 1
+                # Replaced rather than written in place: an in-place write of a stack into
+                # a NonTensorData would nest the stack inside it.
+                td.set(key, stack_non_tensor(items, 0, td.batch_size))
+
+
+# ---------------------------------------------------------------------- the collectives
+def _comm_device(backend: str) -> torch.device:
+    """Where the exchanged tensors live: CUDA for nccl, CPU for the others (gloo, mpi)."""
+    if backend == "nccl":
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def _to_bytes(t: torch.Tensor) -> bytes:
+    return bytes(t.cpu().numpy().tobytes())
+
+
+def _bytes_tensor(data: bytes, size: int, device: torch.device) -> torch.Tensor:
+    out = torch.zeros(size, dtype=torch.uint8)
+    if data:
+        out[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    return out.to(device)
+
+
+def _padded(t: torch.Tensor, size: int) -> torch.Tensor:
+    if t.numel() == size:
+        return t
+    out = torch.zeros(size, dtype=t.dtype, device=t.device)
+    out[: t.numel()] = t
+    return out
+
+
+def _error_text(err: BaseException) -> bytes:
+    text = f"{type(err).__name__}: {err}".encode()
+    return text[:_MAX_ERROR_BYTES]
 
 
 class GatherOps:
     """Mixin of :class:`~tensordict.TensorDictBase`: ``gather_and_stack``."""
+
+    def gather_and_stack(self, dst: int, group: ProcessGroup | None = None) -> Self | None:
+        """Gather the tensordicts of the other ranks of ``group`` into the rows of this one
+        on rank ``dst``.
+
+        Every rank of the group calls it. On ``dst`` the tensordict needs one row per other
+        rank (a first batch dimension of group size - 1): row ``j`` is overwritten in place
+        with the tensordict of the ``j``-th other rank, in group rank order; ``dst``'s own
+        data is not part of the result. The other ranks send theirs and get ``None``.
+
+        Nothing is pickled. ``dst``'s row ``self[0]`` is the template: each sender must
+        have the same leaf keys, with tensors of the same shape and dtype (its batch size
+        is not compared) and non-tensor values where the template has non-tensor leaves.
+        Non-tensor values travel as JSON, so only JSON values (``None``, ``bool``,
+        ``int``, ``float``, ``str``, and lists and str-keyed dicts of those) can be sent;
+        others raise ``TypeError`` (drop them with
+        :meth:`~tensordict.TensorDictBase.exclude` on every rank). Every rank runs the
+        same collectives before raising, so an error on one rank (a mismatch found by
+        ``dst``, a wrong batch size on ``dst``, a value that cannot be sent) raises on all
+        of them, and ``dst``'s data is left unchanged. Ranks that never call it make the
+        others fail after the process group's timeout (``init_process_group(timeout=...)``).
+
+        The exchanged buffers are CPU tensors (leaves on other devices are copied), except
+        with the ``nccl`` backend, where they are on ``torch.cuda.current_device()``.
+
+        Args:
+            dst: the destination's global rank (as ``dst`` of
+                :func:`torch.distributed.gather`); it must belong to ``group``.
+            group: the process group (default: the world). Ranks outside it (those to
+                which :func:`torch.distributed.new_group` gave
+                ``GroupMember.NON_GROUP_MEMBER``) return ``None`` without communicating.
+
+        Returns:
+            ``self`` on ``dst``, ``None`` on the other ranks.
+
+        Raises:
+            RuntimeError: no process group is initialised, or another rank failed.
+            ValueError: ``dst`` is not a rank of the group, the ranks were given different
+                ``dst``, the first batch dimension on ``dst`` is not group size - 1, or a
+                sender does not match the template.
+            TypeError: ``dst`` is not an int, or a leaf cannot be sent (a non-JSON non-tensor
+                value, a sparse tensor).
+
+        Example, run by each of 3 processes (``torchrun --nproc-per-node 3``):
+
+        .. code-block:: python
+
+            import torch
+            import torch.distributed as dist
+            from tensordict import TensorDict
+
+            dist.init_process_group("gloo")
+            rank = dist.get_rank()
+            if rank == 0:
+                td = TensorDict({"obs": torch.zeros(2, 4), "step": torch.zeros(2, dtype=torch.long)}, [2])
+            else:
+                td = TensorDict({"obs": torch.full((4,), float(rank)), "step": torch.tensor(rank)})
+            out = td.gather_and_stack(dst=0)
+            if rank == 0:
+                assert out is td
+                assert td["obs"][:, 0].tolist() == [1.0, 2.0]  # rows from ranks 1 and 2
+                assert td["step"].tolist() == [1, 2]
+            else:
+                assert out is None
+        """
+        import torch.distributed as dist
+
+        if not (dist.is_available() and dist.is_initialized()):
+            raise RuntimeError(
+                "gather_and_stack needs an initialised default process group: call "
+                "torch.distributed.init_process_group(...) on every rank first."
+            )
+        non_member: object = dist.GroupMember.NON_GROUP_MEMBER  # new_group's for non-members
+        if group is non_member:
+            return None
+        if isinstance(dst, bool) or not hasattr(dst, "__index__"):
+            raise TypeError(f"gather_and_stack: dst must be an int rank, got {dst!r}.")
+        dst = operator.index(dst)
+        ranks = dist.get_process_group_ranks(group)
+        if dst not in ranks:
+            raise ValueError(
+                f"gather_and_stack: dst={dst!r} is not a rank of the process group (its "
+                f"global ranks are {ranks}); dst is a global rank, as for "
+                "torch.distributed.gather."
+            )
+        me = dist.get_rank()
+        if me not in ranks:
+            return None
+        with torch.no_grad():
+            _gather_and_stack(self, dst, group, ranks, me)
+        return self if me == dst else None
+
+
+def _gather_and_stack(
+    td: Any, dst: int, pg: ProcessGroup | None, ranks: list[int], me: int
+) -> None:
+    """The protocol described in the module docstring (``me`` is in ``ranks``)."""
+    import torch.distributed as dist
+
+    device = _comm_device(dist.get_backend(pg))
+    size = len(ranks)
+    is_world = size == dist.get_world_size()
+
+    def name(rank: int) -> str:
+        return f"rank {rank}" if is_world else f"rank {rank} (group rank {ranks.index(rank)})"
+
+    # 0. Local work: nothing below raises before the header is exchanged.
+    template: _Template | None = None
+    sender: _Sender | None = None
+    local_error: Exception | None = None
+    try:
+        if me == dst:
+            template = _Template(td, size - 1, name(dst))
+        else:
+            sender = _Sender(td, device)
+    except Exception as err:
+        local_error = err
+    error_text = _error_text(local_error) if local_error is not None else b""
+    meta = sender.meta if sender is not None else b""
+    data = sender.data if sender is not None else torch.zeros(0, dtype=torch.uint8)
+    header = torch.tensor(
+        [int(local_error is not None), dst, len(meta), data.numel(), len(error_text)],
+        dtype=torch.int64,
+        device=device,
+    )
+
+    # 1. Headers, everywhere.
+    headers = [torch.empty_like(header) for _ in range(size)]
+    dist.all_gather(headers, header, group=pg)
+    table = torch.stack(headers).cpu().tolist()
+    if len({row[_DST] for row in table}) > 1:
+        given = ", ".join(f"{name(r)}: {row[_DST]}" for r, row in zip(ranks, table))
+        raise ValueError(f"gather_and_stack: the ranks were called with different dst ({given}).")
+    failed = [(r, row[_ERR]) for r, row in zip(ranks, table) if row[_STATUS]]
+    if failed:
+        max_len = max(n for _, n in failed)
+        texts = [torch.empty(max_len, dtype=torch.uint8, device=device) for _ in range(size)]
+        dist.all_gather(texts, _bytes_tensor(error_text, max_len, device), group=pg)
+        if local_error is not None:
+            raise local_error
+        details = "; ".join(
+            f"{name(r)}: " + _to_bytes(texts[ranks.index(r)][:n]).decode(errors="replace")
+            for r, n in failed
+        )
+        raise RuntimeError(f"gather_and_stack failed on another rank before sending: {details}")
+
+    # 2-3. Descriptions and data, to dst.
+    meta_len = max(row[_META] for row in table)
+    data_len = max(row[_DATA] for row in table)
+    metas: list[torch.Tensor] = []
+    datas: list[torch.Tensor] = []
+    for length, own, out in (
+        (meta_len, _bytes_tensor(meta, meta_len, device), metas),
+        (data_len, _padded(data.to(device), data_len), datas),
+    ):
+        if length:
+            if me == dst:
+                out.extend(
+                    own if r == dst else torch.empty(length, dtype=torch.uint8, device=device)
+                    for r in ranks
+                )
+            dist.gather(own, out if me == dst else None, dst=dst, group=pg)
+
+    # 4. dst checks, writes, and tells everyone (one fixed-size broadcast: the outcome
+    # code, then the error message, if any).
+    code = 0
+    message = b""
+    dst_error: Exception | None = None
+    if template is not None:
+        try:
+            rows: list[tuple[torch.Tensor, list[Any]]] = []
+            problems: list[str] = []
+            for i, r in enumerate(ranks):
+                if r == dst:
+                    continue
+                meta_i = _to_bytes(metas[i][: table[i][_META]]) if metas else b""
+                found, values = template.check(meta_i, table[i][_DATA])
+                problems.extend(f"{name(r)} (row {len(rows)}): {p}" for p in found)
+                rows.append((datas[i] if datas else torch.zeros(0, dtype=torch.uint8), values))
+            if problems:
+                shown = problems[:_MAX_PROBLEMS]
+                if len(problems) > _MAX_PROBLEMS:
+                    shown.append(f"... and {len(problems) - _MAX_PROBLEMS} more")
+                dst_error = ValueError(
+                    f"gather_and_stack: the data sent to {name(dst)} does not match its "
+                    "tensordict's row td[0] (keys, shapes and dtypes must be the same); "
+                    "nothing was written. " + "; ".join(shown)
+                )
+                code = 1
+            else:
+                template.write(rows)
+        except Exception as err:
+            dst_error = err
+            code = 2
+        if dst_error is not None:
+            message = str(dst_error).encode()[:_MAX_ERROR_BYTES]
+    outcome = _bytes_tensor(bytes([code]) + message, 1 + _MAX_ERROR_BYTES, device)
+    dist.broadcast(outcome, src=dst, group=pg)
+    if dst_error is not None:
+        raise dst_error
+    received = _to_bytes(outcome)
+    text = received[1:].rstrip(b"\0").decode(errors="replace")
+    if received[0] == 1:
+        raise ValueError(text)
+    if received[0] == 2:
+        raise RuntimeError(f"gather_and_stack failed on the destination {name(dst)}: {text}")
