@@ -331,3 +331,16 @@ def test_in_place_update_from_a_stack_keeps_one_value_per_element(method: str) -
     assert torch.equal(dest["x"], torch.ones(2))
     dest.update_(lazy_stack([TensorDict({"s": "e", "x": torch.zeros(())})] * 2))
     assert dest["s"] == ["e", "e"]
+
+
+def test_set_in_place_of_a_stack_into_a_single_value_entry() -> None:
+    td = TensorDict({"s": "x", "a": torch.zeros(2)}, [2])
+    td.set_("s", NonTensorStack("y", "y"))  # one value for the whole batch: written
+    assert td["s"] == "y"
+    with pytest.raises(
+        RuntimeError, match="different values in place into the non-tensor entry 's'"
+    ):
+        td.set_("s", NonTensorStack("p", "q"))
+    assert td["s"] == "y"  # unchanged, and not a stack nested in the value
+    td.set("s", NonTensorStack("p", "q"))  # not in place: stored as a stack
+    assert td["s"] == ["p", "q"]

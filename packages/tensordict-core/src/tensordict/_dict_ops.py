@@ -457,11 +457,27 @@ def write_inplace(key: Any, current: Any, value: Any, non_blocking: bool) -> Non
     elif isinstance(current, TensorDictBase) and type(current) is not NonTensorData:
         current.update_(value, non_blocking=non_blocking)
     elif isinstance(current, NonTensorData):
-        current.data = value.data if isinstance(value, NonTensorData) else value
+        current.data = _single_value(key, value)
     elif type(current) is NonTensorStack:
         current._assign(value)
     else:  # pragma: no cover - defensive
         raise TypeError(f"cannot write in place into {type(current).__name__} at {key!r}.")
+
+
+def _single_value(key: Any, value: Any) -> Any:
+    """The one Python value that ``value`` writes into a single-valued non-tensor entry."""
+    if isinstance(value, NonTensorData):
+        return value.data
+    if type(value) is NonTensorStack:
+        used = [value._values[i] for i in torch.unique(value._index).tolist()]
+        if used and all(v is used[0] or v == used[0] for v in used[1:]):
+            return used[0]
+        raise RuntimeError(
+            f"cannot write a NonTensorStack holding different values in place into the "
+            f"non-tensor entry {key!r}, which holds one value for the whole batch; store the "
+            "stack with td.set(key, value) instead (not in place)."
+        )
+    return value
 
 
 def _dict_leaf_keys(source: dict, prefix: tuple = ()) -> list:
