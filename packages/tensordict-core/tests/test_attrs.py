@@ -7,8 +7,7 @@ import dataclasses
 import pytest
 import torch
 
-from tensordict import NonTensorData, TensorDict, lazy_stack
-from tensordict import TensorAttrs
+from tensordict import NonTensorData, TensorAttrs, TensorDict, lazy_stack
 
 CPU = torch.device("cpu")
 META = torch.device("meta")

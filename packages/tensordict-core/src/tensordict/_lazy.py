@@ -33,6 +33,7 @@ from tensordict._index import indexed_batch_size, normalize_index
 from tensordict._keys import NestedKey, TensorDictKeysView, key_as_tuple, unravel_key
 from tensordict._lazy_dense import LazyDenseOps
 from tensordict._lazy_ops import LazyMemberOps, LazyShapeOps
+from tensordict._lazy_repr import lazy_repr_block
 from tensordict._misc_ops import MiscOps, _check_at, _check_non_tensor_at, _plan_in, _write_at
 from tensordict._nontensor import (
     NON_TENSOR,
@@ -42,7 +43,6 @@ from tensordict._nontensor import (
     unwrap_non_tensor,
     write_non_tensor,
 )
-from tensordict._repr import _td_repr, _tensor_repr, _tensor_shared
 from tensordict._shape import normalize_dim, parse_batch_size
 from tensordict._state_dict import StateDictOps
 from tensordict._td import TensorDict
@@ -869,67 +869,7 @@ class LazyStackedTensorDict(
 
     def _repr_block(self, indent: str) -> tuple[str, bool, bool]:
         """The repr starting at ``indent``, whether all tensors are shared, whether any."""
-        inner = indent + "    "
-        field_indent = inner + "    "
-        fields: list[str] = []
-        state = [True, False]  # all shared, any tensor
-
-        def describe(value: Any, at: str) -> str:
-            if isinstance(value, _Tensor):
-                shared = _tensor_shared(value) or value.is_cuda
-                state[0] = state[0] and shared
-                state[1] = True
-                return _tensor_repr(value, shared)
-            if isinstance(value, LazyStackedTensorDict):
-                text, shared, anyt = value._repr_block(at)
-            elif hasattr(value, "_tensordict"):
-                text, shared, anyt = _td_repr(value, at)
-            else:
-                return repr(value).replace("\n", "\n" + at)
-            if anyt:
-                state[0] = state[0] and shared
-                state[1] = True
-            return text
-
-        for key in sorted(self._common_keys()):
-            values = [td._get_str(key, NO_DEFAULT) for td in self.tensordicts]
-            first = values[0]
-            if isinstance(first, _Tensor) and all(isinstance(v, _Tensor) for v in values):
-                shape = _common_shape([v.shape for v in values]) or [-1] * first.ndim
-                shape.insert(self.stack_dim, len(values))
-                shared = all(_tensor_shared(v) or v.is_cuda for v in values)
-                state[0] = state[0] and shared
-                state[1] = True
-                text = _tensor_repr(first, shared).replace(
-                    f"shape={first.shape}", f"shape={torch.Size(shape)}", 1
-                )
-            else:
-                try:
-                    text = describe(self._stack_values((key,), values), field_indent)
-                except (RuntimeError, TypeError) as err:
-                    text = f"<{err}>"
-            fields.append(f"{field_indent}{key}: {text}")
-        exclusive = []
-        for i, (td, keys) in enumerate(zip(self.tensordicts, self._exclusive_keys(), strict=True)):
-            if keys:
-                at = field_indent + "    "
-                lines = [
-                    f"{at}{k}: {describe(td._get_str(k, NO_DEFAULT), at)}" for k in sorted(keys)
-                ]
-                exclusive.append(f"{field_indent}{i} ->\n" + ",\n".join(lines))
-        is_shared = state[1] and state[0]
-        body = ",\n".join(fields) if fields else inner
-        excl = ",\n".join(exclusive) if exclusive else inner
-        text = (
-            f"{type(self).__name__}(\n"
-            f"{inner}fields={{\n{body}}},\n"
-            f"{inner}exclusive_fields={{\n{excl}}},\n"
-            f"{inner}batch_size={self.batch_size},\n"
-            f"{inner}device={self.device},\n"
-            f"{inner}is_shared={is_shared},\n"
-            f"{inner}stack_dim={self.stack_dim})"
-        )
-        return text, is_shared, state[1]
+        return lazy_repr_block(self, indent)
 
 
 def _member_item_shape(td: TensorDictBase, path: tuple) -> torch.Size:
