@@ -469,9 +469,9 @@ def _single_value(key: Any, value: Any) -> Any:
     if isinstance(value, NonTensorData):
         return value.data
     if type(value) is NonTensorStack:
-        used = [value._values[i] for i in torch.unique(value._index).tolist()]
-        if used and all(v is used[0] or v == used[0] for v in used[1:]):
-            return used[0]
+        common = value._common_value(_MISSING)
+        if common is not _MISSING:
+            return common
         raise RuntimeError(
             f"cannot write a NonTensorStack holding different values in place into the "
             f"non-tensor entry {key!r}, which holds one value for the whole batch; store the "

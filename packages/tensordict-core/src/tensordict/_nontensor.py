@@ -381,6 +381,17 @@ class NonTensorStack:
         self._index = written
         self._values.extend(new_values)
 
+    def _common_value(self, default: Any) -> Any:
+        """The value every element holds (compared by :func:`_same_value`), else ``default``.
+
+        >>> NonTensorStack("a", "a")._common_value(None), NonTensorStack("a", "b")._common_value(None)
+        ('a', None)
+        """
+        used = [self._values[i] for i in torch.unique(self._index).tolist()]
+        if used and all(_same_value(v, used[0]) for v in used[1:]):
+            return used[0]
+        return default
+
     def _assign(self, value: Any) -> None:
         """Replace every value, in place (``set_``/``update_`` on a stack entry)."""
         self[...] = value

@@ -22,7 +22,7 @@ import torch
 from tensordict._consolidate import _lazy_members
 from tensordict._errors import lock_error
 from tensordict._keys import unravel_key
-from tensordict._nontensor import NonTensorData, NonTensorStack, _same_value, is_non_tensor
+from tensordict._nontensor import NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._shape import parse_batch_size
 from tensordict.base import NO_DEFAULT, TensorDictBase
 
@@ -418,14 +418,17 @@ def _plan_load_lazy(
         plan.append((_set_batch_size, td, new_bs))
 
 
+_NO_VALUE: Any = object()
+
+
 def _one_value(leaf: Any) -> Any:
     """A ``NonTensorData`` for a stack whose elements all hold the same value."""
     if type(leaf) is not NonTensorStack:
         return leaf
-    values = [leaf._values[i] for i in leaf._index.reshape(-1).tolist()]
-    if values and all(_same_value(v, values[0]) for v in values[1:]):
-        return NonTensorData._make(values[0], leaf.batch_size, leaf.device)
-    return leaf
+    common = leaf._common_value(_NO_VALUE)
+    if common is _NO_VALUE:
+        return leaf
+    return NonTensorData._make(common, leaf.batch_size, leaf.device)
 
 
 def _new_nested(td: Any) -> Any:
