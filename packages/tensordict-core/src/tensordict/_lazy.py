@@ -12,9 +12,10 @@ padded or densified).
 Batch-shape operations, ``apply`` and the dict-like methods live in
 :mod:`tensordict._lazy_ops`, dense copies in :mod:`tensordict._lazy_dense`; this module
 holds the container, reads, writes, indexing, keys and the printed form. The generic
-mixins of the dense ``TensorDict`` (:class:`~tensordict._misc_ops.MiscOps`,
-:class:`~tensordict._state_dict.StateDictOps`,
-:class:`~tensordict._consolidate.ConsolidateOps`) come after the lazy ones in the bases:
+mixins of the dense ``TensorDict`` (:class:`~tensordict._consolidate.ConsolidateOps`,
+:class:`~tensordict._state_dict.StateDictOps`, :class:`~tensordict._key_sets.KeySetOps`,
+:class:`~tensordict._indexed.IndexedOps`, :class:`~tensordict._memory.MemoryOps`,
+:class:`~tensordict._pad.PadOps`) come after the lazy ones in the bases:
 they work through the primitives, and the few hooks a lazy stack answers differently
 (``get_item_shape``, ``entry_class``, ``_plan_at``) are defined here.
 """
@@ -27,14 +28,18 @@ from typing import Any
 import numpy as np
 import torch
 
+from tensordict import _kinds
 from tensordict._consolidate import ConsolidateOps
 from tensordict._errors import lock_error, missing_key
 from tensordict._index import indexed_batch_size, normalize_index
+from tensordict._indexed import IndexedOps, _check_at, _check_non_tensor_at, _plan_in, _write_at
+from tensordict._key_sets import KeySetOps
 from tensordict._keys import NestedKey, TensorDictKeysView, key_as_tuple, unravel_key
+from tensordict._kinds import is_leaf_default
 from tensordict._lazy_dense import LazyDenseOps
 from tensordict._lazy_ops import LazyMemberOps, LazyShapeOps
 from tensordict._lazy_repr import lazy_repr_block
-from tensordict._misc_ops import MiscOps, _check_at, _check_non_tensor_at, _plan_in, _write_at
+from tensordict._memory import MemoryOps
 from tensordict._nontensor import (
     NON_TENSOR,
     NON_TENSOR_TYPES,
@@ -43,10 +48,11 @@ from tensordict._nontensor import (
     unwrap_non_tensor,
     write_non_tensor,
 )
-from tensordict._shape import normalize_dim, parse_batch_size
+from tensordict._pad import PadOps
+from tensordict._shape import common_shape, normalize_dim, parse_batch_size
 from tensordict._state_dict import StateDictOps
 from tensordict._td import TensorDict
-from tensordict.base import NO_DEFAULT, TensorDictBase, _is_leaf_default, _key_tuple
+from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 _Tensor = torch.Tensor
 _MISSING: Any = object()
@@ -63,7 +69,10 @@ class LazyStackedTensorDict(
     LazyDenseOps,
     ConsolidateOps,
     StateDictOps,
-    MiscOps,
+    KeySetOps,
+    IndexedOps,
+    MemoryOps,
+    PadOps,
     TensorDictBase,
 ):
     """A lazy stack of tensordicts: entries are stacked when read, writes go to the members.
@@ -330,7 +339,7 @@ class LazyStackedTensorDict(
         """
         path = _key_tuple(key)
         shapes = self._per_member(path, _member_item_shape)
-        shape = _common_shape(shapes)
+        shape = common_shape(shapes)
         if shape is None:
             raise RuntimeError(
                 f"get_item_shape: entry {_fmt(path)!r} has a different number of dimensions "
@@ -872,6 +881,9 @@ class LazyStackedTensorDict(
         return lazy_repr_block(self, indent)
 
 
+_kinds.bind(Lazy=LazyStackedTensorDict)
+
+
 def _member_item_shape(td: TensorDictBase, path: tuple) -> torch.Size:
     fn = getattr(td, "get_item_shape", None)
     if fn is not None:
@@ -889,17 +901,6 @@ def _member_entry_class(td: TensorDictBase, path: tuple) -> type:
 
 def _has_ellipsis(index: Any) -> bool:
     return index is Ellipsis or (type(index) is tuple and any(i is Ellipsis for i in index))
-
-
-def _common_shape(shapes: Sequence[Sequence[int]]) -> list[int] | None:
-    """The sizes shared by ``shapes``, ``-1`` where they differ; ``None`` if the numbers of
-    dimensions differ."""
-    shape = list(shapes[0])
-    for other in shapes[1:]:
-        if len(other) != len(shape):
-            return None
-        shape = [s if s == t else -1 for s, t in zip(shape, other, strict=True)]
-    return shape
 
 
 def _mixed_error(key: tuple, values: list) -> TypeError:
@@ -964,7 +965,7 @@ class _LazyKeysView(TensorDictKeysView):
         return type(values[0]), None
 
     def _walk(self, td: LazyStackedTensorDict, prefix: tuple) -> Iterator[Any]:
-        is_leaf = self.is_leaf or _is_leaf_default
+        is_leaf = self.is_leaf or is_leaf_default
         for key in td._common_keys():
             full = prefix + (key,) if prefix else key
             if not (self.include_nested or self.leaves_only):
@@ -999,4 +1000,4 @@ class _LazyKeysView(TensorDictKeysView):
                 if nested is None:
                     return False
                 td = nested
-        return not self.leaves_only or (self.is_leaf or _is_leaf_default)(cls)
+        return not self.leaves_only or (self.is_leaf or is_leaf_default)(cls)

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _kinds
 from tensordict._consolidate import consolidated_to
-from tensordict._dict_ops import DictOps, write_inplace
+from tensordict._dict_ops import write_inplace
 from tensordict._errors import lock_error
 from tensordict._keys import unravel_key
 from tensordict._shape import (
@@ -49,11 +50,9 @@ class LazyShapeOps:
     _td_dim_name: str | None
 
     def _restack(self, members: list, stack_dim: int, names: bool = True) -> Any:
-        from tensordict._lazy import LazyStackedTensorDict
-
         if not members:
             raise RuntimeError("cannot restack an empty LazyStackedTensorDict.")
-        return LazyStackedTensorDict._new(members, stack_dim, self._td_dim_name if names else None)
+        return _kinds.Lazy._new(members, stack_dim, self._td_dim_name if names else None)
 
     def unsqueeze(self, dim: int) -> Any:
         """Insert a batch dimension of size 1 at ``dim`` (in every member).
@@ -349,13 +348,9 @@ class LazyMemberOps:
         def _common_keys(self) -> list[str]: ...
 
     def _from_members(self, members: list) -> LazyStackedTensorDict:
-        from tensordict._lazy import LazyStackedTensorDict
-
         if not members:
-            return LazyStackedTensorDict._new(
-                [], self.stack_dim, self._td_dim_name, self._batch_size
-            )
-        return LazyStackedTensorDict._new(members, self.stack_dim, self._td_dim_name)
+            return _kinds.Lazy._new([], self.stack_dim, self._td_dim_name, self._batch_size)
+        return _kinds.Lazy._new(members, self.stack_dim, self._td_dim_name)
 
     # ------------------------------------------------------------------ apply
     def _apply_nest(
@@ -469,16 +464,14 @@ class LazyMemberOps:
         >>> lazy.update({"b": torch.ones(3, 2)})["b"].shape
         torch.Size([3, 2])
         """
-        from tensordict._td import TensorDict
-
         source = input_dict_or_td
         if not isinstance(source, TensorDictBase):
-            source = TensorDict(source, batch_size=self._batch_size)
+            source = _kinds.Dense(source, batch_size=self._batch_size)
         parts = self._unbind_like(source, "update")
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
         plans = []
         for td, part in zip(self.tensordicts, parts, strict=True):
-            if isinstance(td, DictOps):
+            if isinstance(td, _kinds.Dense):
                 plan: list = []
                 td._plan_update(part, clone, wanted, (), plan, ignore_lock)
                 plans.append((td, part, plan))
@@ -506,11 +499,9 @@ class LazyMemberOps:
         keys_to_update: Sequence[Any] | None = None,
     ) -> Any:
         """Copy every entry of ``input_dict_or_td`` in place into the members' entries."""
-        from tensordict._td import TensorDict
-
         source = input_dict_or_td
         if not isinstance(source, TensorDictBase):
-            source = TensorDict(source, batch_size=self._batch_size)
+            source = _kinds.Dense(source, batch_size=self._batch_size)
         parts = self._unbind_like(source, "update_")
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
         for i, (td, part) in enumerate(zip(self.tensordicts, parts, strict=True)):
@@ -626,9 +617,7 @@ class LazyMemberOps:
     ) -> Any:
         """A lazy stack of the members' :meth:`~TensorDict.empty` (same batch size)."""
         if batch_size is not None:
-            from tensordict._td import TensorDict
-
-            return TensorDict(
+            return _kinds.Dense(
                 batch_size=batch_size, device=None if device is NO_DEFAULT else device
             )
         return self._from_members([td.empty(recurse, device=device) for td in self.tensordicts])

@@ -23,11 +23,11 @@ from typing import Any
 
 import torch
 
+from tensordict import _kinds
 from tensordict._nontensor import NON_TENSOR
 from tensordict._ops import PREDICATES
 from tensordict._ops_reduce import _walk
 from tensordict._shape import normalize_dim, unpack_shape
-from tensordict._tree import TreeMapOps
 from tensordict.base import (
     NO_DEFAULT,
     TD_HANDLED_FUNCTIONS,
@@ -67,7 +67,7 @@ def _index_for(index: _Tensor, x: Any, nb: int) -> _Tensor:
 def _dense(td: TensorDictBase) -> Any:
     """``td`` itself when dense; otherwise (lazy stacks …) a dense copy, whose leaves line up
     with the batch dimensions that masks and indices refer to."""
-    return td if isinstance(td, TreeMapOps) else td.contiguous()
+    return td if isinstance(td, _kinds.Dense) else td.contiguous()
 
 
 def _check_mask(name: str, mask: Any, td: TensorDictBase, exact: bool = False) -> _Tensor:
@@ -348,7 +348,7 @@ NEW: tuple[str, ...] = ("new_zeros", "new_ones", "new_empty", "new_full")
 
 
 def _set_device(td: Any, device: Any) -> None:
-    if isinstance(td, TreeMapOps):
+    if isinstance(td, _kinds.Dense):
         td._device = device  # type: ignore[attr-defined]
         for v in td._tensordict.values():  # type: ignore[attr-defined]
             _set_device(v, device)
@@ -519,7 +519,7 @@ def masked_fill_(self: TensorDictBase, mask: torch.Tensor, value: Any) -> Tensor
     tensor([0., 5.])
     """
     mask = _check_mask("masked_fill_", mask, self)
-    if not isinstance(self, TreeMapOps):
+    if not isinstance(self, _kinds.Dense):
         return self.update_(masked_fill(self, mask, value))
     for x in self._flat_tensors([]):  # type: ignore[attr-defined]
         x.masked_fill_(_right(mask, x.ndim), value)
@@ -559,10 +559,8 @@ def _where_td(
     td: TensorDictBase, cond: Any, other: TensorDictBase, pad: Any, prefix: tuple
 ) -> TensorDictBase:
     """Key-matched ``where`` with a tensordict ``other`` (``pad`` fills missing entries)."""
-    from tensordict._td import TensorDict
-
     store = td._tensordict  # type: ignore[attr-defined]
-    ostore = getattr(other, "_tensordict", None)
+    ostore = other._tensordict if isinstance(other, _kinds.Dense) else None
     if ostore is None:
         ostore = {k: other._get_str(k, NO_DEFAULT) for k in other.keys()}
     out = {}
@@ -603,7 +601,7 @@ def _where_td(
             out[key] = x
         else:
             out[key] = _where_td(x, c, o, pad, prefix + (key,))
-    return TensorDict._new_unsafe(out, td.batch_size, td.device, _names(td))
+    return _kinds.Dense._new_unsafe(out, td.batch_size, td.device, _names(td))
 
 
 def where(

@@ -45,9 +45,9 @@ from typing import Any, NamedTuple
 
 import torch
 
+from tensordict import _kinds
 from tensordict._nontensor import NON_TENSOR, NonTensorData
 from tensordict._td import TensorDict
-from tensordict._tree import TreeMapOps
 from tensordict.base import NO_DEFAULT, TensorDictBase, implements_for_td
 
 _Tensor = torch.Tensor
@@ -315,9 +315,9 @@ def _walk(
     ``nested_fn`` handles tensordict types other than the dense one and ``non_tensor_fn``
     the non-tensor entries (see :func:`carry_non_tensor`).
     """
-    if not isinstance(td, TreeMapOps):  # lazy stacks & co: reduce a dense copy
+    if not isinstance(td, _kinds.Dense):  # lazy stacks & co: reduce a dense copy
         dense = td.contiguous()
-        if not isinstance(dense, TreeMapOps):
+        if not isinstance(dense, _kinds.Dense):
             raise TypeError(f"{name}() is not supported for {type(td).__name__}.")
         td = dense
     bs = td._batch_size  # type: ignore[attr-defined]
@@ -334,7 +334,7 @@ def _walk(
                     f"{name}(): failed for entry {(prefix + (key,)) if prefix else key!r} of shape "
                     f"{tuple(value.shape)} and dtype {value.dtype}: {err}"
                 ) from None
-        elif isinstance(value, TreeMapOps):
+        elif isinstance(value, _kinds.Dense):
             r = _walk(
                 value,
                 name,
@@ -380,7 +380,7 @@ def _tensor_leaves(td: TensorDictBase) -> list[_Tensor]:
 
 
 def _all_dense(td: Any) -> bool:
-    if not isinstance(td, TreeMapOps):
+    if not isinstance(td, _kinds.Dense):
         return False
     return all(
         _all_dense(v)

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _kinds
 from tensordict._dict_ops import write_inplace
 from tensordict._keys import unravel_key
+from tensordict._kinds import is_nested
 from tensordict._nontensor import NON_TENSOR, NonTensorData
 from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
 from tensordict.base import NO_DEFAULT, TensorDictBase
@@ -33,11 +35,45 @@ def _result_shape_error(r: torch.Tensor, path: tuple[str, ...], bs: torch.Size) 
     )
 
 
+def leaf_items(td: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    """``(key tuple, stored value)`` for every leaf of ``td``, depth first: tensors and
+    non-tensor leaves as stored (not unwrapped).
+
+    A lazy stack contributes its members' leaves (exclusive keys included), so the tensors
+    are the stored ones, not stacked copies.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.zeros(1), "b": {"c": torch.ones(1)}}, [1])
+    >>> [k for k, _ in leaf_items(td)]
+    [('a',), ('b', 'c')]
+    """
+    out: list[tuple[tuple[str, ...], Any]] = []
+    _leaf_items_into(td, prefix, out)
+    return out
+
+
+def _leaf_items_into(td: Any, prefix: tuple[str, ...], out: list) -> None:
+    if isinstance(td, _kinds.Dense):
+        items: Any = td._tensordict.items()
+    else:
+        members = _kinds.lazy_members(td)
+        if members is not None:
+            for member in members:
+                _leaf_items_into(member, prefix, out)
+            return
+        items = td.items()
+    for key, value in items:
+        if isinstance(value, _Tensor) or not is_nested(value):
+            out.append((prefix + (key,), value))
+        else:
+            _leaf_items_into(value, prefix + (key,), out)
+
+
 class TreeMapOps:
     """Mixin: the leaf-walking primitives of :class:`~tensordict.TensorDict`.
 
-    Only dense tensordicts inherit it, so ``isinstance(x, TreeMapOps)`` means "a dense
-    tensordict whose private storage can be walked directly".
+    Only dense tensordicts inherit it (``isinstance(x, _kinds.Dense)`` tells them apart).
     """
 
     def _map_batch(
@@ -60,7 +96,7 @@ class TreeMapOps:
                 out[key] = fn(value)
             elif isinstance(value, NonTensorData):
                 out[key] = value._with(batch_size)
-            elif isinstance(value, TreeMapOps):
+            elif isinstance(value, _kinds.Dense):
                 sub_bs = value._batch_size
                 extra = len(sub_bs) - nb
                 sub_names = None
@@ -125,7 +161,7 @@ class TreeMapOps:
         """The entries of ``other`` matching :meth:`_flat_tensors` order, looked up by key."""
         if out is None:
             out = []
-        store = getattr(other, "_tensordict", None)
+        store = other._tensordict if isinstance(other, _kinds.Dense) else None
         if store is None:
             if not isinstance(other, TensorDictBase):
                 out.extend([other] * len(self._flat_tensors([])))

@@ -17,12 +17,13 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
 
-from tensordict import _forwarders, _siblings
+from tensordict import _forwarders, _kinds, _siblings
 from tensordict._attrs import AttrsOps
-from tensordict._convert import ConversionOps
+from tensordict._convert import ConversionOps, to_dense
 from tensordict._errors import lock_error, missing_key
 from tensordict._gather import GatherOps
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
+from tensordict._kinds import is_tensor_collection as is_tensor_collection
 from tensordict._leaf_tensors import LeafTensorOps
 from tensordict._nontensor import DATA_TYPES, NON_TENSOR, NonTensorData, unwrap_non_tensor
 
@@ -56,26 +57,6 @@ class _NoDefault(enum.Enum):
 NO_DEFAULT: Any = _NoDefault.NO_DEFAULT
 
 _GET_DEFAULTS_TO_NONE = False
-
-
-def _is_leaf_default(cls: type) -> bool:
-    """Default leaf rule: tensors and non-tensor values are leaves, tensordicts are not."""
-    return not issubclass(cls, TensorDictBase)
-
-
-def is_tensor_collection(obj: Any) -> bool:
-    """Whether ``obj`` (an instance or a class) is a tensordict-like collection.
-
-    >>> import torch
-    >>> from tensordict import TensorDict
-    >>> is_tensor_collection(TensorDict()), is_tensor_collection(torch.zeros(1))
-    (True, False)
-    """
-    cls = obj if isinstance(obj, type) else type(obj)
-    return (
-        issubclass(cls, (TensorDictBase, *NON_TENSOR))
-        or getattr(cls, "_is_tensorclass", False) is True
-    )
 
 
 #: ``torch`` function -> tensordict implementation, filled by the modules that own them.
@@ -448,9 +429,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         >>> td["b", "c"]
         tensor(1)
         """
-        from tensordict._td import TensorDict
-
-        out = TensorDict()
+        out = _kinds.Dense()
         for key in keys:
             out.set(key, value)
         return out
@@ -507,7 +486,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         >>> TensorDict.lazy_stack([TensorDict(), TensorDict()]).batch_size
         torch.Size([2])
         """
-        from tensordict._lazy_dense import lazy_stack
+        from tensordict._functional import lazy_stack
 
         return lazy_stack(input, dim, out=out, **kwargs)  # type: ignore[no-any-return]
 
@@ -526,7 +505,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         >>> type(TensorDict.maybe_dense_stack([TensorDict(a=0), TensorDict(b=0)])).__name__
         'LazyStackedTensorDict'
         """
-        from tensordict._lazy_dense import maybe_dense_stack
+        from tensordict._functional import maybe_dense_stack
 
         return maybe_dense_stack(input, dim, out=out, **kwargs)
 
@@ -541,9 +520,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         >>> len(lazy.tensordicts), td["a"].sum().item()
         (3, 6.0)
         """
-        from tensordict._lazy import LazyStackedTensorDict
-
-        return LazyStackedTensorDict(*self.unbind(dim), stack_dim=dim)  # type: ignore[attr-defined]
+        return _kinds.Lazy(*self.unbind(dim), stack_dim=dim)  # type: ignore[attr-defined]
 
     def densify(self, layout: torch.layout = torch.strided) -> TensorDictBase:
         """This tensordict with every nested lazy stack made dense (see
@@ -554,8 +531,6 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         >>> td.densify() is td
         True
         """
-        from tensordict._lazy_dense import to_dense
-
         return to_dense(self, clone=False, layout=layout)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
@@ -567,8 +542,6 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         >>> td.to_tensordict()["a"] is td["a"]
         False
         """
-        from tensordict._lazy_dense import to_dense
-
         return to_dense(self, clone=True)
 
     def non_tensor_items(self, include_nested: bool = False) -> tuple[tuple[Any, Any], ...]:
@@ -679,6 +652,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         return hook(self)
 
 
+_kinds.bind(Base=TensorDictBase)
 _forwarders.install(TensorDictBase)
 # Tensordicts are mappings, as in the reference (``isinstance(td, Mapping)``): this is what
 # lets ``torch.testing.assert_close`` compare two of them key by key. Registration leaves
