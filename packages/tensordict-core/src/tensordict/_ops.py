@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from tensordict._inplace import adopt
 from tensordict._keys import unravel_key
 from tensordict._shape import broadcastable_to, normalize_dim
 from tensordict._tree import leaf_items
@@ -638,9 +639,39 @@ def detach_(self: TensorDictBase) -> TensorDictBase:
     return self
 
 
-def contiguous(self: TensorDictBase) -> TensorDictBase:
-    """A tensordict with contiguous leaves (leaves already contiguous are shared)."""
-    return self._map_tensors(_Tensor.contiguous)
+def _canonical_strides(x: _Tensor) -> bool:
+    """Whether ``x`` has the row-major strides of its shape (size-1 dims included)."""
+    expected, stride = [], 1
+    for size in reversed(x.shape):
+        expected.append(stride)
+        stride *= size
+    return x.stride() == tuple(reversed(expected))
+
+
+def contiguous(
+    self: TensorDictBase, *, canonical: bool = False, inplace: bool = False
+) -> TensorDictBase:
+    """A tensordict with contiguous leaves (leaves already contiguous are shared).
+
+    With ``canonical=True`` a leaf whose strides are not exactly row-major (possible with
+    size-1 dimensions) is copied too; with ``inplace=True`` the tensordict keeps its
+    identity and its non-contiguous leaves are replaced by contiguous copies.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(a=torch.zeros(4, 3).T, batch_size=[3])
+    >>> td.contiguous(inplace=True) is td, td["a"].is_contiguous()
+    (True, True)
+    """
+    if canonical:
+
+        def fn(x: _Tensor) -> _Tensor:
+            return x if _canonical_strides(x) else x.clone(memory_format=torch.contiguous_format)
+    else:
+        fn = _Tensor.contiguous
+    if inplace:
+        return adopt(self, self._map_tensors(fn), "contiguous", keeps_structure=True)
+    return self._map_tensors(fn)
 
 
 def is_contiguous(self: TensorDictBase) -> bool:

@@ -500,7 +500,13 @@ class TableMethods:
         reduce: builtins.bool | None = ...,
         return_indices: builtins.bool = ...,
     ) -> Any: ...
-    def roll(self, shifts: builtins.int | Sequence[builtins.int], dims: Any = ...) -> Self: ...
+    def roll(
+        self,
+        shifts: builtins.int | Sequence[builtins.int],
+        dims: Any = ...,
+        *,
+        inplace: builtins.bool = ...,
+    ) -> Self: ...
     def rot90(self, k: builtins.int = ..., dims: Sequence[builtins.int] = ...) -> Self: ...
     def tile(self, *dims: Any) -> Self: ...
     def repeat_interleave(
@@ -509,13 +515,19 @@ class TableMethods:
         dim: builtins.int | None = ...,
         *,
         output_size: builtins.int | None = ...,
+        inplace: builtins.bool = ...,
     ) -> Self: ...
     def atleast_1d(self) -> Self: ...
     def atleast_2d(self) -> Self: ...
     def atleast_3d(self) -> Self: ...
     def softmax(self, dim: builtins.int, dtype: torch.dtype | None = ...) -> Self: ...
     def gather(
-        self, dim: builtins.int, index: torch.Tensor, out: TensorDictBase | None = ...
+        self,
+        dim: builtins.int,
+        index: torch.Tensor,
+        out: TensorDictBase | None = ...,
+        *,
+        inplace: builtins.bool = ...,
     ) -> Self: ...
     def new_zeros(
         self,
@@ -525,6 +537,7 @@ class TableMethods:
         requires_grad: builtins.bool = ...,
         layout: torch.layout = ...,
         pin_memory: builtins.bool | None = ...,
+        empty_lazy: builtins.bool = ...,
     ) -> Self: ...
     def new_ones(
         self,
@@ -534,6 +547,7 @@ class TableMethods:
         requires_grad: builtins.bool = ...,
         layout: torch.layout = ...,
         pin_memory: builtins.bool | None = ...,
+        empty_lazy: builtins.bool = ...,
     ) -> Self: ...
     def new_empty(
         self,
@@ -543,6 +557,7 @@ class TableMethods:
         requires_grad: builtins.bool = ...,
         layout: torch.layout = ...,
         pin_memory: builtins.bool | None = ...,
+        empty_lazy: builtins.bool = ...,
     ) -> Self: ...
     def new_full(
         self,
@@ -554,6 +569,7 @@ class TableMethods:
         requires_grad: builtins.bool = ...,
         layout: torch.layout = ...,
         pin_memory: builtins.bool | None = ...,
+        empty_lazy: builtins.bool = ...,
     ) -> Self: ...
     def new_tensor(
         self,
@@ -566,7 +582,7 @@ class TableMethods:
     ) -> Self: ...
     def masked_fill(self, mask: torch.Tensor, value: Any) -> Self: ...
     def masked_fill_(self, mask: torch.Tensor, value: Any) -> Self: ...
-    def masked_select(self, mask: torch.Tensor) -> Self: ...
+    def masked_select(self, mask: torch.Tensor, *, inplace: builtins.bool = ...) -> Self: ...
     def where(
         self,
         condition: torch.Tensor,
@@ -574,6 +590,7 @@ class TableMethods:
         *,
         out: TensorDictBase | None = ...,
         pad: Any = ...,
+        update_batch_size: builtins.bool = ...,
     ) -> Self: ...
     def scatter(
         self,
