@@ -6,9 +6,9 @@
   :class:`as_tensordict_module` and :class:`dispatch` (call with tensors instead of a
   tensordict) complete the family.
 * Parameters as tensordicts: :class:`TensorDictParams` (a tensordict that is an
-  ``nn.Module``), :func:`from_module`/:func:`from_modules` and ``td.to_module(module)``
-  (functional calls, ensembles with ``torch.vmap``, meta-learning);
-  :class:`EnsembleModule` runs vmapped copies of a module.
+  ``nn.Module``), ``TensorDict.from_module``/``from_modules`` and
+  ``td.to_module(module)`` (functional calls, ensembles with ``torch.vmap``,
+  meta-learning); :class:`EnsembleModule` runs vmapped copies of a module.
 * Probabilistic modules: :class:`ProbabilisticTensorDictModule`,
   :class:`ProbabilisticTensorDictSequential`, interaction types and the distributions of
   :mod:`tensordict.nn.distributions`.
@@ -16,13 +16,13 @@
   CPU).
 
 It depends on ``tensordict-core`` only; tensorclass-aware modules
-(:class:`TensorClassModuleBase`) need the ``tensorclass`` extra
-(``pip install tensordict-nn[tensorclass]``) and import ``tensordict.tensorclass`` only
-when used.
+(:class:`TensorClassModuleBase`) are typed on classes of the ``tensorclass``
+distribution (``pip install tensordict-nn[tensorclass]``), never imported here.
 """
 
 from tensordict import make_tensordict
 
+from tensordict.nn._interaction import InteractionType, interaction_type, set_interaction_type
 from tensordict.nn.common import (
     TensorDictModule,
     TensorDictModuleBase,
@@ -30,8 +30,35 @@ from tensordict.nn.common import (
     WrapModule,
     as_tensordict_module,
 )
+from tensordict.nn.cudagraphs import CudaGraphModule
 from tensordict.nn.dispatch import dispatch
+from tensordict.nn.distributions import (
+    AddStateIndependentNormalScale,
+    CompositeDistribution,
+    Delta,
+    NormalParamExtractor,
+    OneHotCategorical,
+    TruncatedNormal,
+    add_custom_mapping,
+    biased_softplus,
+    inv_softplus,
+    mappings,
+    rand_one_hot,
+)
+from tensordict.nn.ensemble import EnsembleModule
+from tensordict.nn.functional_modules import (
+    from_module,
+    from_modules,
+    td_from_module,
+    td_to_module,
+)
+from tensordict.nn.params import TensorDictParams
+from tensordict.nn.probabilistic import (
+    ProbabilisticTensorDictModule,
+    ProbabilisticTensorDictSequential,
+)
 from tensordict.nn.sequence import TensorDictSequential
+from tensordict.nn.tensorclass_module import TensorClassModuleBase, TensorClassModuleWrapper
 from tensordict.nn.utils import (
     composite_lp_aggregate,
     set_composite_lp_aggregate,
@@ -42,16 +69,39 @@ from tensordict.nn.utils import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "AddStateIndependentNormalScale",
+    "CompositeDistribution",
+    "CudaGraphModule",
+    "Delta",
+    "EnsembleModule",
+    "InteractionType",
+    "NormalParamExtractor",
+    "OneHotCategorical",
+    "ProbabilisticTensorDictModule",
+    "ProbabilisticTensorDictSequential",
+    "TensorClassModuleBase",
+    "TensorClassModuleWrapper",
     "TensorDictModule",
     "TensorDictModuleBase",
     "TensorDictModuleWrapper",
+    "TensorDictParams",
     "TensorDictSequential",
+    "TruncatedNormal",
     "WrapModule",
+    "add_custom_mapping",
     "as_tensordict_module",
+    "biased_softplus",
     "composite_lp_aggregate",
     "dispatch",
+    "from_module",
+    "from_modules",
+    "interaction_type",
+    "inv_softplus",
     "make_tensordict",
+    "mappings",
+    "rand_one_hot",
     "set_composite_lp_aggregate",
+    "set_interaction_type",
     "set_skip_existing",
     "skip_existing",
 ]
