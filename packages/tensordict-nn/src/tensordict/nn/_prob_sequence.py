@@ -203,7 +203,7 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         td = tensordict if tensordict_out is None else tensordict_out
         dists: dict[Any, D.Distribution] = {}
         modules = self._module_list()
-        last = max((i for i, m in enumerate(modules) if _is_prob(m)), default=-1)
+        last = len(modules) - 1
         for i, module in enumerate(modules):
             if not _is_prob(module):
                 td = module(td, **kwargs)

@@ -441,7 +441,8 @@ class TensorDictModule(TensorDictModuleBase):
             else:
                 out = fn(*args, **dict(zip(names, tensors)), **kwargs)
         except Exception as err:
-            if any(t is None for t in tensors):
+            signature_error = isinstance(err, TypeError) and "keyword argument" in str(err)
+            if not signature_error and any(t is None for t in tensors):
                 missing = {
                     key
                     for key, t in zip(self._keys_attr("_in_keys"), tensors)

@@ -33,11 +33,13 @@ def _is_td(value: Any) -> bool:
 # --------------------------------------------------------------------------- from_module
 
 
-def _collect(module: nn.Module, filter_empty: bool) -> dict[str, Any]:
+def _collect(module: nn.Module, filter_empty: bool) -> TensorDict:
+    """The module's own tensors as a TensorDict mirroring its tree (no copy)."""
     from tensordict.nn.params import TensorDictParams
 
     if isinstance(module, TensorDictParams):
-        return module._nested_store()
+        # the same storage: writes through the result reach the TensorDictParams
+        return TensorDict._new_unsafe(module._tensordict, module.batch_size, module.device)
     store: dict[str, Any] = {}
     for name, param in module._parameters.items():
         if param is not None:
@@ -49,9 +51,9 @@ def _collect(module: nn.Module, filter_empty: bool) -> dict[str, Any]:
         if child is None:
             continue
         sub = _collect(child, filter_empty)
-        if sub or not filter_empty:
+        if sub._tensordict or not filter_empty:
             store[name] = sub
-    return store
+    return TensorDict._new_unsafe(store, torch.Size([]))
 
 
 def _module_td(module: nn.Module, use_state_dict: bool, filter_empty: bool) -> TensorDict:
@@ -59,7 +61,7 @@ def _module_td(module: nn.Module, use_state_dict: bool, filter_empty: bool) -> T
         flat = module.state_dict(keep_vars=True)
         td = TensorDict({k: v for k, v in flat.items() if isinstance(v, torch.Tensor)})
         return td.unflatten_keys(".")
-    return TensorDict(_collect(module, filter_empty), batch_size=[])
+    return _collect(module, filter_empty)
 
 
 def td_from_module(
@@ -130,10 +132,11 @@ def _stack_leaves(leaves: list[Any], expand_identical: bool) -> Any:
     return data
 
 
-def _stack_stores(stores: list[dict], expand_identical: bool, path: tuple) -> dict:
+def _stack_stores(tds: list[TensorDict], expand_identical: bool, path: tuple) -> dict:
+    stores = [td._tensordict for td in tds]
     keys = list(stores[0])
     for i, store in enumerate(stores[1:], 1):
-        if list(store) != keys and set(store) != set(keys):
+        if set(store) != set(keys):
             where = ".".join(path) or "the root"
             raise ValueError(
                 f"from_modules needs modules of the same structure: module 0 has "
@@ -142,7 +145,7 @@ def _stack_stores(stores: list[dict], expand_identical: bool, path: tuple) -> di
     out: dict[str, Any] = {}
     for key in keys:
         values = [store[key] for store in stores]
-        if isinstance(values[0], dict):
+        if isinstance(values[0], TensorDict):
             out[key] = _stack_stores(values, expand_identical, (*path, key))
         else:
             shapes = {tuple(v.shape) for v in values}
@@ -190,13 +193,8 @@ def from_modules(
         tds = [td_from_module(m, use_state_dict=use_state_dict) for m in modules]
         td: TensorDictBase = LazyStackedTensorDict.lazy_stack(tds, 0)
     else:
-        stores = [
-            _module_td(m, True, True).to_dict() if use_state_dict else _collect(m, True)
-            for m in modules
-        ]
-        td = TensorDict(
-            _stack_stores(stores, expand_identical, ()), batch_size=[len(modules)]
-        )
+        tds = [_module_td(m, use_state_dict, True) for m in modules]
+        td = TensorDict(_stack_stores(tds, expand_identical, ()), batch_size=[len(modules)])
     if as_module:
         from tensordict.nn.params import TensorDictParams
 

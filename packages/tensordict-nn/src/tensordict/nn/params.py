@@ -30,6 +30,16 @@ def _is_td(value: Any) -> bool:
     return isinstance(value, TensorDictBase) and not isinstance(value, NON_TENSOR)
 
 
+def _as_buffer(value: torch.Tensor) -> torch.Tensor:
+    """``value`` marked as a buffer (``isinstance(value, Buffer)``), in place when the
+    tensor takes attributes, so that it keeps its identity."""
+    try:
+        value._is_buffer = True  # type: ignore[attr-defined]
+        return value
+    except (AttributeError, RuntimeError):
+        return Buffer(value)
+
+
 def _convert_leaf(value: Any, no_convert: bool, memo: dict[int, Any]) -> Any:
     """A tensor as a parameter (floating/complex) or a buffer; other values unchanged."""
     if not isinstance(value, torch.Tensor):
@@ -42,23 +52,29 @@ def _convert_leaf(value: Any, no_convert: bool, memo: dict[int, Any]) -> Any:
     elif not no_convert and (value.is_floating_point() or value.is_complex()):
         out = _Parameter(value)
     else:
-        out = Buffer(value)
+        out = _as_buffer(value)
     memo[id(value)] = out
     return out
 
 
 def _convert_td(td: TensorDictBase, no_convert: bool, memo: dict[int, Any]) -> TensorDict:
-    """A plain TensorDict of ``td``'s structure whose tensor leaves are converted."""
-    if not isinstance(td, TensorDict) or isinstance(td, TensorDictParams):
-        td = td.to_tensordict() if not isinstance(td, TensorDictParams) else td
+    """A TensorDict of ``td``'s structure whose tensor leaves are converted. A plain
+    nested TensorDict whose leaves need no conversion is kept as it is (shared)."""
+    if not isinstance(td, TensorDict):
+        td = td.to_tensordict()
     store = {}
+    same = not isinstance(td, TensorDictParams)
     for key in td.keys():
         value = td._get_str(key, None)
         if _is_td(value):
-            store[key] = _convert_td(value, no_convert, memo)
+            new = _convert_td(value, no_convert, memo)
         else:
-            store[key] = _convert_leaf(value, no_convert, memo)
-    names = td._names if isinstance(td, TensorDict) else None
+            new = _convert_leaf(value, no_convert, memo)
+        same = same and new is value
+        store[key] = new
+    if same:
+        return td
+    names = td._names
     return TensorDict._new_unsafe(store, td.batch_size, td.device, names and list(names))
 
 
@@ -188,7 +204,7 @@ class TensorDictParams(TensorDict, nn.Module):
             )
         converted = _convert_td(source, no_convert, {})
         object.__setattr__(self, "no_convert", no_convert)
-        object.__setattr__(self, "_tensordict", converted._tensordict)
+        object.__setattr__(self, "_tensordict", dict(converted._tensordict))
         object.__setattr__(self, "_batch_size", converted._batch_size)
         object.__setattr__(self, "_device", converted._device)
         object.__setattr__(self, "_names", converted._names)
@@ -306,12 +322,15 @@ class TensorDictParams(TensorDict, nn.Module):
         """A TensorDictParams whose leaves are ``fn(leaf)`` (or ``replace[id(leaf)]``),
         parameters staying parameters (same ``requires_grad``) and ties preserved."""
         memo: dict[int, Any] = {}
+        identity = fn is _same and not replace
         replace = replace or {}
 
         def convert(value: Any) -> Any:
             if not isinstance(value, torch.Tensor):
                 return value
             found = memo.get(id(value))
+            if found is None and identity:
+                found = value
             if found is None:
                 new = replace[id(value)].detach() if id(value) in replace else fn(value)
                 if isinstance(value, _Parameter):
@@ -337,7 +356,7 @@ class TensorDictParams(TensorDict, nn.Module):
     def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDictParams:  # type: ignore[override]
         """A copy with cloned leaves (``recurse=False``: the same leaves), same kinds."""
         if not recurse:
-            return self._rebuilt(lambda t: t)
+            return self._rebuilt(_same)
         return self._rebuilt(lambda t: t.detach().clone())
 
     def copy(self) -> TensorDictParams:  # type: ignore[override]
@@ -356,7 +375,7 @@ class TensorDictParams(TensorDict, nn.Module):
             return result
         moved = dict(result.items(True, True))
         old = dict(TensorDict.items(self, True, True))
-        return self._rebuilt(lambda t: t, replace={id(old[k]): v for k, v in moved.items() if k in old})
+        return self._rebuilt(_same, replace={id(old[k]): v for k, v in moved.items() if k in old})
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         return (
@@ -381,6 +400,41 @@ class TensorDictParams(TensorDict, nn.Module):
                 return TensorDict.load_state_dict(self, state_dict, strict=strict, assign=assign)
             return nn.Module.load_state_dict(self, state_dict, strict=strict, assign=assign)
 
+    def _load_from_state_dict(
+        self,
+        state_dict: Mapping[str, Any],
+        prefix: str,
+        local_metadata: Any,
+        strict: bool,
+        missing_keys: list[str],
+        unexpected_keys: list[str],
+        error_msgs: list[str],
+    ) -> None:
+        # nn.Module's version reads the first "."-separated part of a key as a local
+        # name; ours are "."-joined paths, so the entries are matched whole.
+        local = dict(self._parameters.items())
+        local.update(self._buffers.items())
+        with torch.no_grad():
+            for name, current in local.items():
+                key = prefix + name
+                if key not in state_dict:
+                    missing_keys.append(key)
+                    continue
+                value = state_dict[key]
+                if not isinstance(value, torch.Tensor):
+                    error_msgs.append(f"{key}: expected a tensor, got {type(value).__name__}.")
+                elif value.shape != current.shape:
+                    error_msgs.append(
+                        f"size mismatch for {key}: copying a param with shape {tuple(value.shape)} "
+                        f"from checkpoint, the shape in current model is {tuple(current.shape)}."
+                    )
+                else:
+                    current.copy_(value)
+        if strict:
+            for key in state_dict:
+                if key.startswith(prefix) and key[len(prefix) :] not in local:
+                    unexpected_keys.append(key)
+
     def forward(self, *input: Any) -> None:  # type: ignore[override]
         raise RuntimeError(
             "TensorDictParams is a container of parameters: it has no forward. Read its "
@@ -395,6 +449,10 @@ class TensorDictParams(TensorDict, nn.Module):
 
     def __hash__(self) -> int:
         return id(self)
+
+
+def _same(tensor: torch.Tensor) -> torch.Tensor:
+    return tensor
 
 
 def _indent(text: str) -> str:

@@ -130,7 +130,12 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         self._aggregate = composite_lp_aggregate()
         self._log_prob_key = None if log_prob_key is None else unravel_key(log_prob_key)
         self._log_prob_keys = (
-            None if log_prob_keys is None else as_key_list(log_prob_keys, "log_prob_keys")
+            None
+            if log_prob_keys is None
+            else as_key_list(
+                list(log_prob_keys) if isinstance(log_prob_keys, tuple) else log_prob_keys,
+                "log_prob_keys",
+            )
         )
         self.cache_dist = cache_dist
         self._dist = None
@@ -334,7 +339,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
     def _write_composite(
         self, out: TensorDictBase, dist: CompositeDistribution, value: Any, selected: Any
     ) -> None:
-        for key in self.dist_sample_keys:
+        for key in value.keys(True, True):
             if selected is None or key in selected:
                 out.set(key, value.get(key))
         if not self.return_log_prob:
@@ -342,9 +347,13 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         lps = dist.log_prob_composite(value, include_sum=False)
         names = self._log_prob_keys
         total = None
-        for i, key in enumerate(self.dist_sample_keys):
-            lp = lps.get(suffixed(key, "_log_prob"))
-            target = names[i] if names is not None and not self._aggregate else suffixed(key, "_log_prob")
+        for i, name in enumerate(dist.dists):
+            lp = lps.get(suffixed(name, "_log_prob"))
+            target = (
+                names[i]
+                if names is not None and not self._aggregate and i < len(names)
+                else suffixed(name, "_log_prob")
+            )
             if selected is None or target in selected:
                 out.set(target, lp)
             part = lp.sum(tuple(range(value.ndim, lp.ndim))) if lp.ndim > value.ndim else lp

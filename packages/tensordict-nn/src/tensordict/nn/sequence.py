@@ -210,6 +210,10 @@ class TensorDictSequential(TensorDictModuleBase):
     def _selection_changed(self) -> None:  # the forward applies the selection itself
         pass
 
+    @property
+    def _select_before_return(self) -> bool:
+        return self.__dict__.get("_selected_out_keys") is not None
+
     # ------------------------------------------------------------------ sub-sequences
     def select_subsequence(
         self,
@@ -305,14 +309,20 @@ class TensorDictSequential(TensorDictModuleBase):
             dropped = [k for k in self.out_keys_source if k not in selected and k not in present]
         for module in self._module_list():
             result = self._run_module(module, working, **kwargs)
-            if result is not working:
-                if working is tensordict and inplace is not True:
-                    working = tensordict.copy()
-                working.update(result)
+            if (
+                inplace is True
+                and result is not working
+                and result.batch_size == working.batch_size
+            ):
+                working.update(result)  # merge into the input
+            else:
+                working = result
         if selected is not None and dropped:
             working.exclude(*dropped, inplace=True)
-        if tensordict_out is None and (working is tensordict or inplace is True):
-            return tensordict
+        if tensordict_out is None and inplace is None:
+            return working
+        if tensordict_out is None and inplace is True:
+            return tensordict if working.batch_size == tensordict.batch_size else working
         keys = [k for k in self.out_keys if k in working.keys(True)]
         if tensordict_out is not None:
             return tensordict_out.update(working.select(*keys))

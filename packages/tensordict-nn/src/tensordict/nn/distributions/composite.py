@@ -174,11 +174,16 @@ class CompositeDistribution(D.Distribution):
         return out
 
     def log_prob(self, sample: TensorDictBase, **kwargs: Any) -> TensorDictBase | torch.Tensor:  # type: ignore[override]
-        """The log-probability of a sample (see the class docstring for its form)."""
+        """The log-probability of a sample (see the class docstring for its form).
+
+        When aggregating, the per-distribution entries are also written into ``sample``.
+        """
         if composite_lp_aggregate():
             total = None
             for name, dist in self.dists.items():
-                part = _sum_beyond(dist.log_prob(sample.get(name)), sample.ndim)
+                lp = dist.log_prob(sample.get(name))
+                sample.set(suffixed(name, "_log_prob"), lp)
+                part = _sum_beyond(lp, sample.ndim)
                 total = part if total is None else total + part
             return total  # type: ignore[return-value]
         return self.log_prob_composite(sample, include_sum=False)
