@@ -31,20 +31,24 @@ class Setting:
     False
     """
 
-    __slots__ = ("value", "_local")
+    __slots__ = ("value", "_local", "_threaded")
 
     def __init__(self, default: Any) -> None:
         self.value = default
         self._local = threading.local()
+        self._threaded = False  # set once a thread-local value was ever pushed
 
     def get(self) -> Any:
         """The thread's own value when it set one, else the process-wide one."""
+        if not self._threaded:
+            return self.value
         local = getattr(self._local, "value", _UNSET)
         return self.value if local is _UNSET else local
 
     def push(self, value: Any, *, thread_local: bool) -> tuple[bool, Any]:
         """Set ``value``; return the token that :meth:`pop` takes to restore."""
         if thread_local:
+            self._threaded = True
             token = (True, getattr(self._local, "value", _UNSET))
             self._local.value = value
         else:
