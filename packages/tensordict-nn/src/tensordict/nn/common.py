@@ -461,7 +461,7 @@ class TensorDictModule(TensorDictModuleBase):
                 tensordict_out = tensordict
             elif inplace is False:
                 tensordict_out = TensorDict()
-            elif inplace == "empty":
+            elif isinstance(inplace, str):  # "empty"
                 tensordict_out = tensordict.empty()
             else:
                 tensordict_out = inplace

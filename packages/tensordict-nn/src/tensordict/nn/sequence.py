@@ -299,7 +299,7 @@ class TensorDictSequential(TensorDictModuleBase):
     ) -> TensorDictBase:
         """Run every module in order; return the tensordict (see ``inplace``)."""
         inplace = self.inplace
-        if tensordict_out is not None or inplace is False or inplace == "empty":
+        if tensordict_out is not None or inplace is False or isinstance(inplace, str):
             working = tensordict.copy()
         else:
             working = tensordict
@@ -326,6 +326,6 @@ class TensorDictSequential(TensorDictModuleBase):
         keys = [k for k in self.out_keys if k in working.keys(True)]
         if tensordict_out is not None:
             return tensordict_out.update(working.select(*keys))
-        if inplace == "empty":
+        if isinstance(inplace, str):  # "empty"
             return tensordict.empty().update(working.select(*keys))
         return TensorDict().update(working.select(*keys))
