@@ -442,7 +442,8 @@ class TensorDictParams(TensorDict, nn.Module):
         )
 
     def __repr__(self) -> str:
-        return f"TensorDictParams(params={_indent(TensorDict.__repr__(self))})"
+        plain = TensorDict._new_unsafe(self._tensordict, self._batch_size, self._device, self._names)
+        return f"TensorDictParams(params={_indent(repr(plain))})"
 
     def extra_repr(self) -> str:
         return ""
