@@ -316,14 +316,11 @@ class TensorDictParams(TensorDict, nn.Module):
         return ((k, self._hooked(v)) for k, v in items)
 
     # ------------------------------------------------------------------ copies
-    def _rebuilt(
-        self, fn: Callable[[torch.Tensor], torch.Tensor], replace: dict[int, Any] | None = None
-    ) -> TensorDictParams:
-        """A TensorDictParams whose leaves are ``fn(leaf)`` (or ``replace[id(leaf)]``),
-        parameters staying parameters (same ``requires_grad``) and ties preserved."""
+    def _rebuilt(self, fn: Callable[[torch.Tensor], torch.Tensor]) -> TensorDictParams:
+        """A TensorDictParams whose leaves are ``fn(leaf)``, parameters staying
+        parameters (same ``requires_grad``) and ties preserved."""
         memo: dict[int, Any] = {}
-        identity = fn is _same and not replace
-        replace = replace or {}
+        identity = fn is _same
 
         def convert(value: Any) -> Any:
             if not isinstance(value, torch.Tensor):
@@ -332,7 +329,7 @@ class TensorDictParams(TensorDict, nn.Module):
             if found is None and identity:
                 found = value
             if found is None:
-                new = replace[id(value)].detach() if id(value) in replace else fn(value)
+                new = fn(value)
                 if isinstance(value, _Parameter):
                     found = _Parameter(new, requires_grad=value.requires_grad)
                 else:
@@ -373,9 +370,20 @@ class TensorDictParams(TensorDict, nn.Module):
         result = TensorDict.to(self, *args, **kwargs)
         if result is self or not _is_td(result):
             return result
-        moved = dict(result.items(True, True))
-        old = dict(TensorDict.items(self, True, True))
-        return self._rebuilt(_same, replace={id(old[k]): v for k, v in moved.items() if k in old})
+
+        def rewrap(moved: TensorDict, own: dict | None) -> TensorDict:
+            store: dict[str, Any] = {}
+            for key, value in moved._tensordict.items():
+                mine = None if own is None else own.get(key)
+                if isinstance(value, TensorDict):
+                    store[key] = rewrap(value, mine._tensordict if isinstance(mine, TensorDict) else None)
+                elif isinstance(mine, _Parameter) and not isinstance(value, _Parameter):
+                    store[key] = _Parameter(value.detach(), requires_grad=mine.requires_grad)
+                else:
+                    store[key] = value
+            return TensorDict._new_unsafe(store, moved.batch_size, moved.device, moved._names)
+
+        return TensorDictParams(rewrap(result, self._tensordict), no_convert=True)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         return (
