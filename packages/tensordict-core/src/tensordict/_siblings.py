@@ -15,6 +15,7 @@ exact ``pip install`` that fixes it.
 from __future__ import annotations
 
 import importlib
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -72,6 +73,9 @@ def import_sibling(subpackage: str, what: str) -> ModuleType:
     KeyError: 'no-such'
     """
     name = f"tensordict.{subpackage}"
+    loaded = sys.modules.get(name)  # already imported: no import machinery (traceable)
+    if loaded is not None:
+        return loaded
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as err:

@@ -17,11 +17,6 @@ from tensordict.nn.params import TensorDictParams
 __all__ = ["EnsembleModule"]
 
 
-def _plain(td: TensorDictBase) -> TensorDict:
-    """A plain TensorDict sharing ``td``'s entries (vmap takes plain tensordicts)."""
-    return TensorDict._new_unsafe(dict(td._tensordict), td.batch_size, td.device)  # type: ignore[attr-defined]
-
-
 class EnsembleModule(TensorDictModuleBase):
     """Run ``num_copies`` copies of a tensordict module, each with its own parameters.
 
@@ -82,10 +77,6 @@ class EnsembleModule(TensorDictModuleBase):
     def out_keys_source(self) -> list[Any]:
         return self.module.out_keys_source
 
-    def _call_one(self, params: TensorDictBase, tensordict: TensorDictBase) -> TensorDictBase:
-        with params.to_module(self.module):
-            return self.module(tensordict)
-
     def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
         """Run every copy; the result has a leading dimension of size ``num_copies``."""
         if self.expand_input:
@@ -96,7 +87,27 @@ class EnsembleModule(TensorDictModuleBase):
                 f"dimension is num_copies={self.num_copies}; got batch_size "
                 f"{tuple(tensordict.batch_size)}."
             )
-        return torch.vmap(self._call_one, (0, 0))(_plain(self.params_td), tensordict)
+        # torch.vmap sees flat lists of tensors: the tensordicts are rebuilt inside, so
+        # nothing depends on how vmap handles tensordicts (nor on tracing it).
+        param_keys = list(self.params_td.keys(True, True))
+        param_leaves = [self.params_td.get(key) for key in param_keys]
+        in_keys = [k for k in tensordict.keys(True, True) if isinstance(tensordict.get(k), torch.Tensor)]
+        in_leaves = [tensordict.get(key) for key in in_keys]
+        inner_batch = tensordict.batch_size[1:]
+        out_keys: list[Any] = []
+
+        def call_one(params: list[torch.Tensor], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+            weights = TensorDict(dict(zip(param_keys, params)), batch_size=[])
+            td = TensorDict(dict(zip(in_keys, inputs)), batch_size=inner_batch)
+            with weights.to_module(self.module):
+                out = self.module(td)
+            out_keys[:] = list(out.keys(True, True))
+            return [out.get(key) for key in out_keys]
+
+        leaves = torch.vmap(call_one, (0, 0))(param_leaves, in_leaves)
+        return TensorDict(
+            dict(zip(out_keys, leaves)), batch_size=[self.num_copies, *inner_batch]
+        )
 
     def reset_parameters_recursive(self, parameters: TensorDictBase | None = None) -> TensorDictBase | None:
         """Re-initialise every copy (of ``parameters`` when given, else ``params_td``)."""

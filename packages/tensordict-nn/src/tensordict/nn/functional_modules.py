@@ -255,7 +255,9 @@ def _plan(td: TensorDictBase, target: Any, path: tuple, plan: list) -> None:
 
 def _as_param(value: torch.Tensor, old: Any) -> torch.Tensor:
     """A plain, detached value for a parameter slot becomes a parameter like ``old``."""
-    if isinstance(value, _Parameter) or value.requires_grad or _is_wrapped(value):
+    if isinstance(value, _Parameter) or value.requires_grad or torch.compiler.is_compiling():
+        return value
+    if _is_wrapped(value):  # inside torch.vmap / torch.func transforms
         return value
     requires_grad = old.requires_grad if isinstance(old, torch.Tensor) else False
     return _Parameter(value, requires_grad=requires_grad)
