@@ -40,6 +40,8 @@ LAZY_TOP_LEVEL: dict[str, tuple[str, str]] = {
     "from_modules": ("nn", "from_modules"),
     "TensorDictParams": ("nn", "TensorDictParams"),
     "as_tensordict_module": ("nn", "as_tensordict_module"),
+    "TensorClassModuleBase": ("nn", "TensorClassModuleBase"),
+    "TensorClassModuleWrapper": ("nn", "TensorClassModuleWrapper"),
     "tensorclass": ("tensorclass", "tensorclass"),
     "TensorClass": ("tensorclass", "TensorClass"),
     "from_dataclass": ("tensorclass", "from_dataclass"),
