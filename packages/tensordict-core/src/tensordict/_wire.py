@@ -234,7 +234,7 @@ def landing_buffer(template: Any, meta: dict[str, Any]) -> torch.Tensor | None:
     """The part of ``template``'s own consolidated buffer that received data described
     by ``meta`` can be written to directly (same tensor layout), or ``None``."""
     buffer = consolidated_buffer(template)
-    if buffer is None:
+    if buffer is None or buffer.storage_offset() % 16 or not buffer.is_contiguous():
         return None
     mine = current_metadata(template, buffer, for_pickle=True)
     if mine["nbytes"] != meta.get("nbytes") or _layout(mine["td"]) != _layout(meta.get("td")):
