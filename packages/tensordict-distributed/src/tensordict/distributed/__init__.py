@@ -70,8 +70,12 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     # The stores import redis only when first used (extra ``redis``).
-    if name in ("TensorDictStore", "LazyStackedTensorDictStore"):
-        from tensordict.distributed import _store
+    if name == "TensorDictStore":
+        from tensordict.distributed._store import TensorDictStore
 
-        return getattr(_store, name)
+        return TensorDictStore
+    if name == "LazyStackedTensorDictStore":
+        from tensordict.distributed._store_lazy import LazyStackedTensorDictStore
+
+        return LazyStackedTensorDictStore
     raise AttributeError(f"module 'tensordict.distributed' has no attribute {name!r}")
