@@ -27,7 +27,7 @@ import torch
 
 from tensordict._consolidate import _lazy_members
 from tensordict.distributed import _message, _peers
-from tensordict.distributed._peers import wait
+from tensordict.distributed._peers import run, wait
 
 _Path = tuple[Any, ...]
 
@@ -91,7 +91,7 @@ def td_broadcast(
     me = dist.get_rank()
 
     def bcast(t: torch.Tensor, part: str) -> None:
-        wait(dist.broadcast(t, src=src, group=group, async_op=True), f"{what} ({part})", limit)
+        run(lambda: dist.broadcast(t, src=src, group=group, async_op=True), f"{what} ({part})", limit)
 
     if me == src:
         try:
@@ -149,7 +149,7 @@ def td_all_gather(
 
     def gather(t: torch.Tensor, part: str) -> list[torch.Tensor]:
         out = [torch.empty_like(t) for _ in range(size)]
-        wait(dist.all_gather(out, t, group=group, async_op=True), f"{what} ({part})", limit)
+        run(lambda: dist.all_gather(out, t, group=group, async_op=True), f"{what} ({part})", limit)
         return out
 
     local_error: Exception | None = None
@@ -215,17 +215,17 @@ def _check_same_leaves(
     digest = hashlib.sha256(blob).digest()
     mine = torch.frombuffer(bytearray(digest), dtype=torch.int64).to(dev)
     prints = [torch.empty_like(mine) for _ in ranks]
-    wait(dist.all_gather(prints, mine, group=group, async_op=True), f"{what} (check)", limit)
+    run(lambda: dist.all_gather(prints, mine, group=group, async_op=True), f"{what} (check)", limit)
     if all(torch.equal(p, prints[0]) for p in prints):
         return
     # Rare path: exchange the signatures themselves to say what differs.
     sizes = [torch.empty(1, dtype=torch.int64, device=dev) for _ in ranks]
     own = torch.tensor([len(blob)], dtype=torch.int64, device=dev)
-    wait(dist.all_gather(sizes, own, group=group, async_op=True), f"{what} (check)", limit)
+    run(lambda: dist.all_gather(sizes, own, group=group, async_op=True), f"{what} (check)", limit)
     longest = max(int(s) for s in sizes)
     texts = [torch.empty(longest, dtype=torch.uint8, device=dev) for _ in ranks]
     padded = _peers.bytes_tensor(blob, dev, longest)
-    wait(dist.all_gather(texts, padded, group=group, async_op=True), f"{what} (check)", limit)
+    run(lambda: dist.all_gather(texts, padded, group=group, async_op=True), f"{what} (check)", limit)
     sigs = [
         {tuple(p): (d, s) for p, d, s in json.loads(_peers.tensor_bytes(t[: int(n)]))}
         for t, n in zip(texts, sizes)
@@ -323,7 +323,11 @@ def _reduce_buckets(
                 flat = torch.cat([t.detach().reshape(-1) for t in bucket])
                 if write_back:
                     finish = _copier(flat, bucket)
-            launched.append((launch(flat), finish))
+            try:
+                work = launch(flat)
+            except RuntimeError as err:
+                raise _peers.translate(err, what, limit) from err
+            launched.append((work, finish))
     return launched
 
 

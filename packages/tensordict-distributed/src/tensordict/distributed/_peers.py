@@ -76,6 +76,16 @@ def wait(work: Any, what: str, timeout: datetime.timedelta | None) -> None:
         raise translate(err, what, timeout) from err
 
 
+def run(post: Any, what: str, timeout: datetime.timedelta | None) -> None:
+    """Post a work (``post()`` returns it) and :func:`wait` for it; errors raised while
+    posting (a connection closed already) are made clear too."""
+    try:
+        work = post()
+    except RuntimeError as err:
+        raise translate(err, what, timeout) from err
+    wait(work, what, timeout)
+
+
 def translate(err: BaseException, what: str, timeout: datetime.timedelta | None) -> Exception:
     """The clear error for a backend error ``err`` raised while doing ``what``."""
     text = str(err)
@@ -85,6 +95,12 @@ def translate(err: BaseException, what: str, timeout: datetime.timedelta | None)
         if timeout is None
         else f"the timeout of {timeout.total_seconds():g} s"
     )
+    if "pair closure" in low:
+        return PeerClosedError(
+            f"{what}: the connection to the peer was closed by an earlier timeout (gloo closes "
+            "it then); re-create the process group to talk to that peer again. "
+            f"(backend: {_first_line(text)})"
+        )
     if "timed out" in low or "timeout" in low:
         return DistributedTimeoutError(
             f"{what}: no answer within {limit}. The peer is slow, stuck, dead, or not making "
@@ -182,16 +198,22 @@ class Channel:
     def isend(self, tensor: torch.Tensor, tag: int) -> Any:
         import torch.distributed as dist
 
-        if self.global_rank:
-            return dist.isend(tensor, dst=self.rank, group=self.group, tag=tag)
-        return self.group.send([tensor], self.rank, tag)
+        try:
+            if self.global_rank:
+                return dist.isend(tensor, dst=self.rank, group=self.group, tag=tag)
+            return self.group.send([tensor], self.rank, tag)
+        except RuntimeError as err:
+            raise translate(err, f"{self.what} to {self.label}", None) from err
 
     def irecv(self, tensor: torch.Tensor, tag: int) -> Any:
         import torch.distributed as dist
 
-        if self.global_rank:
-            return dist.irecv(tensor, src=self.rank, group=self.group, tag=tag)
-        return self.group.recv([tensor], self.rank, tag)
+        try:
+            if self.global_rank:
+                return dist.irecv(tensor, src=self.rank, group=self.group, tag=tag)
+            return self.group.recv([tensor], self.rank, tag)
+        except RuntimeError as err:
+            raise translate(err, f"{self.what} from {self.label}", None) from err
 
 
 def peer(
@@ -201,8 +223,9 @@ def peer(
     check_peer(peer, group_peer, group, names, what)
     if group_peer is not None:
         return Channel(group, _rank_arg(group_peer, names[1], what), False, what)
+    rank = _rank_arg(peer, names[0], what)
     require_initialised(what, group)
-    return Channel(group, _rank_arg(peer, names[0], what), True, what)
+    return Channel(group, rank, True, what)
 
 
 def tags(init_tag: int, pseudo_rand: bool, count: int = 3) -> list[int]:
