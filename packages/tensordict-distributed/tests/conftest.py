@@ -124,13 +124,16 @@ class RedisServer:
     def stop(self, save: bool = False) -> None:
         if self.proc is None:
             return
-        import redis
+        if save:
+            import redis
 
-        client = redis.Redis(port=self.port)
-        try:
-            client.shutdown(save=save, nosave=not save)
-        except redis.exceptions.ConnectionError:
-            pass  # shutting down closes the connection
+            client = redis.Redis(port=self.port)
+            try:
+                client.shutdown(save=True)
+            except redis.exceptions.ConnectionError:
+                pass  # shutting down closes the connection
+        else:
+            self.proc.terminate()  # SIGTERM: a quick shutdown (no save configured)
         try:
             self.proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
@@ -143,8 +146,7 @@ class RedisServer:
         self.start(persistent=keep_data)
 
 
-@pytest.fixture
-def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+def _start_redis(folder: Path) -> RedisServer:
     binary = shutil.which("redis-server")
     if binary is None:
         pytest.skip(
@@ -154,8 +156,25 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     pytest.importorskip(
         "redis", reason="the store tests need the redis client: pip install tensordict-distributed[redis]"
     )
-    server = RedisServer(binary, tmp_path)
+    server = RedisServer(binary, folder)
     server.start()
+    return server
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    """One server for the session (each store has its own td_id)."""
+    server = _start_redis(tmp_path_factory.mktemp("redis"))
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def own_redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A server of its own, for tests that stop and restart it."""
+    server = _start_redis(tmp_path)
     try:
         yield server
     finally:

@@ -23,6 +23,7 @@ on each chunk in a pool of processes.
 from __future__ import annotations
 
 import itertools
+import multiprocessing.pool
 import os
 import pickle
 from collections.abc import Callable, Iterable, Iterator
@@ -30,7 +31,40 @@ from typing import Any
 
 import torch
 
+from tensordict._consolidate import _unpickle_consolidated, consolidated_buffer, current_metadata
+
 _MapFn = Callable[[Any], Any]
+
+
+class _SharedChunk:
+    """A chunk that views a shared buffer: it pickles as that buffer (one shared-memory
+    handle, no copy) plus the JSON layout of the chunk's leaves in it, and unpickles as a
+    tensordict viewing the buffer."""
+
+    __slots__ = ("td", "buffer")
+
+    def __init__(self, td: Any, buffer: torch.Tensor) -> None:
+        self.td = td
+        self.buffer = buffer
+
+    def __reduce__(self) -> Any:
+        meta = current_metadata(self.td, self.buffer, for_pickle=True, nbytes=self.buffer.numel())
+        return _unpickle_consolidated, (self.buffer, meta)
+
+
+def _unwrap(chunk: Any) -> Any:
+    return chunk.td if isinstance(chunk, _SharedChunk) else chunk
+
+
+def _to_shared(result: Any) -> Any:
+    """A result as one shared buffer (what it costs anyway to send it back), so that it
+    travels as one handle instead of one per leaf."""
+    if hasattr(result, "consolidate") and not result.is_consolidated():
+        try:
+            return result.consolidate(share_memory=True, allow_pickle=True)
+        except (NotImplementedError, TypeError, ValueError, RuntimeError):
+            return result
+    return result
 
 
 # ---------------------------------------------------------------------- workers
@@ -51,18 +85,20 @@ class _Task:
     """What a worker runs on ``(index, chunk, out_chunk)``: ``fn(chunk)``, written into
     ``out_chunk`` when one is given (then nothing is sent back)."""
 
-    def __init__(self, fn: _MapFn) -> None:
+    def __init__(self, fn: _MapFn, remote: bool) -> None:
         self.fn = fn
+        self.remote = remote
 
     def __call__(self, item: tuple[int, Any, Any]) -> Any:
         index, chunk, out_chunk = item
+        chunk, out_chunk = _unwrap(chunk), _unwrap(out_chunk)
         try:
             result = self.fn(chunk)
         except BaseException as err:
             err.add_note(f"(tensordict map: raised by fn on chunk {index}, in worker {os.getpid()})")
             raise
         if out_chunk is None:
-            return result
+            return _to_shared(result) if self.remote else result
         if result is not None:
             out_chunk.update_(result)
         return None
@@ -105,12 +141,20 @@ def _index(dim: int, bound: Any, perm: torch.Tensor | None) -> tuple[Any, ...]:
 def _chunks(
     td: Any, dim: int, bounds: list[Any], perm: torch.Tensor | None, lazy: bool
 ) -> Iterable[Any]:
-    """The chunks, made when asked for (``lazy``) or all at once with split/unbind."""
+    """The chunks, made when asked for (``lazy``) or all at once with split/unbind;
+    views of a shared buffer travel as :class:`_SharedChunk`."""
+    buffer = consolidated_buffer(td)
+    if buffer is not None and not buffer.is_shared():
+        buffer = None
     if lazy or perm is not None:
-        return (td[_index(dim, b, perm)] for b in bounds)
-    if bounds and isinstance(bounds[0], int):
-        return td.unbind(dim)
-    return td.split([stop - start for start, stop in bounds], dim) if bounds else []
+        parts: Iterable[Any] = (td[_index(dim, b, perm)] for b in bounds)
+    elif bounds and isinstance(bounds[0], int):
+        parts = td.unbind(dim)
+    else:
+        parts = td.split([stop - start for start, stop in bounds], dim) if bounds else []
+    if buffer is None or perm is not None:  # fancy indexing copies: nothing to share
+        return parts
+    return (_SharedChunk(part, buffer) for part in parts)
 
 
 def _shareable(td: Any) -> Any:
@@ -177,9 +221,13 @@ def _own_pool(
     )
 
 
-def _close(pool: Any) -> None:
-    """Stop every worker of a pool we made (also after an error or an early break)."""
-    pool.terminate()
+def _close(pool: Any, ok: bool) -> None:
+    """Stop every worker of a pool we made: let them exit after a job that completed,
+    kill them after an error or an early break."""
+    if ok:
+        pool.close()
+    else:
+        pool.terminate()
     pool.join()
 
 
@@ -239,7 +287,8 @@ def _run(
         outs = _chunks(out, dim, bounds, perm, index_with_generator)
     items = ((i, c, o) for i, (c, o) in enumerate(zip(chunks, outs)))
     imap = pool.imap_unordered if shuffle else pool.imap
-    return _progress(imap(_Task(fn), items, 1), len(bounds), pbar), bounds
+    remote = not isinstance(pool, multiprocessing.pool.ThreadPool)
+    return _progress(imap(_Task(fn, remote), items, 1), len(bounds), pbar), bounds
 
 
 def _direct_out(out: Any) -> bool:
@@ -286,6 +335,7 @@ def td_map(
     own = pool is None
     if own:
         pool = _own_pool(workers, generator, max_tasks_per_child, worker_threads, mp_start_method)
+    ok = False
     try:
         results, bounds = _run(
             td,
@@ -301,16 +351,19 @@ def td_map(
             pbar=pbar,
             out=out,
         )
-        return _gather(results, bounds, dim, chunksize == 0, out)
+        gathered = _gather(results, bounds, dim, chunksize == 0, out)
+        ok = True
+        return gathered
     finally:
         if own:
-            _close(pool)
+            _close(pool, ok)
 
 
 def _gather(results: Iterator[Any], bounds: list[Any], dim: int, stacked: bool, out: Any) -> Any:
     lead = (slice(None),) * dim
     kept = []
-    for bound, item in zip(bounds, results):
+    for n, item in enumerate(results):  # to the end: a progress bar then closes
+        bound = bounds[n]
         if item is None:
             continue
         if out is not None:
@@ -393,6 +446,7 @@ def _iterate(
     own = pool is None
     if own:
         pool = _own_pool(workers, generator, max_tasks_per_child, worker_threads, mp_start_method)
+    ok = False
     try:
         results, _ = _run(
             td,
@@ -409,6 +463,7 @@ def _iterate(
             out=None,
         )
         yield from results
+        ok = True
     finally:
         if own:
-            _close(pool)
+            _close(pool, ok)
