@@ -696,10 +696,18 @@ def consolidated_buffer(td: Any, buffer: _Tensor | None = None) -> _Tensor | Non
 
 
 def current_metadata(
-    td: Any, buffer: _Tensor, *, for_pickle: bool, nbytes: int | None = None
+    td: Any,
+    buffer: _Tensor,
+    *,
+    for_pickle: bool,
+    nbytes: int | None = None,
+    allow_pickle: bool = True,
 ) -> dict[str, Any]:
-    """Metadata describing ``td``'s leaves as they are now placed in ``buffer``."""
-    plan = _Plan(allow_pickle=True, for_pickle=for_pickle)
+    """Metadata describing ``td``'s leaves as they are now placed in ``buffer``.
+
+    ``allow_pickle=False`` raises ``TypeError`` for a non-tensor value that is not JSON
+    data (instead of storing it pickled)."""
+    plan = _Plan(allow_pickle=allow_pickle, for_pickle=for_pickle)
     node = plan.node(td, ())
     base = buffer.storage_offset()
     for leaf, (_, entry) in zip(plan.leaves, _tensor_entries(node)):
