@@ -32,8 +32,8 @@ from typing import Any
 
 import torch
 
+from tensordict._kinds import lazy_members as _lazy_members
 from tensordict._consolidate import (
-    _lazy_members,
     consolidate,
     consolidated_buffer,
     current_metadata,

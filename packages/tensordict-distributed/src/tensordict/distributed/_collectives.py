@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from tensordict._consolidate import _lazy_members
+from tensordict._kinds import lazy_members as _lazy_members
 from tensordict.distributed import _message, _peers
 from tensordict.distributed._peers import run, wait
 

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from tensordict import _wire
-from tensordict._misc_ops import is_tensorclass
+from tensordict._kinds import is_tensorclass
 
 
 def unwrap(obj: Any) -> tuple[Any, str | None]:
