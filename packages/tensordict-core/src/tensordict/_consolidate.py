@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from tensordict import _nontensor
+from tensordict import _kinds, _nontensor
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict._shape import parse_device
@@ -145,7 +145,7 @@ class _Plan:
         self.offset = 0
 
     def node(self, td: Any, path: tuple[str, ...]) -> dict[str, Any]:
-        members = _lazy_members(td)
+        members = _kinds.lazy_members(td)
         if members is not None:
             return {
                 "type": "LazyStackedTensorDict",
@@ -156,7 +156,7 @@ class _Plan:
                 "entries": {},
             }
         dense: Any = td
-        store = getattr(td, "_tensordict", None)
+        store = td._tensordict if isinstance(td, _kinds.Dense) else None
         if store is None or not isinstance(td, TensorDictBase):
             raise NotImplementedError(
                 f"consolidate: the entry at {unravel_key(path)!r} is a {type(td).__name__}; "
@@ -339,7 +339,7 @@ def consolidate(
 def _adopt(td: Any, new: Any) -> None:
     """Make ``td`` hold the entries of ``new`` (same structure); the members of a lazy
     stack stay the same objects."""
-    members = _lazy_members(td)
+    members = _kinds.lazy_members(td)
     if members is not None:
         for member, new_member in zip(members, new.tensordicts):
             _adopt(member, new_member)
@@ -457,11 +457,9 @@ def _build(
             f"from_consolidated: malformed metadata at {unravel_key(path) or '<root>'!r}."
         )
     if node.get("type") == "LazyStackedTensorDict":
-        import tensordict
-
-        lazy_cls = getattr(tensordict, "LazyStackedTensorDict", None)
+        lazy_cls = _kinds.Lazy
         members = node.get("members")
-        if lazy_cls is None or not isinstance(members, list):
+        if not isinstance(members, list):
             raise ValueError(
                 f"from_consolidated: cannot rebuild the lazy stack at "
                 f"{unravel_key(path) or '<root>'!r}."
@@ -474,7 +472,7 @@ def _build(
                 f"from_consolidated: bad stack_dim_name {dim_name!r} at "
                 f"{unravel_key(path) or '<root>'!r}."
             )
-        return lazy_cls(  # type: ignore[no-any-return]
+        return lazy_cls(  # type: ignore[return-value]
             *built, stack_dim=node.get("stack_dim", 0), stack_dim_name=dim_name, **kwargs
         )
     batch_size = torch.Size(node.get("batch_size", []))
@@ -544,8 +542,6 @@ def _rebuild(
 ) -> TensorDict:
     """The tensordict ``metadata`` describes, viewing ``buffer``. ``trusted`` skips the
     checks for metadata this library produced itself (``consolidate``, pickling)."""
-    from tensordict._td import TensorDict
-
     if (
         not isinstance(metadata, dict)
         or metadata.get("format") != "tensordict-consolidated"
@@ -566,7 +562,7 @@ def _rebuild(
             f"from_consolidated: the metadata describes {limit} bytes of data but the buffer "
             f"holds {buffer.numel()} bytes."
         )
-    out = _build(TensorDict, metadata["td"], buffer, limit, allow_pickle, (), trusted)
+    out = _build(_kinds.Dense, metadata["td"], buffer, limit, allow_pickle, (), trusted)
     out._consolidated = {"storage": buffer, "metadata": metadata}  # type: ignore[attr-defined]
     return out
 
@@ -666,17 +662,8 @@ def _storage_ptr(t: _Tensor) -> int:
     return int(t.untyped_storage().data_ptr())
 
 
-def _lazy_members(td: Any) -> list[Any] | None:
-    """The members of a lazy stack (``None`` for anything else)."""
-    if isinstance(td, TensorDictBase) and not hasattr(td, "_tensordict"):
-        members = getattr(td, "tensordicts", None)
-        if isinstance(members, list) and hasattr(td, "stack_dim"):
-            return members
-    return None
-
-
 def _iter_leaves(td: Any) -> Iterator[Any]:
-    members = _lazy_members(td)
+    members = _kinds.lazy_members(td)
     if members is not None:
         for member in members:
             yield from _iter_leaves(member)
@@ -685,7 +672,7 @@ def _iter_leaves(td: Any) -> Iterator[Any]:
         if isinstance(value, _Tensor):
             yield value
         elif not is_non_tensor(value):
-            if getattr(value, "_tensordict", None) is None and _lazy_members(value) is None:
+            if not isinstance(value, _kinds.Dense) and _kinds.lazy_members(value) is None:
                 yield value  # neither dense nor a lazy stack: cannot be part of the buffer
             else:
                 yield from _iter_leaves(value)
@@ -709,10 +696,18 @@ def consolidated_buffer(td: Any, buffer: _Tensor | None = None) -> _Tensor | Non
 
 
 def current_metadata(
-    td: Any, buffer: _Tensor, *, for_pickle: bool, nbytes: int | None = None
+    td: Any,
+    buffer: _Tensor,
+    *,
+    for_pickle: bool,
+    nbytes: int | None = None,
+    allow_pickle: bool = True,
 ) -> dict[str, Any]:
-    """Metadata describing ``td``'s leaves as they are now placed in ``buffer``."""
-    plan = _Plan(allow_pickle=True, for_pickle=for_pickle)
+    """Metadata describing ``td``'s leaves as they are now placed in ``buffer``.
+
+    ``allow_pickle=False`` raises ``TypeError`` for a non-tensor value that is not JSON
+    data (instead of storing it pickled)."""
+    plan = _Plan(allow_pickle=allow_pickle, for_pickle=for_pickle)
     node = plan.node(td, ())
     base = buffer.storage_offset()
     for leaf, (_, entry) in zip(plan.leaves, _tensor_entries(node)):
