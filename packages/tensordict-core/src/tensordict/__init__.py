@@ -20,16 +20,16 @@ from tensordict._siblings import sibling_attr as _sibling_attr
 
 __version__ = "0.1.0"
 
-from tensordict import _ops, _pytree, utils
+from tensordict import _ops, _ops_batch, _ops_reduce, _pytree, utils
 from tensordict._attrs import TensorAttrs
 from tensordict._consolidate import from_consolidated
 from tensordict._convert import fromkeys, make_tensordict
-from tensordict._functional import cat, stack
+from tensordict._functional import cat, dense_stack_tds, lazy_stack, maybe_dense_stack, stack
+from tensordict._key_sets import merge_tensordicts
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._kinds import is_tensorclass
 from tensordict._lazy import LazyStackedTensorDict
-from tensordict._lazy_dense import lazy_stack, maybe_dense_stack
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
-from tensordict._misc_ops import dense_stack_tds, is_tensorclass, merge_tensordicts
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._pad import pad, pad_sequence
 from tensordict._printoptions import get_printoptions, set_printoptions
@@ -45,6 +45,8 @@ from tensordict.base import (
 from tensordict.utils import is_batchedtensor
 
 _ops.install(TensorDictBase)
+_ops_reduce.install(TensorDictBase)
+_ops_batch.install(TensorDictBase)
 TensorDictBase.__repr__ = _td_repr  # type: ignore[method-assign,assignment]
 _pytree.register_defaults()
 

@@ -32,11 +32,10 @@ from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from tensordict import _nontensor
+from tensordict import _kinds, _nontensor
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict._shape import parse_device
-from tensordict.base import TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
@@ -134,7 +133,7 @@ class _Plan:
         self.offset = 0
 
     def node(self, td: Any, path: tuple[str, ...]) -> dict[str, Any]:
-        members = _lazy_members(td)
+        members = _kinds.lazy_members(td)
         if members is not None:
             return {
                 "type": "LazyStackedTensorDict",
@@ -145,8 +144,8 @@ class _Plan:
                 "entries": {},
             }
         dense: Any = td
-        store = getattr(td, "_tensordict", None)
-        if store is None or not isinstance(td, TensorDictBase):
+        store = td._tensordict if isinstance(td, _kinds.Dense) else None
+        if store is None or not isinstance(td, _kinds.Base):
             raise NotImplementedError(
                 f"consolidate: the entry at {unravel_key(path)!r} is a {type(td).__name__}; "
                 "only dense TensorDicts and lazy stacks of them (with tensor, tensordict and "
@@ -397,7 +396,7 @@ def consolidate(
 def _adopt(td: Any, new: Any) -> None:
     """Make ``td`` hold the entries of ``new`` (same structure); the members of a lazy
     stack stay the same objects."""
-    members = _lazy_members(td)
+    members = _kinds.lazy_members(td)
     if members is not None:
         for member, new_member in zip(members, new.tensordicts):
             _adopt(member, new_member)
@@ -515,11 +514,9 @@ def _build(
             f"from_consolidated: malformed metadata at {unravel_key(path) or '<root>'!r}."
         )
     if node.get("type") == "LazyStackedTensorDict":
-        import tensordict
-
-        lazy_cls = getattr(tensordict, "LazyStackedTensorDict", None)
+        lazy_cls = _kinds.Lazy
         members = node.get("members")
-        if lazy_cls is None or not isinstance(members, list):
+        if not isinstance(members, list):
             raise ValueError(
                 f"from_consolidated: cannot rebuild the lazy stack at "
                 f"{unravel_key(path) or '<root>'!r}."
@@ -532,7 +529,7 @@ def _build(
                 f"from_consolidated: bad stack_dim_name {dim_name!r} at "
                 f"{unravel_key(path) or '<root>'!r}."
             )
-        return lazy_cls(  # type: ignore[no-any-return]
+        return lazy_cls(  # type: ignore[return-value]
             *built, stack_dim=node.get("stack_dim", 0), stack_dim_name=dim_name, **kwargs
         )
     batch_size = torch.Size(node.get("batch_size", []))
@@ -602,8 +599,6 @@ def _rebuild(
 ) -> TensorDict:
     """The tensordict ``metadata`` describes, viewing ``buffer``. ``trusted`` skips the
     checks for metadata this library produced itself (``consolidate``, pickling)."""
-    from tensordict._td import TensorDict
-
     if (
         not isinstance(metadata, dict)
         or metadata.get("format") != "tensordict-consolidated"
@@ -624,7 +619,7 @@ def _rebuild(
             f"from_consolidated: the metadata describes {limit} bytes of data but the buffer "
             f"holds {buffer.numel()} bytes."
         )
-    out = _build(TensorDict, metadata["td"], buffer, limit, allow_pickle, (), trusted)
+    out = _build(_kinds.Dense, metadata["td"], buffer, limit, allow_pickle, (), trusted)
     out._consolidated = {"storage": buffer, "metadata": metadata}  # type: ignore[attr-defined]
     return out
 
@@ -724,17 +719,8 @@ def _storage_ptr(t: _Tensor) -> int:
     return int(t.untyped_storage().data_ptr())
 
 
-def _lazy_members(td: Any) -> list[Any] | None:
-    """The members of a lazy stack (``None`` for anything else)."""
-    if isinstance(td, TensorDictBase) and not hasattr(td, "_tensordict"):
-        members = getattr(td, "tensordicts", None)
-        if isinstance(members, list) and hasattr(td, "stack_dim"):
-            return members
-    return None
-
-
 def _iter_leaves(td: Any) -> Iterator[Any]:
-    members = _lazy_members(td)
+    members = _kinds.lazy_members(td)
     if members is not None:
         for member in members:
             yield from _iter_leaves(member)
@@ -743,7 +729,7 @@ def _iter_leaves(td: Any) -> Iterator[Any]:
         if isinstance(value, _Tensor):
             yield value
         elif not is_non_tensor(value):
-            if getattr(value, "_tensordict", None) is None and _lazy_members(value) is None:
+            if not isinstance(value, _kinds.Dense) and _kinds.lazy_members(value) is None:
                 yield value  # neither dense nor a lazy stack: cannot be part of the buffer
             else:
                 yield from _iter_leaves(value)
@@ -829,7 +815,7 @@ def _to_json_entries(node: dict[str, Any]) -> None:
 
 def _device_move(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[torch.device, bool] | None:
     """``(device, non_blocking)`` if ``to(*args, **kwargs)`` only changes the device."""
-    if "batch_size" in kwargs or (args and isinstance(args[0], TensorDictBase)):
+    if "batch_size" in kwargs or (args and isinstance(args[0], _kinds.Base)):
         return None
     kwargs = dict(kwargs)
     non_blocking = bool(kwargs.pop("non_blocking", False))

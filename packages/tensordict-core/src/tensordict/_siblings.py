@@ -42,6 +42,8 @@ LAZY_TOP_LEVEL: dict[str, tuple[str, str]] = {
     "TensorDictStore": ("distributed", "TensorDictStore"),
     "LazyStackedTensorDictStore": ("distributed", "LazyStackedTensorDictStore"),
     "as_tensordict_module": ("nn", "as_tensordict_module"),
+    "TensorClassModuleBase": ("nn", "TensorClassModuleBase"),
+    "TensorClassModuleWrapper": ("nn", "TensorClassModuleWrapper"),
     "tensorclass": ("tensorclass", "tensorclass"),
     "TensorClass": ("tensorclass", "TensorClass"),
     "from_dataclass": ("tensorclass", "from_dataclass"),

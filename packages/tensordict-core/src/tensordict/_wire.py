@@ -34,12 +34,12 @@ from typing import Any
 import torch
 
 from tensordict._consolidate import (
-    _lazy_members,
     consolidated_buffer,
     current_metadata,
     from_consolidated,
     pack,
 )
+from tensordict._kinds import lazy_members as _lazy_members
 from tensordict._nontensor import is_non_tensor
 
 #: Mismatches listed in one error message.

@@ -26,7 +26,7 @@ from typing import Any
 import torch
 
 from tensordict import _wire
-from tensordict._consolidate import _lazy_members
+from tensordict._kinds import lazy_members as _lazy_members
 from tensordict.distributed import _buffers, _message, _peers
 from tensordict.distributed._peers import run, wait
 

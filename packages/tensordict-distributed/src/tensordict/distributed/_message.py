@@ -21,8 +21,8 @@ from typing import Any
 import torch
 
 from tensordict import _wire
-from tensordict._consolidate import _lazy_members
-from tensordict._misc_ops import is_tensorclass
+from tensordict._kinds import is_tensorclass
+from tensordict._kinds import lazy_members as _lazy_members
 from tensordict.distributed import _buffers
 
 

@@ -29,7 +29,7 @@ from tensordict import TensorDict
 from tensordict._errors import missing_key
 from tensordict._index import normalize_index
 from tensordict._keys import TensorDictKeysView
-from tensordict._misc_ops import is_tensorclass
+from tensordict._kinds import is_tensorclass
 from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis

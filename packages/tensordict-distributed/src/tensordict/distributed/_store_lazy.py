@@ -20,7 +20,7 @@ import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict
 from tensordict._errors import missing_key
-from tensordict._misc_ops import is_tensorclass
+from tensordict._kinds import is_tensorclass
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
 from tensordict.distributed._redis import StoreDataLostError
