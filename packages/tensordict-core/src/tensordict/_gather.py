@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _wire
 from tensordict._nontensor import NonTensorData, NonTensorStack, stack_non_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,7 +43,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
 
 _MAX_ERROR_BYTES = 4000  # error messages exchanged between ranks are cut to this size
-_MAX_PROBLEMS = 10  # mismatches listed in one error message
 # Header fields.
 _STATUS, _DST, _META, _DATA, _ERR = range(5)
 
@@ -102,8 +102,6 @@ class _Sender:
                     f"gather_and_stack: cannot send the leaf {_fmt(key)!r} of type "
                     f"{type(value).__name__}."
                 )
-        from tensordict import _wire  # imports base, which imports this mixin module
-
         try:
             meta, data = _wire.encode(td, device)
         except TypeError as err:
@@ -140,8 +138,6 @@ class _Template:
     def check(self, meta: bytes, data: torch.Tensor) -> tuple[list[str], Any]:
         """The mismatches between a sender's tensordict and the template (empty when it
         matches), and the sender's tensordict (decoded, viewing ``data``)."""
-        from tensordict import _wire  # imports base, which imports this mixin module
-
         try:
             received = _wire.decode(_wire.loads(meta), data)
         except (ValueError, TypeError, KeyError) as err:
@@ -397,13 +393,10 @@ def _gather_and_stack(
                 problems.extend(f"{name(r)} (row {len(rows)}): {p}" for p in found)
                 rows.append(received)
             if problems:
-                shown = problems[:_MAX_PROBLEMS]
-                if len(problems) > _MAX_PROBLEMS:
-                    shown.append(f"... and {len(problems) - _MAX_PROBLEMS} more")
                 dst_error = ValueError(
                     f"gather_and_stack: the data sent to {name(dst)} does not match its "
                     "tensordict's row td[0] (keys, shapes and dtypes must be the same); "
-                    "nothing was written. " + "; ".join(shown)
+                    "nothing was written. " + _wire.problems_text(problems)
                 )
                 code = 1
             else:

@@ -40,6 +40,8 @@ LAZY_TOP_LEVEL: dict[str, tuple[str, str]] = {
     "from_module": ("nn", "from_module"),
     "from_modules": ("nn", "from_modules"),
     "TensorDictParams": ("nn", "TensorDictParams"),
+    "TensorDictStore": ("distributed", "TensorDictStore"),
+    "LazyStackedTensorDictStore": ("distributed", "LazyStackedTensorDictStore"),
     "as_tensordict_module": ("nn", "as_tensordict_module"),
     "TensorClassModuleBase": ("nn", "TensorClassModuleBase"),
     "TensorClassModuleWrapper": ("nn", "TensorClassModuleWrapper"),

@@ -28,17 +28,18 @@ one codec, built on :meth:`~tensordict.TensorDict.consolidate`:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from tensordict._kinds import lazy_members as _lazy_members
 from tensordict._consolidate import (
-    consolidate,
     consolidated_buffer,
     current_metadata,
     from_consolidated,
+    pack,
 )
+from tensordict._kinds import lazy_members as _lazy_members
 from tensordict._nontensor import is_non_tensor
 
 #: Mismatches listed in one error message.
@@ -48,13 +49,18 @@ _Path = tuple[Any, ...]
 
 
 # ---------------------------------------------------------------------- encode / decode
-def encode(td: Any, device: torch.device | str | None = None) -> tuple[dict[str, Any], torch.Tensor]:
+def encode(
+    td: Any,
+    device: torch.device | str | None = None,
+    out: Callable[[int, torch.device], torch.Tensor | None] | None = None,
+) -> tuple[dict[str, Any], torch.Tensor]:
     """``(metadata, data)``: ``td`` as consolidated metadata and one ``uint8`` buffer.
 
     ``data`` lives on ``device`` (default: where :meth:`consolidate` puts it). A
     consolidated ``td`` is described as it is and sent from its own buffer, without a
     copy. Non-tensor values must be JSON data (``TypeError`` otherwise: nothing is
-    pickled).
+    pickled). ``out(nbytes, device)`` may supply the buffer to fill (see
+    :func:`~tensordict._consolidate.pack`).
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -70,8 +76,7 @@ def encode(td: Any, device: torch.device | str | None = None) -> tuple[dict[str,
             meta = current_metadata(td, buffer, for_pickle=False, allow_pickle=False)
             data = buffer[: meta["nbytes"]]
         else:
-            info = consolidate(td, device=target).__dict__["_consolidated"]
-            meta, data = info["metadata"], info["storage"]
+            meta, data = pack(td, device=target, out=out)
     except TypeError as err:
         raise TypeError(
             f"{err} (tensordicts cross processes as a buffer plus JSON, never pickled: "
@@ -211,23 +216,52 @@ def write_into(dst: Any, src: Any) -> None:
     """Copy ``src`` into ``dst`` in place: tensors with ``copy_``, non-tensor values
     replaced. ``src`` must fit (``mismatches(dst, src) == []``); a leaf that already
     views the same memory is skipped."""
+    pairs, replace = copy_plan(dst, src)
+    copy_pairs(pairs)
+    for store, key, value in replace:
+        store[key] = value
+
+
+def copy_plan(dst: Any, src: Any) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], list[Any]]:
+    """What :func:`write_into` does: ``(tensor pairs (dst, src), non-tensor writes
+    (store, key, value))``."""
+    pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+    replace: list[Any] = []
+    _plan(dst, src, pairs, replace)
+    return pairs, replace
+
+
+def _plan(dst: Any, src: Any, pairs: list[Any], replace: list[Any]) -> None:
     members = _lazy_members(dst)
     if members is not None:
         for d, s in zip(members, _lazy_members(src) or ()):
-            write_into(d, s)
+            _plan(d, s, pairs, replace)
         return
     store = dst._tensordict
     src_store = src._tensordict
+    for key, d in store.items():
+        s = src_store[key]
+        if isinstance(d, torch.Tensor):
+            if d.data_ptr() != s.data_ptr() or d.stride() != s.stride():
+                pairs.append((d, s))
+        elif is_non_tensor(d):
+            replace.append((store, key, s))
+        else:
+            _plan(d, s, pairs, replace)
+
+
+def copy_pairs(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """``d.copy_(s)`` for every pair, in one ``torch._foreach_copy_`` where possible."""
+    if not pairs:
+        return
     with torch.no_grad():
-        for key, d in store.items():
-            s = src_store[key]
-            if isinstance(d, torch.Tensor):
-                if d.data_ptr() != s.data_ptr() or d.stride() != s.stride():
-                    d.copy_(s)
-            elif is_non_tensor(d):
-                store[key] = s
-            else:
-                write_into(d, s)
+        dsts = [d for d, _ in pairs]
+        srcs = [s for _, s in pairs]
+        try:
+            torch._foreach_copy_(dsts, srcs)
+        except RuntimeError:
+            for d, s in pairs:
+                d.copy_(s)
 
 
 def landing_buffer(template: Any, meta: dict[str, Any]) -> torch.Tensor | None:

@@ -25,8 +25,9 @@ from typing import Any
 
 import torch
 
+from tensordict import _wire
 from tensordict._kinds import lazy_members as _lazy_members
-from tensordict.distributed import _message, _peers
+from tensordict.distributed import _buffers, _message, _peers
 from tensordict.distributed._peers import run, wait
 
 _Path = tuple[Any, ...]
@@ -320,9 +321,12 @@ def _reduce_buckets(
             flat = _span(bucket)
             finish = None
             if flat is None:
-                flat = torch.cat([t.detach().reshape(-1) for t in bucket])
-                if write_back:
-                    finish = _copier(flat, bucket)
+                dtype, device = bucket[0].dtype, bucket[0].device
+                n = sum(t.numel() for t in bucket)
+                raw = _buffers.take(n * bucket[0].element_size(), device)
+                flat = raw.view(dtype)
+                torch.cat([t.detach().reshape(-1) for t in bucket], out=flat)
+                finish = _copier(flat, bucket, raw, write_back)
             try:
                 work = launch(flat)
             except RuntimeError as err:
@@ -331,11 +335,17 @@ def _reduce_buckets(
     return launched
 
 
-def _copier(flat: torch.Tensor, bucket: list[torch.Tensor]) -> Callable[[], None]:
+def _copier(
+    flat: torch.Tensor, bucket: list[torch.Tensor], raw: torch.Tensor, write_back: bool
+) -> Callable[[], None]:
+    """Copy a reduced flat bucket back into its leaves (when ``write_back``) and give
+    its buffer back to the pool."""
+
     def finish() -> None:
-        with torch.no_grad():
-            for t, chunk in zip(bucket, flat.split([t.numel() for t in bucket])):
-                t.copy_(chunk.view(t.shape))
+        if write_back:
+            chunks = flat.split([t.numel() for t in bucket])
+            _wire.copy_pairs([(t, c.view(t.shape)) for t, c in zip(bucket, chunks)])
+        _buffers.give(raw)
 
     return finish
 

@@ -322,12 +322,23 @@ def td_map(
     ``None`` for every chunk. ``fn`` must be picklable (a top-level function). See the
     module documentation for the pool, the seeds, errors and ``out``.
 
-    With a cluster, pass its pool, for example ``ray.util.multiprocessing.Pool()``:
+    >>> import operator, torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"x": torch.arange(6.0)}, [6])
+    >>> td.map(operator.neg, num_workers=2, chunksize=2)["x"]
+    tensor([-0., -1., -2., -3., -4., -5.])
+
+    With a cluster, pass its pool, for example Ray's, whose
+    ``ray.util.multiprocessing.Pool`` has the ``multiprocessing.Pool`` interface (the
+    workers then run on the cluster's nodes; ``fn`` and the chunks are shipped by Ray):
 
     .. code-block:: python
 
+        import ray
         from ray.util.multiprocessing import Pool
-        with Pool() as pool:
+
+        ray.init(address="auto")
+        with Pool() as pool:  # one worker per CPU of the cluster
             result = td.map(process, pool=pool, chunksize=1000)
     """
     dim = _check(td, fn, chunksize, num_chunks, dim)
@@ -405,6 +416,12 @@ def td_map_iter(
     random permutation of the elements (drawn from ``generator``), in the order the
     workers finish. Breaking out of the loop stops the pool made for the call. Other
     arguments as in ``map``.
+
+    >>> import operator, torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"x": torch.arange(6)}, [6])
+    >>> [chunk["x"].tolist() for chunk in td.map_iter(operator.neg, num_workers=2, chunksize=3)]
+    [[0, -1, -2], [-3, -4, -5]]
     """
     dim = _check(td, fn, chunksize, num_chunks, dim)
     workers = _workers(num_workers, pool)

@@ -93,6 +93,7 @@ def _post_send(
         for work in works:
             wait(work, f"{ch.what} to {ch.label}", limit)
         keep.clear()
+        _message.release(data, obj)
 
     return finish
 
@@ -185,6 +186,12 @@ def _post_recv(
             raise _peers.RemoteError(
                 f"{what}: the sender failed before sending: {desc.decode(errors='replace')}"
             )
+        hit = _message.cached(template, desc, data_len) if template is not None else None
+        if hit is not None:  # the same description into the same leaves as last time
+            if data_len:
+                wait(ch.irecv(hit.buffer, tags[2]), what, limit)
+            hit.finish()
+            return
         try:
             meta = _message.parse(desc, ch.label)
         except ValueError as err:
@@ -204,18 +211,22 @@ def _post_recv(
             return
         plan = _message.Landing(template, meta, data_len, ch.device)
         assert plan.buffer is not None
-        if data_len:
-            wait(ch.irecv(plan.buffer, tags[2]), what, limit)
-        if bad is not None:
-            raise bad
-        if plan.problems:
-            from tensordict._wire import problems_text
+        try:
+            if data_len:
+                wait(ch.irecv(plan.buffer, tags[2]), what, limit)
+            if bad is not None:
+                raise bad
+            if plan.problems:
+                from tensordict._wire import problems_text
 
-            raise ValueError(
-                f"{what}: the received tensordict does not fit this one; nothing was "
-                f"written. {problems_text(plan.problems)}"
-            )
-        plan.finish()
+                raise ValueError(
+                    f"{what}: the received tensordict does not fit this one; nothing was "
+                    f"written. {problems_text(plan.problems)}"
+                )
+        except BaseException:
+            plan.discard()
+            raise
+        plan.finish(template, desc)
 
     return finish, result
 
