@@ -182,7 +182,7 @@ def _make(
     dist = _siblings.DISTRIBUTIONS[subpackage]
     doc = f"{summary}\n\nProvided by ``{dist}`` (``pip install {dist}``); forwards to ``tensordict.{subpackage}.{hook}``."
     method: Callable[..., Any]
-    if kind == "method":
+    if kind in ("method", "property"):
 
         def instance_method(self: Any, *args: Any, **kwargs: Any) -> Any:
             return _siblings.forward(subpackage, hook, what, self, *args, **kwargs)

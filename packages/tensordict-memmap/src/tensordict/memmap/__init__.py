@@ -28,6 +28,12 @@ import sys
 import types
 from typing import Any
 
+from tensordict.memmap._archive import (
+    is_memmap_archive,
+    pack_memmap,
+    refresh_archive_checksums,
+    unpack_memmap,
+)
 from tensordict.memmap._api import (
     is_memmap,
     load,
@@ -51,6 +57,9 @@ from tensordict.memmap._classes import register_class
 from tensordict.memmap._future import TensorDictFuture
 from tensordict.memmap._tensor import MemoryMappedTensor
 
+MemoryMappedTensor.__module__ = __name__
+TensorDictFuture.__module__ = __name__
+
 __version__ = "0.1.0"
 
 _DISTRIBUTION = "tensordict-memmap"
@@ -59,6 +68,10 @@ __all__ = [
     "MemoryMappedTensor",
     "TensorDictFuture",
     "is_memmap",
+    "is_memmap_archive",
+    "pack_memmap",
+    "refresh_archive_checksums",
+    "unpack_memmap",
     "load",
     "load_memmap",
     "memmap",

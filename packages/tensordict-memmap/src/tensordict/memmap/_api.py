@@ -15,6 +15,7 @@ from tensordict._misc_ops import is_tensorclass
 from tensordict.base import TensorDictBase
 from tensordict.memmap import _fs, _writer
 from tensordict.memmap._reader import Loader
+from tensordict.memmap._source import FolderSource
 from tensordict.memmap._tensor import MemoryMappedTensor, write_tensor_file
 
 TensorCollection = Any
@@ -166,9 +167,10 @@ def load_memmap(
     if path.is_file():
         from tensordict.memmap import _archive
 
-        result = _archive.read_archive(path, loader, subpath=subpath, num_threads=num_threads)
+        with _archive.ArchiveSource(path, mode=mode, num_threads=num_threads) as source:
+            result = loader.load(source, subpath)
     else:
-        result = loader.load(path, subpath)
+        result = loader.load(FolderSource(path), subpath)
     if out is not None:
         out.update(result)
         return out

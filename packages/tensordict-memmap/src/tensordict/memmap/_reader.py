@@ -10,10 +10,8 @@ error that names the file and what was expected. Nothing is unpickled unless
 
 from __future__ import annotations
 
-import json
 import warnings
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -22,8 +20,11 @@ from tensordict import LazyStackedTensorDict, MetaData, NonTensorData, NonTensor
 from tensordict._keys import unravel_key
 from tensordict.memmap import _classes, _codec, _fs
 from tensordict.memmap._plan import META, META_FIELDS, RESERVED_ENTRIES, TC_INNER
-from tensordict.memmap._tensor import map_file, parse_dtype, shape_numel
+from tensordict.memmap._source import FolderSource, Rel
+from tensordict.memmap._tensor import parse_dtype, shape_numel
 from tensordict.memmap._writer import mark
+
+Source = Any  # FolderSource or _archive.ArchiveSource
 
 _MODES = (None, "r", "r+")
 
@@ -51,41 +52,49 @@ class Loader:
         self.allow_pickle = _codec.check_allow_pickle(allow_pickle)
         self.classes = tuple(classes)
         self.import_classes = import_classes
+        self.source: Source = None
 
     # ------------------------------------------------------------------ entry points
-    def load(self, root: Path, subpath: Any = None) -> Any:
-        folder = descend(root, subpath, self.robust) if subpath is not None else root
-        if not (folder / META).is_file():
-            if not folder.exists():
-                raise FileNotFoundError(f"No such file or directory: {str(folder / META)!r}")
+    def load(self, source: Source, subpath: Any = None) -> Any:
+        """Load the tensordict stored in ``source`` (at ``subpath``, if given)."""
+        self.source = source
+        rel: Rel = descend(source, subpath, self.robust) if subpath is not None else ()
+        if not source.is_file((*rel, META)):
+            if isinstance(source, FolderSource) and not source.exists(rel):
+                raise FileNotFoundError(
+                    f"No such file or directory: {source.describe((*rel, META))}"
+                )
             raise FileNotFoundError(
-                f"{str(folder)!r} is not a memory-mapped tensordict: it has no meta.json."
+                f"{source.describe(rel)} is not a memory-mapped tensordict: it has no meta.json."
             )
-        return self.level(folder, None)
+        return self.level(rel, None)
 
     # ------------------------------------------------------------------ levels
-    def level(self, folder: Path, parent_batch: torch.Size | None) -> Any:
-        meta = read_meta(folder / META)
+    def level(self, rel: Rel, parent_batch: torch.Size | None) -> Any:
+        meta = self.source.read_meta((*rel, META))
         cls = _classes.builtin_from_meta(meta)
         if cls is LazyStackedTensorDict:
-            return self._lazy(folder, meta)
+            return self._lazy(rel, meta)
         if cls is NonTensorStack:
-            return self._non_tensor_stack(folder, meta, parent_batch)
+            return self._non_tensor_stack(rel, meta, parent_batch)
         if cls in (NonTensorData, MetaData):
-            return self._non_tensor_data(folder, meta, parent_batch, cls)
+            return self._non_tensor_data(rel, meta, parent_batch, cls)
         if cls is TensorDict:
-            return self._dense(folder, meta)
-        return self._other(folder, meta, parent_batch)
+            return self._dense(rel, meta)
+        return self._other(rel, meta, parent_batch)
 
-    def _other(self, folder: Path, meta: dict[str, Any], parent_batch: torch.Size | None) -> Any:
+    def _where(self, rel: Rel) -> str:
+        return self.source.describe((*rel, META))
+
+    def _other(self, rel: Rel, meta: dict[str, Any], parent_batch: torch.Size | None) -> Any:
         dotted = _classes.dotted_from_type(meta.get("_type"))
-        if (folder / TC_INNER).is_dir() and "shape" not in meta:
-            content = self.level(folder / TC_INNER, parent_batch)
+        if self.source.is_dir((*rel, TC_INNER)) and "shape" not in meta:
+            content = self.level((*rel, TC_INNER), parent_batch)
         elif "shape" in meta:
-            content = self._dense(folder, meta)
+            content = self._dense(rel, meta)
         else:
             raise ValueError(
-                f"{str(folder / META)!r}: unknown layout for class {meta.get('_type')!r} "
+                f"{self._where(rel)}: unknown layout for class {meta.get('_type')!r} "
                 "(expected a tensordict level, a lazy stack, a non-tensor value or a "
                 "tensorclass folder)."
             )
@@ -94,7 +103,7 @@ class Loader:
         cls = _classes.resolve(dotted, self.classes, self.import_classes)
         if cls is None:
             warnings.warn(
-                f"{str(folder / META)!r} names the class {dotted!r}, which is not imported or "
+                f"{self._where(rel)} names the class {dotted!r}, which is not imported or "
                 "registered; returning a plain TensorDict. Import or register the class, pass "
                 "it with classes=[...], or pass import_classes=True to let the loader import "
                 "its module.",
@@ -104,107 +113,121 @@ class Loader:
             return content
         return _classes.rebuild(cls, content)
 
-    def _dense(self, folder: Path, meta: dict[str, Any]) -> TensorDict:
-        meta_file = folder / META
-        batch = _size(meta.get("shape"), meta_file, "shape")
+    def _dense(self, rel: Rel, meta: dict[str, Any]) -> TensorDict:
+        where = self._where(rel)
+        batch = _size(meta.get("shape"), where, "shape")
         entries: dict[str, Any] = {}
         items = [(k, v) for k, v in meta.items() if k not in META_FIELDS]
         reserved = meta.get(RESERVED_ENTRIES)
         if reserved is not None:
             if not isinstance(reserved, dict):
-                raise ValueError(f"{str(meta_file)!r}: {RESERVED_ENTRIES!r} must be an object")
+                raise ValueError(f"{where}: {RESERVED_ENTRIES!r} must be an object")
             items += list(reserved.items())
-        mapped = self.device is None or self.device.type == "cpu"
         for key, entry in items:
             if not isinstance(entry, dict):
                 if key.startswith("_"):
                     continue  # format fields of other versions
-                raise ValueError(f"{str(meta_file)!r}: the entry {key!r} is not an object: {entry!r}")
+                raise ValueError(f"{where}: the entry {key!r} is not an object: {entry!r}")
             if "dtype" in entry:
-                value = self._leaf(folder, key, entry, batch)
+                value = self._leaf(rel, key, entry, batch)
             elif "type" in entry:
-                sub = locate(folder, key, "", self.robust, directory=True)
-                if not (sub / META).is_file():
+                sub = locate(self.source, rel, key, "", self.robust, directory=True)
+                if not self.source.is_file((*sub, META)):
                     raise FileNotFoundError(
-                        f"{str(meta_file)!r} lists the entry {key!r} but {str(sub / META)!r} "
-                        "does not exist."
+                        f"{where} lists the entry {key!r} but "
+                        f"{self.source.describe((*sub, META))} does not exist."
                     )
                 value = self.level(sub, batch)
                 sub_batch = getattr(value, "batch_size", None)
                 if sub_batch is not None and tuple(sub_batch[: len(batch)]) != tuple(batch):
                     raise ValueError(
-                        f"{str(sub / META)!r}: batch size {list(sub_batch)} does not start with "
-                        f"the parent's {list(batch)} (from {str(meta_file)!r})."
+                        f"{self._where(sub)}: batch size {list(sub_batch)} does not start with "
+                        f"the parent's {list(batch)} (from {where})."
                     )
             else:
-                raise ValueError(
-                    f"{str(meta_file)!r}: the entry {key!r} has neither 'dtype' nor 'type'."
-                )
+                raise ValueError(f"{where}: the entry {key!r} has neither 'dtype' nor 'type'.")
             entries[key] = value
         device = self.device if self.device is not None else meta.get("device", "cpu")
         if device is not None and torch.device(device).type not in ("cpu", "meta"):
             device = self.device  # a saved CUDA device is not forced on the loaded leaves
-        names = meta.get("_names")
         out = TensorDict(entries, batch_size=batch, device=device)
+        names = meta.get("_names")
         if names is not None:
             out.names = names
-        if mapped:
-            mark(out, folder, ())
+        self._mark(out, rel)
         return out
 
-    def _leaf(self, folder: Path, key: str, entry: dict[str, Any], batch: torch.Size) -> torch.Tensor:
-        meta_file = folder / META
+    def _mark(self, td: Any, rel: Rel) -> None:
+        if self.source.mapped and (self.device is None or self.device.type == "cpu"):
+            mark(td, self.source.folder(rel), ())
+
+    def _leaf(self, rel: Rel, key: str, entry: dict[str, Any], batch: torch.Size) -> torch.Tensor:
+        where = self._where(rel)
         try:
             dtype = parse_dtype(entry.get("dtype"))
         except ValueError as err:
-            raise ValueError(f"{str(meta_file)!r}, entry {key!r}: {err}") from None
+            raise ValueError(f"{where}, entry {key!r}: {err}") from None
         nested = entry.get("is_nested", False)
         if not isinstance(nested, bool):
-            raise ValueError(f"{str(meta_file)!r}, entry {key!r}: 'is_nested' must be true or false")
-        shape_field = _size(entry.get("shape"), meta_file, f"shape of {key!r}")
-        path = locate(folder, key, ".memmap", self.robust)
+            raise ValueError(f"{where}, entry {key!r}: 'is_nested' must be true or false")
+        shape_field = _size(entry.get("shape"), where, f"shape of {key!r}")
+        path = locate(self.source, rel, key, ".memmap", self.robust)
         shape: Any = shape_field
         if nested:
-            sizes_path = path.with_name(path.name[: -len(".memmap")] + ".shape.memmap")
-            _check_file(sizes_path, shape_numel(shape_field) * 8, meta_file, key)
-            shape = map_file(str(sizes_path), torch.int64, shape_field, "r").clone()
+            sizes_rel = (*path[:-1], path[-1][: -len(".memmap")] + ".shape.memmap")
+            self._check_file(sizes_rel, shape_numel(shape_field) * 8, where, key)
+            shape = self.source.tensor(sizes_rel, torch.int64, shape_field, "r").clone()
             if shape.ndim != 2 or (shape < 0).any():
-                raise ValueError(f"{str(sizes_path)!r}: nested sizes must be a 2-D tensor of sizes >= 0")
+                raise ValueError(
+                    f"{self.source.describe(sizes_rel)}: nested sizes must be a 2-D tensor of "
+                    "sizes >= 0"
+                )
         elif tuple(shape_field[: len(batch)]) != tuple(batch):
             raise ValueError(
-                f"{str(meta_file)!r}: the entry {key!r} has shape {list(shape_field)}, which does "
-                f"not start with the batch size {list(batch)}."
+                f"{where}: the entry {key!r} has shape {list(shape_field)}, which does not start "
+                f"with the batch size {list(batch)}."
             )
-        nbytes = shape_numel(shape) * dtype.itemsize
-        _check_file(path, nbytes, meta_file, key)
-        if self.device is not None and self.device.type == "meta":
-            if nested:
-                return map_file(str(path), dtype, shape, "r").to("meta")
+        self._check_file(path, shape_numel(shape) * dtype.itemsize, where, key)
+        if self.device is not None and self.device.type == "meta" and not nested:
             return torch.empty(shape, dtype=dtype, device="meta")
-        tensor = map_file(str(path), dtype, shape, self.mode)
+        tensor = self.source.tensor(path, dtype, shape, self.mode)
         if self.device is not None and self.device.type != "cpu":
             return tensor.to(self.device, non_blocking=self.non_blocking)
         return tensor
 
-    def _lazy(self, folder: Path, meta: dict[str, Any]) -> LazyStackedTensorDict:
-        meta_file = folder / META
+    def _check_file(self, rel: Rel, nbytes: int, where: str, key: str) -> None:
+        try:
+            size = self.source.file_size(rel)
+        except FileNotFoundError:
+            raise FileNotFoundError(
+                f"{where} lists the tensor {key!r} but its file {self.source.describe(rel)} is "
+                "missing."
+            ) from None
+        if size < nbytes:
+            raise ValueError(
+                f"{self.source.describe(rel)} holds {size} bytes, but {where} describes the "
+                f"entry {key!r} with {nbytes} bytes: the file is truncated or meta.json is wrong."
+            )
+
+    def _lazy(self, rel: Rel, meta: dict[str, Any]) -> LazyStackedTensorDict:
+        where = self._where(rel)
         stack_dim = meta.get("stack_dim", 0)
         if type(stack_dim) is not int or stack_dim < 0:
-            raise ValueError(f"{str(meta_file)!r}: 'stack_dim' must be an int >= 0, got {stack_dim!r}")
+            raise ValueError(f"{where}: 'stack_dim' must be an int >= 0, got {stack_dim!r}")
         count = meta.get("count")
         if count is None:
             count = 0
-            while (folder / str(count) / META).is_file():
+            while self.source.is_file((*rel, str(count), META)):
                 count += 1
         elif type(count) is not int or count < 0:
-            raise ValueError(f"{str(meta_file)!r}: 'count' must be an int >= 0, got {count!r}")
+            raise ValueError(f"{where}: 'count' must be an int >= 0, got {count!r}")
         members = []
         for i in range(count):
-            member = folder / str(i)
-            if not (member / META).is_file():
+            member = (*rel, str(i))
+            if not self.source.is_file((*member, META)):
                 raise FileNotFoundError(
-                    f"{str(meta_file)!r} stacks {count} tensordicts but {str(member / META)!r} "
-                    "does not exist."
+                    f"{where} stacks {count} tensordicts but "
+                    f"{self.source.describe((*member, META))} does not exist."
                 )
             members.append(self.level(member, None))
         batch = meta.get("shape")
@@ -212,54 +235,65 @@ class Loader:
             *members,
             stack_dim=stack_dim,
             stack_dim_name=meta.get("stack_dim_name"),
-            batch_size=_size(batch, meta_file, "shape") if not members and batch is not None else None,
+            batch_size=_size(batch, where, "shape") if not members and batch is not None else None,
         )
-        if self.device is None or self.device.type == "cpu":
-            mark(out, folder, ())
+        self._mark(out, rel)
         return out
 
     def _non_tensor_data(
-        self, folder: Path, meta: dict[str, Any], parent_batch: torch.Size | None, cls: type
+        self, rel: Rel, meta: dict[str, Any], parent_batch: torch.Size | None, cls: type
     ) -> NonTensorData:
         if "data" in meta:
             value = meta["data"]
         else:
-            path = folder / "other.pickle"
-            if not path.is_file():
+            pickled = (*rel, "other.pickle")
+            if not self.source.is_file(pickled):
                 raise FileNotFoundError(
-                    f"{str(folder / META)!r} has no 'data' and {str(path)!r} does not exist."
+                    f"{self._where(rel)} has no 'data' and {self.source.describe(pickled)} "
+                    "does not exist."
                 )
-            payload = _codec.unpickle_or_refuse(path, self.allow_pickle)
+            payload = _codec.unpickle_or_refuse(
+                self.source.describe(pickled),
+                self.allow_pickle,
+                read=lambda: self.source.read_bytes(pickled),
+            )
             if not isinstance(payload, dict) or "data" not in payload:
-                raise ValueError(f"{str(path)!r} does not hold a {{'data': value}} mapping")
+                raise ValueError(
+                    f"{self.source.describe(pickled)} does not hold a {{'data': value}} mapping"
+                )
             value = payload["data"]
         out: NonTensorData = cls(value, batch_size=parent_batch or [], device=self.device)
         return out
 
     def _non_tensor_stack(
-        self, folder: Path, meta: dict[str, Any], parent_batch: torch.Size | None
+        self, rel: Rel, meta: dict[str, Any], parent_batch: torch.Size | None
     ) -> NonTensorStack:
-        meta_file = folder / META
+        where = self._where(rel)
         values = meta.get("data")
         if values == "pickle.pkl":
-            values = _codec.unpickle_or_refuse(folder / "pickle.pkl", self.allow_pickle)
+            pickled = (*rel, "pickle.pkl")
+            values = _codec.unpickle_or_refuse(
+                self.source.describe(pickled),
+                self.allow_pickle,
+                read=lambda: self.source.read_bytes(pickled),
+            )
         shape = meta.get("shape")
-        batch = _size(shape, meta_file, "shape") if shape is not None else parent_batch
+        batch = _size(shape, where, "shape") if shape is not None else parent_batch
         if not isinstance(values, list):
-            raise ValueError(f"{str(meta_file)!r}: 'data' of a NonTensorStack must be a list")
+            raise ValueError(f"{where}: 'data' of a NonTensorStack must be a list")
         device = self.device if self.device is not None else meta.get("device")
         if not (device is None or isinstance(device, (str, torch.device))):
-            raise ValueError(f"{str(meta_file)!r}: bad 'device' {device!r}")
+            raise ValueError(f"{where}: bad 'device' {device!r}")
         try:
             stack = NonTensorStack.from_list(
                 values, device=device, ndim=None if batch is None else len(batch)
             )
         except ValueError as err:
-            raise ValueError(f"{str(meta_file)!r}: {err}") from None
+            raise ValueError(f"{where}: {err}") from None
         if batch is not None and tuple(stack.batch_size) != tuple(batch):
             raise ValueError(
-                f"{str(meta_file)!r}: the stacked values have shape {list(stack.batch_size)}, "
-                f"expected {list(batch)}."
+                f"{where}: the stacked values have shape {list(stack.batch_size)}, expected "
+                f"{list(batch)}."
             )
         stack_dim = meta.get("stack_dim", 0)
         if type(stack_dim) is int and 0 <= stack_dim < max(stack.batch_dims, 1):
@@ -270,49 +304,16 @@ class Loader:
 # --------------------------------------------------------------------------- helpers
 
 
-def read_meta(path: Path) -> dict[str, Any]:
-    """The JSON object in ``path``; clear errors for missing, unreadable or bad files."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise FileNotFoundError(f"No such file or directory: {str(path)!r}") from None
-    try:
-        meta = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as err:
-        raise ValueError(f"{str(path)!r} is not valid JSON ({err}); the save is corrupted.") from None
-    if not isinstance(meta, dict):
-        raise ValueError(f"{str(path)!r} must hold a JSON object, got {type(meta).__name__}.")
-    return meta
-
-
-def _size(value: Any, meta_file: Path, what: str) -> torch.Size:
+def _size(value: Any, where: str, what: str) -> torch.Size:
     if not isinstance(value, list) or not all(type(v) is int and v >= 0 for v in value):
-        raise ValueError(
-            f"{str(meta_file)!r}: {what} must be a list of integers >= 0, got {value!r}."
-        )
+        raise ValueError(f"{where}: {what} must be a list of integers >= 0, got {value!r}.")
     return torch.Size(value)
 
 
-def _check_file(path: Path, nbytes: int, meta_file: Path, key: str) -> None:
-    if path.is_symlink():
-        raise ValueError(f"{str(path)!r} (entry {key!r} of {str(meta_file)!r}) is a symlink; refusing to follow it.")
-    try:
-        size = path.stat().st_size
-    except FileNotFoundError:
-        raise FileNotFoundError(
-            f"{str(meta_file)!r} lists the tensor {key!r} but its file {str(path)!r} is missing."
-        ) from None
-    if not path.is_file():
-        raise ValueError(f"{str(path)!r} (entry {key!r}) is not a regular file.")
-    if size < nbytes:
-        raise ValueError(
-            f"{str(path)!r} holds {size} bytes, but {str(meta_file)!r} describes the entry "
-            f"{key!r} with {nbytes} bytes: the file is truncated or meta.json is wrong."
-        )
-
-
-def locate(folder: Path, key: str, suffix: str, robust: bool, *, directory: bool = False) -> Path:
-    """The path storing ``key`` in ``folder``: the robust encoding first, then (for saves
+def locate(
+    source: Source, rel: Rel, key: str, suffix: str, robust: bool, *, directory: bool = False
+) -> Rel:
+    """Where ``key`` of level ``rel`` is stored: the robust encoding first, then (for saves
     written with ``robust_key=False``) the key itself when it is a plain file name."""
     candidates = []
     if robust:
@@ -321,16 +322,15 @@ def locate(folder: Path, key: str, suffix: str, robust: bool, *, directory: bool
             candidates.append(_fs.encode_key(key))
     if _fs.is_plain_name(key):
         candidates.append(key)
-    for name in candidates:
-        path = _fs.child(folder, name + suffix)
-        if path.exists() or path.is_symlink():
-            return path
     if not candidates:
         raise ValueError(
-            f"The key {key!r} of {str(folder / META)!r} is not a plain file name; load with "
-            "robust_key=True."
+            f"The key {key!r} of {source.describe((*rel, META))} is not a plain file name; load "
+            "with robust_key=True."
         )
-    return _fs.child(folder, candidates[0] + suffix)
+    for name in candidates:
+        if source.exists((*rel, name + suffix)):
+            return (*rel, name + suffix)
+    return (*rel, candidates[0] + suffix)
 
 
 def _subpath_parts(subpath: Any) -> list[str]:
@@ -342,27 +342,26 @@ def _subpath_parts(subpath: Any) -> list[str]:
     raise TypeError(f"subpath must be a string or a nested key, got {subpath!r}")
 
 
-def descend(root: Path, subpath: Any, robust: bool) -> Path:
-    """The folder of the tensordict at ``subpath`` (keys, lazy-stack indices) under ``root``."""
-    folder = root
+def descend(source: Source, subpath: Any, robust: bool) -> Rel:
+    """The level of the tensordict at ``subpath`` (keys, lazy-stack indices)."""
+    rel: Rel = ()
     for part in _subpath_parts(subpath):
-        meta_path = folder / META
-        meta = read_meta(meta_path) if meta_path.is_file() else {}
+        meta = source.read_meta((*rel, META)) if source.is_file((*rel, META)) else {}
         cls = _classes.builtin_from_meta(meta) if meta else None
-        nxt: Path | None = None
+        nxt: Rel | None = None
         if cls is LazyStackedTensorDict:
-            if part.isdigit() and (folder / part / META).is_file():
-                nxt = folder / part
+            if part.isdigit() and source.is_file((*rel, part, META)):
+                nxt = (*rel, part)
         else:
-            if (folder / TC_INNER).is_dir() and cls is None and "shape" not in meta:
-                folder = folder / TC_INNER
-                meta = read_meta(folder / META)
+            if cls is None and "shape" not in meta and source.is_dir((*rel, TC_INNER)):
+                rel = (*rel, TC_INNER)
+                meta = source.read_meta((*rel, META))
             entry = meta.get(part)
             if part in META_FIELDS:
                 entry = (meta.get(RESERVED_ENTRIES) or {}).get(part)
             if isinstance(entry, dict) and "type" in entry:
-                nxt = locate(folder, part, "", robust, directory=True)
-        if nxt is None or not (nxt / META).is_file():
-            raise ValueError(f"No tensordict found under subpath {subpath!r} in {str(root)!r}.")
-        folder = nxt
-    return folder
+                nxt = locate(source, rel, part, "", robust, directory=True)
+        if nxt is None or not source.is_file((*nxt, META)):
+            raise ValueError(f"No tensordict found under subpath {subpath!r} in {source.describe(())}.")
+        rel = nxt
+    return rel

@@ -689,7 +689,8 @@ def _restore(
 ) -> torch.Tensor:
     if nested is not None:
         sizes, strides, offsets = nested
-        buffer = torch.empty(0, dtype=torch.uint8).set_(storage).view(dtype)
+        flat = torch.empty(0, dtype=torch.uint8).set_(storage)
+        buffer = flat[: flat.numel() - flat.numel() % dtype.itemsize].view(dtype)
         return torch._nested_view_from_buffer(buffer, sizes, strides, offsets)
     size, stride, offset = geometry
     return torch.empty(0, dtype=dtype).set_(storage, offset, size, stride)
