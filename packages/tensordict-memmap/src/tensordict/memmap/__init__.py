@@ -34,6 +34,7 @@ from tensordict.memmap._archive import (
     refresh_archive_checksums,
     unpack_memmap,
 )
+from tensordict.memmap._append import append_memmap
 from tensordict.memmap._api import (
     is_memmap,
     load,
@@ -66,6 +67,7 @@ _DISTRIBUTION = "tensordict-memmap"
 
 __all__ = [
     "MemoryMappedTensor",
+    "append_memmap",
     "TensorDictFuture",
     "is_memmap",
     "is_memmap_archive",
