@@ -56,6 +56,7 @@ from tensordict.memmap._api import (
 )
 from tensordict.memmap._classes import register_class
 from tensordict.memmap._future import TensorDictFuture
+from tensordict.memmap._safetensors import from_safetensors, to_safetensors
 from tensordict.memmap._tensor import MemoryMappedTensor
 
 MemoryMappedTensor.__module__ = __name__
@@ -79,6 +80,8 @@ __all__ = [
     "memmap",
     "register_class",
     "save",
+    "to_safetensors",
+    "from_safetensors",
 ]
 
 
