@@ -14,7 +14,7 @@ import torch
 from tensordict import _kinds
 from tensordict._errors import lock_error, missing_key
 from tensordict._keys import NestedKey, unravel_key
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._shape import parse_batch_size, parse_device
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
@@ -379,15 +379,15 @@ class DictOps:
         """
         if recurse:
             return self._map_tensors(torch.clone)
+        bs = self._batch_size
         out = {}
         for key, value in self._tensordict.items():
-            out[key] = (
-                value
-                if isinstance(value, _Tensor)
-                else value.clone(recurse=False)
-                if isinstance(value, TensorDictBase)
-                else value
-            )
+            if isinstance(value, _Tensor):
+                out[key] = value
+            elif isinstance(value, NON_TENSOR):
+                out[key] = value._with(bs)  # a container of its own (see _tree.carry_non_tensor)
+            else:
+                out[key] = value.clone(recurse=False)
         return self._new_unsafe(
             out, self._batch_size, self._device, self._names and list(self._names)
         )

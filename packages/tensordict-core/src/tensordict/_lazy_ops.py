@@ -30,7 +30,8 @@ from tensordict._shape import (
     parse_batch_size,
     unpack_shape,
 )
-from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
+from tensordict._tree import run_plan
+from tensordict.base import DEFAULT_APPLY, NO_DEFAULT, ApplySpec, TensorDictBase, _key_tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._lazy import LazyStackedTensorDict
@@ -377,23 +378,17 @@ class LazyMemberOps:
     # ------------------------------------------------------------------ apply
     def _apply_nest(
         self,
-        fn: Callable,
+        fn: Callable[..., Any],
         *others: Any,
+        spec: ApplySpec = DEFAULT_APPLY,
         batch_size: Sequence[int] | None = None,
-        device: Any = NO_DEFAULT,
         names: Any = NO_DEFAULT,
-        inplace: bool = False,
-        checked: bool = False,
-        call_on_nested: bool = False,
-        default: Any = NO_DEFAULT,
-        named: bool = False,
-        nested_keys: bool = False,
-        prefix: tuple = (),
-        filter_empty: bool | None = None,
-        is_leaf: Callable | None = None,
+        prefix: tuple[str, ...] = (),
         out: Any = None,
-        _plan: list | None = None,
+        plan: list[Any] | None = None,
     ) -> Any:
+        """``apply`` member by member (see ``TreeMapOps._apply_nest``): ``others`` and
+        ``out`` are split along the stack dimension, which ``batch_size`` must keep."""
         tds = self.tensordicts
         sd = self.stack_dim
         split = [self._unbind_like(o, "apply") for o in others]
@@ -407,32 +402,24 @@ class LazyMemberOps:
                 )
             member_bs = bs[:sd] + bs[sd + 1 :]
         outs = self._unbind_like(out, "apply") if out is not None else [None] * len(tds)
-        plan = _plan if _plan is not None or not inplace else []
+        inplace = spec.inplace
+        shared = plan if plan is not None or not inplace else []
         results = []
         for i, td in enumerate(tds):
             results.append(
                 td._apply_nest(
                     fn,
                     *[o[i] for o in split],
+                    spec=spec,
                     batch_size=member_bs,
-                    device=device,
-                    names=NO_DEFAULT,
-                    inplace=inplace,
-                    checked=checked,
-                    call_on_nested=call_on_nested,
-                    default=default,
-                    named=named,
-                    nested_keys=nested_keys,
                     prefix=prefix,
-                    filter_empty=filter_empty,
-                    is_leaf=is_leaf,
                     out=outs[i],
-                    _plan=plan,
+                    plan=shared,
                 )
             )
         if inplace:
-            if _plan is None and plan:
-                _run_plan(plan)
+            if plan is None and shared:
+                run_plan(shared)
             return self if out is None else out
         if all(r is None for r in results):
             return None
@@ -441,28 +428,6 @@ class LazyMemberOps:
         if names is not NO_DEFAULT and names is not None:
             result.names = names
         return result
-
-    def apply(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:
-        """Apply ``fn`` to every leaf of every member (see :meth:`TensorDict.apply`); the
-        result is a lazy stack. ``others`` are split along the stack dimension.
-
-        >>> import torch
-        >>> from tensordict import TensorDict, lazy_stack
-        >>> lazy = lazy_stack([TensorDict({"a": torch.ones(2)}), TensorDict({"a": torch.ones(3)})])
-        >>> [td["a"].tolist() for td in lazy.apply(lambda x: x * 2)]
-        [[2.0, 2.0], [2.0, 2.0, 2.0]]
-        """
-        return self._apply_nest(fn, *others, **kwargs)
-
-    def apply_(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:
-        """Apply ``fn`` to every leaf and write the results in place (all or nothing)."""
-        return self._apply_nest(fn, *others, inplace=True, **kwargs)
-
-    def named_apply(
-        self, fn: Callable, *others: Any, nested_keys: bool = False, **kwargs: Any
-    ) -> Any:
-        """Like :meth:`apply`, with ``fn(key, value, *other_values)``."""
-        return self._apply_nest(fn, *others, named=True, nested_keys=nested_keys, **kwargs)
 
     # ------------------------------------------------------------------ dict-like
     def update(
@@ -833,12 +798,3 @@ class LazyMemberOps:
         for td in self.tensordicts:
             td.clear_device_()
         return self
-
-
-def _run_plan(plan: list) -> None:
-    """Write the results an in-place ``apply_`` computed and checked (see ``_tree``)."""
-    for target, key, current, r in plan:
-        if current is None:
-            target._set_str(key, r, inplace=False, validated=True)
-        else:
-            write_inplace(key, current, r, False)

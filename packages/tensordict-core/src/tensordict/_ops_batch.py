@@ -28,8 +28,9 @@ from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
 from tensordict._nontensor import NON_TENSOR
 from tensordict._ops import PREDICATES
-from tensordict._ops_reduce import _walk
+from tensordict._ops_reduce import reduce_non_tensor
 from tensordict._shape import normalize_dim, unpack_shape
+from tensordict._tree import carry_non_tensor, map_leaves
 from tensordict.base import (
     NO_DEFAULT,
     TD_HANDLED_FUNCTIONS,
@@ -445,14 +446,14 @@ def _make_new(name: str) -> Callable:
                 **rest,
             )
 
-        result = _walk(
+        result = map_leaves(
             _emptied(self) if empty_lazy else self,
             name,
             lambda x, _: fn(x),
             lambda s: torch.Size((*shape, *s[nb:])),
             lambda n: None,
             fn,
-            1,
+            reduce_non_tensor,
         )[0]
         if device is not NO_DEFAULT:
             _set_device(result, None if device is None else torch.device(device))
@@ -534,14 +535,14 @@ def new_tensor(
     else:
         data = torch.as_tensor(data)
         shape = data.shape
-        result = _walk(
+        result = map_leaves(
             self,
             "new_tensor",
             lambda x, nb: copy(x, data),
             lambda s: shape,
             lambda n: None,
             lambda v: v.new_tensor(data, dtype=dtype, device=device),
-            1,
+            reduce_non_tensor,
         )[0]
     if device is not NO_DEFAULT:
         _set_device(result, None if device is None else torch.device(device))
@@ -640,7 +641,7 @@ def _where_td(
                 )
             one = x if x is not None else o
             if isinstance(one, NON_TENSOR):
-                out[key] = one
+                out[key] = carry_non_tensor(one, td.batch_size)
             elif isinstance(one, _Tensor):
                 out[key] = _where_leaf(c, x, pad) if o is None else _where_leaf(c, pad, o)
             else:
@@ -662,7 +663,7 @@ def _where_td(
                     f"other of shape {tuple(o.shape)}: {err}"
                 ) from None
         elif isinstance(x, NON_TENSOR):
-            out[key] = x
+            out[key] = carry_non_tensor(x, td.batch_size)
         else:
             out[key] = _where_td(x, c, o, pad, prefix + (key,))
     return _kinds.Dense._new_unsafe(out, td.batch_size, td.device, _names(td))

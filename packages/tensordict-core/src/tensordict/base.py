@@ -12,6 +12,7 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from dataclasses import dataclass
 from types import FunctionType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
@@ -57,6 +58,39 @@ class _NoDefault(enum.Enum):
 NO_DEFAULT: Any = _NoDefault.NO_DEFAULT
 
 _GET_DEFAULTS_TO_NONE = False
+
+
+@dataclass(frozen=True)
+class ApplySpec:
+    """How ``_apply_nest`` maps a function over the leaves (the same at every level).
+
+    ``device``: the result's device (``NO_DEFAULT``: the input's); ``inplace``: write the
+    results into the leaves (all checked first); ``checked``: trust the results' shapes;
+    ``call_on_nested``: pass nested tensordicts to the function instead of recursing;
+    ``default``: the value of keys missing from the other tensordicts; ``named``: call
+    ``fn(key, value, ...)`` (``nested_keys``: with the full nested key);
+    ``filter_empty``: drop nested results without leaves; ``is_leaf``: a callable on a
+    value's type deciding what is a leaf.
+
+    >>> ApplySpec(inplace=True).inplace, DEFAULT_APPLY.inplace
+    (True, False)
+    """
+
+    device: Any = NO_DEFAULT
+    inplace: bool = False
+    checked: bool = False
+    call_on_nested: bool = False
+    default: Any = NO_DEFAULT
+    named: bool = False
+    nested_keys: bool = False
+    filter_empty: bool | None = None
+    is_leaf: Callable[[type], bool] | None = None
+
+
+#: The spec of a plain ``apply(fn)``: the hot path of the dense tree map.
+DEFAULT_APPLY = ApplySpec()
+#: The same, trusting the results' shapes (internal maps).
+CHECKED_APPLY = ApplySpec(checked=True)
 
 
 #: ``torch`` function -> tensordict implementation, filled by the modules that own them.
@@ -134,7 +168,21 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
     ) -> TensorDictKeysView:
         raise NotImplementedError(_abstract(self))
 
-    def _apply_nest(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> Any:
+    def _apply_nest(
+        self,
+        fn: Callable[..., Any],
+        *others: Any,
+        spec: ApplySpec = DEFAULT_APPLY,
+        batch_size: Sequence[int] | None = None,
+        names: Any = NO_DEFAULT,
+        prefix: tuple[str, ...] = (),
+        out: TensorDictBase | None = None,
+        plan: list[Any] | None = None,
+    ) -> Any:
+        """Map ``fn`` over the leaves (and the matching entries of ``others``) as ``spec``
+        says; ``batch_size``/``names`` describe this level's result, ``prefix`` its key,
+        ``out`` the tensordict receiving in-place results and ``plan`` the in-place writes
+        shared by every level. The primitive behind :meth:`apply`."""
         raise NotImplementedError(_abstract(self))
 
     # ------------------------------------------------------------------ shape info
@@ -433,6 +481,118 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         for key in keys:
             out.set(key, value)
         return out
+
+    # ------------------------------------------------------------------ tree map
+    def apply(
+        self,
+        fn: Callable[..., Any],
+        *others: TensorDictBase,
+        batch_size: Sequence[int] | None = None,
+        device: Any = NO_DEFAULT,
+        names: Any = NO_DEFAULT,
+        inplace: bool = False,
+        default: Any = NO_DEFAULT,
+        filter_empty: bool | None = None,
+        call_on_nested: bool = False,
+        out: TensorDictBase | None = None,
+        **constructor_kwargs: Any,
+    ) -> Self:
+        """Apply ``fn`` to every leaf (and the matching leaves of ``others``).
+
+        Entries for which ``fn`` returns ``None`` are dropped. ``batch_size``/``names``
+        describe the result when ``fn`` changes the batch shape; ``default`` fills keys
+        missing from ``others``; ``call_on_nested`` passes nested tensordicts to ``fn``
+        instead of recursing. Non-tensor entries are carried into the result (in their
+        own containers), ``fn`` is not applied to them. On a lazy stack the result is a
+        lazy stack of the members' results (``others`` are split along the stack
+        dimension).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.ones(2), "b": torch.ones(2, dtype=torch.int64)}, [2])
+        >>> td.apply(lambda x: x * 2)["a"]
+        tensor([2., 2.])
+        >>> list(td.apply(lambda x: x if x.is_floating_point() else None).keys())
+        ['a']
+        >>> td.apply(lambda x, y: x + y, td)["b"]
+        tensor([2, 2])
+        """
+        if constructor_kwargs:
+            raise TypeError(
+                f"apply() got unexpected keyword arguments {sorted(constructor_kwargs)}."
+            )
+        if (
+            device is NO_DEFAULT
+            and not inplace
+            and default is NO_DEFAULT
+            and filter_empty is None
+            and not call_on_nested
+        ):
+            spec = DEFAULT_APPLY
+        else:
+            spec = ApplySpec(
+                device=device,
+                inplace=inplace,
+                default=default,
+                filter_empty=filter_empty,
+                call_on_nested=call_on_nested,
+            )
+        result = self._apply_nest(
+            fn, *others, spec=spec, batch_size=batch_size, names=names, out=out
+        )
+        assert result is not None  # only nested levels are dropped (filter_empty)
+        return result
+
+    def apply_(self, fn: Callable[..., Any], *others: TensorDictBase, **kwargs: Any) -> Self:
+        """Apply ``fn`` to every leaf and write the results in place.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> a = torch.ones(2)
+        >>> _ = TensorDict({"a": a}, [2]).apply_(lambda x: x * 3)
+        >>> a
+        tensor([3., 3.])
+        """
+        return self.apply(fn, *others, inplace=True, **kwargs)
+
+    def named_apply(
+        self,
+        fn: Callable[..., Any],
+        *others: TensorDictBase,
+        nested_keys: bool = False,
+        batch_size: Sequence[int] | None = None,
+        device: Any = NO_DEFAULT,
+        names: Any = NO_DEFAULT,
+        inplace: bool = False,
+        default: Any = NO_DEFAULT,
+        filter_empty: bool | None = None,
+        call_on_nested: bool = False,
+        out: TensorDictBase | None = None,
+        prefix: tuple[str, ...] = (),
+    ) -> Self | None:
+        """Like :meth:`apply`, but ``fn(key, value, *other_values)`` also gets the key.
+
+        With ``nested_keys=True`` the key is the full nested key.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(())}})
+        >>> out = td.named_apply(lambda k, v: v + len(k), nested_keys=True)
+        >>> out["a"], out["b", "c"]
+        (tensor(1.), tensor(2.))
+        """
+        spec = ApplySpec(
+            device=device,
+            inplace=inplace,
+            default=default,
+            filter_empty=filter_empty,
+            call_on_nested=call_on_nested,
+            named=True,
+            nested_keys=nested_keys,
+        )
+        return self._apply_nest(
+            fn, *others, spec=spec, batch_size=batch_size, names=names, prefix=prefix, out=out
+        )
 
     # ------------------------------------------------------------------ stacks, non-tensors
     @classmethod
