@@ -20,6 +20,7 @@ from tensordict._nontensor import (
     stack_non_tensor,
 )
 from tensordict._ops import BINARY, BINARY_NO_INPLACE, OPERATORS, UNARY
+from tensordict._ragged import RAGGED_OPTIONS, check_options, stack_ragged
 from tensordict._shape import normalize_dim, parse_device
 from tensordict.base import (
     NO_DEFAULT,
@@ -470,24 +471,41 @@ def lazy_stack(
 ) -> Any:
     """Stack tensordicts lazily: a :class:`LazyStackedTensorDict` that keeps them as they are.
 
-    Members may hold different keys and entries of different shapes. Non-tensor values
-    (``NonTensorData``) stack into a :class:`~tensordict.NonTensorStack`.
+    Members may hold different keys, entries of different shapes and batch sizes of
+    different sizes (shown as ``-1``; ``strict_shape=True`` refuses them).
+    ``stack_dim_name`` names the new dimension. Non-tensor values (``NonTensorData``)
+    stack into a :class:`~tensordict.NonTensorStack`. Tensors are stacked with
+    :func:`torch.stack`, or with the ragged options ``as_list``/``as_padded_tensor``/
+    ``as_nested_tensor`` (``layout``, ``padding_side``, ``padding_value``).
 
     >>> import torch
     >>> from tensordict import TensorDict, lazy_stack
     >>> lazy = lazy_stack([TensorDict({"a": torch.zeros(2)}), TensorDict({"a": torch.ones(3)})])
     >>> lazy.batch_size, [td["a"].shape for td in lazy]
     (torch.Size([2]), [torch.Size([2]), torch.Size([3])])
+    >>> lazy_stack([torch.ones(1), torch.ones(2)], as_padded_tensor=True)
+    tensor([[1., 0.],
+            [1., 1.]])
     """
-    if kwargs:
-        raise TypeError(f"lazy_stack() got unexpected keyword arguments {sorted(kwargs)}.")
     items = list(input)
     if not items:
         raise RuntimeError("lazy_stack expects a non-empty sequence of tensordicts.")
+    if all(isinstance(x, torch.Tensor) for x in items):
+        ragged = {k: v for k, v in kwargs.items() if k in RAGGED_OPTIONS}
+        check_options(ragged, "lazy_stack()")
+        return stack_ragged(items, dim, **ragged)
+    unknown = set(kwargs) - {"strict_shape", "stack_dim_name", "device"}
+    if unknown:
+        raise TypeError(f"lazy_stack() got unexpected keyword arguments {sorted(unknown)}.")
     if all(isinstance(x, NON_TENSOR) for x in items):
         return NonTensorStack(*items, stack_dim=dim)
 
-    result = _kinds.Lazy(*items, stack_dim=dim)
+    result = _kinds.Lazy(
+        *items,
+        stack_dim=dim,
+        strict_shape=kwargs.get("strict_shape", False),
+        stack_dim_name=kwargs.get("stack_dim_name"),
+    )
     if out is not None:
         out.update_(result)
         return out
