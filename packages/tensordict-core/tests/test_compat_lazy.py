@@ -121,3 +121,48 @@ def test_lazy_stack_of_tensors() -> None:
     assert torch.equal(
         lazy_stack([torch.zeros(2), torch.ones(2)], 1), torch.tensor([[0.0, 1.0]] * 2)
     )
+
+
+def _het() -> LazyStackedTensorDict:
+    return lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.ones(3))])
+
+
+def test_cat_keeps_lazy_stacks_lazy() -> None:
+    het = _het()
+    out = torch.cat([het, het.clone()], 0)
+    assert isinstance(out, LazyStackedTensorDict)
+    assert [td["a"].shape[0] for td in out.tensordicts] == [2, 3, 2, 3]
+    lazy = lazy_stack(
+        [TensorDict(a=torch.full((2, 3), float(i)), batch_size=[2, 3]) for i in range(2)]
+    )
+    dense = TensorDict(a=torch.arange(18.0).reshape(2, 3, 3), batch_size=[2, 3, 3])
+    mixed = torch.cat([lazy, dense], dim=1)
+    assert isinstance(mixed, LazyStackedTensorDict) and mixed.stack_dim == 0
+    assert torch.equal(mixed["a"], torch.cat([lazy["a"], dense["a"]], 1))
+    chained = torch.cat([dense[:, :2], lazy], dim=0)
+    assert len(chained.tensordicts) == 4
+    assert torch.equal(chained["a"], torch.cat([dense["a"][:, :2], lazy["a"]], 0))
+    with pytest.raises(RuntimeError, match="same number of stacked tensordicts"):
+        torch.cat([lazy, TensorDict(a=torch.zeros(3, 3, 3), batch_size=[3, 3, 3])], 1)
+    target = het.clone()
+    ptrs = [td["a"].data_ptr() for td in target.tensordicts]
+    assert torch.cat([het], 0, out=target) is target
+    assert [td["a"].data_ptr() for td in target.tensordicts] == ptrs
+
+
+def test_assert_allclose_compares_lazy_stacks_member_by_member() -> None:
+    from tensordict import assert_allclose_td
+
+    het = _het()
+    assert assert_allclose_td(het, het.clone())
+    assert assert_allclose_td(
+        TensorDict(n=het, batch_size=[2]), TensorDict(n=het.clone(), batch_size=[2])
+    )
+    other = het.clone()
+    other.tensordicts[1]["a"][0] = 5.0
+    with pytest.raises(AssertionError, match="'a'"):
+        assert_allclose_td(het, other)
+    with pytest.raises(AssertionError, match=r"\('root', 'a'\)"):
+        assert_allclose_td(het, other, prefix="root")
+    small = TensorDict(a=torch.zeros(2), b=torch.ones(2), batch_size=[2])
+    assert assert_allclose_td(small, small.exclude("b"), intersection=True)

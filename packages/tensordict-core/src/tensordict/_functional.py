@@ -176,20 +176,28 @@ def _combine_all(list_of_tensordicts: Sequence[TensorDictBase], op: str, dim: in
 
 @overload
 def stack(
-    list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: None = None
+    input: Sequence[TensorDictBase],
+    dim: int = 0,
+    *,
+    out: None = None,
+    contiguous: bool = True,
 ) -> TensorDict: ...
 @overload
-def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: _T) -> _T: ...
+def stack(
+    input: Sequence[TensorDictBase], dim: int = 0, *, out: _T, contiguous: bool = True
+) -> _T: ...
 @implements_for_td(torch.stack)
 def stack(
-    list_of_tensordicts: Sequence[TensorDictBase],
+    input: Sequence[TensorDictBase],
     dim: int = 0,
     *,
     out: TensorDictBase | None = None,
+    contiguous: bool = True,
 ) -> TensorDictBase:
     """Stack tensordicts with the same keys and batch size along a new batch dimension.
 
-    Also reached through ``torch.stack``.
+    Also reached through ``torch.stack``. ``contiguous=False`` (or
+    :class:`~tensordict.set_lazy_legacy`) stacks lazily, as :func:`lazy_stack`.
 
     >>> import torch
     >>> from tensordict import TensorDict, stack
@@ -197,27 +205,28 @@ def stack(
     >>> torch.stack(tds, 1)["a"].shape
     torch.Size([3, 2, 4])
     """
-    if _legacy.LAZY_LEGACY:
-        return lazy_stack(list_of_tensordicts, dim, out=out)
-    return _combine_all(list_of_tensordicts, "stack", dim, out)
+    if _legacy.LAZY_LEGACY or not contiguous:
+        return lazy_stack(input, dim, out=out)
+    return _combine_all(input, "stack", dim, out)
 
 
 @overload
-def cat(
-    list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: None = None
-) -> TensorDict: ...
+def cat(input: Sequence[TensorDictBase], dim: int = 0, *, out: None = None) -> TensorDict: ...
 @overload
-def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: _T) -> _T: ...
+def cat(input: Sequence[TensorDictBase], dim: int = 0, *, out: _T) -> _T: ...
 @implements_for_td(torch.cat)
 def cat(
-    list_of_tensordicts: Sequence[TensorDictBase],
+    input: Sequence[TensorDictBase],
     dim: int = 0,
     *,
     out: TensorDictBase | None = None,
 ) -> TensorDictBase:
     """Concatenate tensordicts with the same keys along an existing batch dimension.
 
-    Also reached through ``torch.cat``.
+    Also reached through ``torch.cat``. When one of them is a lazy stack the result is a
+    lazy stack along its stack dimension (dense inputs are split into members): along the
+    stack dimension the members are chained; along another one, member ``i`` of the result
+    concatenates member ``i`` of every input.
 
     >>> import torch
     >>> from tensordict import TensorDict, cat
@@ -225,7 +234,39 @@ def cat(
     >>> torch.cat(tds, 0).batch_size
     torch.Size([6])
     """
-    return _combine_all(list_of_tensordicts, "cat", dim, out)
+    items = list(input)
+    if any(isinstance(td, _kinds.Lazy) for td in items):
+        return _cat_lazy(items, dim, out)
+    return _combine_all(items, "cat", dim, out)
+
+
+def _cat_lazy(items: list, dim: int, out: Any) -> Any:
+    """``cat`` when some inputs are lazy stacks: a lazy stack along the first one's
+    stack dimension."""
+    sd = next(td for td in items if isinstance(td, _kinds.Lazy)).stack_dim
+    nb = len(items[0].batch_size)
+    d = normalize_dim(dim, nb)
+    stacks = [
+        td if isinstance(td, _kinds.Lazy) and td.stack_dim == sd else td.to_lazystack(sd)
+        for td in items
+        if not (d == sd and td.batch_size[sd] == 0)  # empty along the chained dim
+    ]
+    if d == sd:
+        members = [m for td in stacks for m in td.tensordicts]
+    else:
+        counts = {len(td.tensordicts) for td in stacks}
+        if len(counts) != 1:
+            raise RuntimeError(
+                f"cat along dim {d}: the lazy stacks must have the same number of stacked "
+                f"tensordicts along their stack dim {sd}, got {[len(td.tensordicts) for td in stacks]}."
+            )
+        md = d if d < sd else d - 1
+        members = [cat([td.tensordicts[i] for td in stacks], md) for i in range(counts.pop())]
+    result = _kinds.Lazy(*members, stack_dim=sd)
+    if out is not None:
+        out.update_(result)
+        return out
+    return result
 
 
 #: torch functions that call the tensordict method of the same name (the method's own
