@@ -26,7 +26,7 @@ from tensordict._consolidate import from_consolidated
 from tensordict._convert import fromkeys, make_tensordict
 from tensordict._functional import cat, dense_stack_tds, lazy_stack, maybe_dense_stack, stack
 from tensordict._key_sets import merge_tensordicts
-from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
 from tensordict._kinds import is_tensorclass
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
@@ -42,7 +42,14 @@ from tensordict.base import (
     is_tensor_collection,
     set_get_defaults_to_none,
 )
-from tensordict.utils import is_batchedtensor
+from tensordict.utils import (
+    KEY_SEPARATOR,
+    is_batchedtensor,
+    is_bool,
+    is_floating,
+    is_inexact,
+    is_integer,
+)
 
 _ops.install(TensorDictBase)
 _ops_reduce.install(TensorDictBase)
@@ -59,6 +66,7 @@ from_struct_array = TensorDict.from_struct_array
 from_pytree = TensorDict.from_pytree
 
 __all__ = [
+    "KEY_SEPARATOR",
     "LazyStackedTensorDict",
     "MetaData",
     "NestedKey",
@@ -82,6 +90,10 @@ __all__ = [
     "get_defaults_to_none",
     "get_printoptions",
     "is_batchedtensor",
+    "is_bool",
+    "is_floating",
+    "is_inexact",
+    "is_integer",
     "is_non_tensor",
     "is_tensor_collection",
     "is_tensorclass",
@@ -98,6 +110,7 @@ __all__ = [
     "stack",
     "unravel_key",
     "unravel_key_list",
+    "unravel_key_to_tuple",
     "utils",
 ]
 
