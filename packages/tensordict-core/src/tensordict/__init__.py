@@ -22,6 +22,7 @@ __version__ = "0.1.0"
 
 from tensordict import _ops, _pytree, utils
 from tensordict._attrs import TensorAttrs
+from tensordict._collection import TensorCollection
 from tensordict._consolidate import from_consolidated
 from tensordict._convert import fromkeys, make_tensordict
 from tensordict._functional import cat, stack
@@ -64,6 +65,7 @@ __all__ = [
     "NonTensorStack",
     "TensorDict",
     "TensorAttrs",
+    "TensorCollection",
     "TensorDictBase",
     "assert_allclose_td",
     "assert_close",

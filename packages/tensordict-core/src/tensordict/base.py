@@ -19,6 +19,7 @@ import torch
 
 from tensordict import _forwarders, _siblings
 from tensordict._attrs import AttrsOps
+from tensordict._collection import TensorCollection
 from tensordict._convert import ConversionOps
 from tensordict._errors import lock_error, missing_key
 from tensordict._gather import GatherOps
@@ -103,7 +104,9 @@ def _abstract(td: Any) -> str:
     return f"{type(td).__name__} does not implement {caller}()"
 
 
-class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMethods):
+class TensorDictBase(
+    ConversionOps, LeafTensorOps, AttrsOps, GatherOps, TensorCollection, _TableMethods
+):
     """Abstract base of every tensordict: a dict of tensors with a common batch shape.
 
     >>> import torch

@@ -1,0 +1,130 @@
+"""Turning a class with annotations into a class with fields (tensorclass or typed
+tensordict): dataclass processing, reserved names, field specs, descriptors, ``__init__``."""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from typing import Any
+
+from tensordict import TensorDict
+from tensordict.tensorclass import _fields
+from tensordict.tensorclass._fields import FieldSpec, Flags
+from tensordict.tensorclass._wrapper import _Wrapper, make_init
+
+#: Field names that would hide a member of every instance (``shadow=True`` allows them).
+#: ``data`` and ``grad`` are common field names: they are allowed and hide the
+#: tensordict properties of the same name.
+RESERVED: frozenset[str] = frozenset(
+    n
+    for n in {*dir(TensorDict), *dir(_Wrapper)}
+    if not (n.startswith("__") and n.endswith("__")) and n not in {"data", "grad"}
+) | {"_tensordict", "_non_tensordict"}
+
+#: Every processed class by ``module.qualname`` (see :func:`resolve`).
+_REGISTRY: weakref.WeakValueDictionary[str, type] = weakref.WeakValueDictionary()
+
+
+def _initvars(cls: type) -> list[dataclasses.Field]:
+    kind = dataclasses._FIELD_INITVAR  # type: ignore[attr-defined]
+    return [f for f in cls.__dataclass_fields__.values() if f._field_type is kind]  # type: ignore[attr-defined]
+
+
+def _is_data_descriptor(cls: type, name: str) -> bool:
+    """Whether a base of ``cls`` (beyond the user's classes) has a data descriptor
+    ``name`` (a property such as ``batch_size``), which a field must override with a data
+    descriptor of its own."""
+    for klass in cls.__mro__:
+        if klass in (_Wrapper, *_Wrapper.__mro__) and name in klass.__dict__:
+            return hasattr(type(klass.__dict__[name]), "__set__")
+    return False
+
+
+def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
+    """Make ``cls`` (a subclass of the wrapper base) a class with fields, in place."""
+    flags.check(cls.__name__)
+    dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=flags.kw_only)
+    fields = dataclasses.fields(cls)
+    if not flags.shadow:
+        for f in fields:
+            if f.name in RESERVED:
+                raise AttributeError(
+                    f"Attribute name {f.name} can't be used with @tensorclass: it is a member "
+                    f"of every instance ({cls.__name__}.{f.name}). Rename the field, or pass "
+                    "shadow=True to let the field hide that member."
+                )
+    hints = _fields.resolve_hints(cls)
+    if flags.tensor_only:
+        _fields.check_tensor_only(cls, {f.name: hints.get(f.name, Any) for f in fields})
+    specs: dict[str, FieldSpec] = {}
+    for f in fields:
+        hint = hints.get(f.name, Any)
+        specs[f.name] = FieldSpec(
+            name=f.name,
+            hint=hint,
+            default=f.default,
+            default_factory=f.default_factory,
+            plain=_fields.is_plain(hint) and not _is_data_descriptor(cls, f.name),
+            cast=_fields.caster(flags, hint),
+        )
+    cls._field_specs = specs
+    cls._flags = flags
+    for name in _fields.FLAG_NAMES:
+        setattr(cls, f"_{name}", getattr(flags, name))
+    _fields.install_descriptors(cls, specs, unwrap)
+    if "__init__" not in vars(cls) or getattr(vars(cls)["__init__"], "_generated", False):
+        init = make_init(cls, specs, _initvars(cls))
+        init._generated = True  # type: ignore[attr-defined]
+        cls.__init__ = init  # type: ignore[misc]
+    else:
+        cls._init_names = tuple(f.name for f in fields if f.init)
+    cls._plain_names = tuple(n for n, s in specs.items() if s.plain)
+    cls._bulk_init = (
+        all(s.cast is None for s in specs.values()) and cls.__setattr__ is _Wrapper.__setattr__
+    )
+    cls._run_post_init = hasattr(cls, "__post_init__")
+    cls.__hash__ = object.__hash__ if flags.frozen else None  # type: ignore[assignment]
+    cls.__expected_keys__ = frozenset(specs)
+    _REGISTRY[f"{cls.__module__}.{cls.__qualname__}"] = cls
+
+
+def resolve(name: str, *, allow_import: bool = False) -> type | None:
+    """The class with fields called ``name`` (``"module.QualName"``), or ``None``.
+
+    A class made in this process is found by name, local classes included. Otherwise the
+    name is looked up in an already imported module; the module is imported only when
+    ``allow_import=True`` (loading data never runs code the caller did not ask for).
+
+    >>> import torch
+    >>> from tensordict import TensorClass
+    >>> class Pair(TensorClass):
+    ...     a: torch.Tensor
+    >>> resolve(f"{Pair.__module__}.{Pair.__qualname__}") is Pair
+    True
+    """
+    found = _REGISTRY.get(name)
+    if found is not None:
+        return found
+    import importlib
+    import sys
+
+    module_name, _, qualname = name.rpartition(".")
+    while module_name:
+        module = sys.modules.get(module_name)
+        if module is None and allow_import:
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:
+                module = None
+        if module is not None:
+            obj: Any = module
+            for part in qualname.split("."):
+                obj = getattr(obj, part, None)
+                if obj is None:
+                    break
+            if isinstance(obj, type) and issubclass(obj, _Wrapper):
+                return obj
+            return None
+        module_name, _, head = module_name.rpartition(".")
+        qualname = f"{head}.{qualname}"
+    return None
