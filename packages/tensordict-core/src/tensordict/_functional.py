@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 import torch
 
 from tensordict import _legacy
+from tensordict._collection import wrapped
 from tensordict._nontensor import (
     NON_TENSOR,
     NonTensorData,
@@ -138,16 +139,24 @@ def _combine(
         elif isinstance(value, NON_TENSOR):
             out[key] = _combine_non_tensor(prefix + (key,), values, op, dim, new_bs)
         else:
-            sub = _as_dense(values)
+            inner = wrapped(values)  # nested tensorclasses: combine their data, same class
+            sub = _as_dense(values if inner is None else inner[0])
             _check_batch_sizes(sub, op, dim if op == "cat" else None, prefix + (key,))
             nb = len(first.batch_size)
             sub_bs = new_bs + sub[0].batch_size[nb:]
             out[key] = _combine(sub, op, tensor_fn, dim, sub_bs, prefix + (key,))
+            if inner is not None:
+                out[key] = inner[1](out[key])
     return TensorDict._new_unsafe(out, new_bs, device)
 
 
 def _combine_all(list_of_tensordicts: Sequence[TensorDictBase], op: str, dim: int, out: Any) -> Any:
     """The body of :func:`stack` and :func:`cat`: validate, combine entries, keep names."""
+    inner = wrapped(list_of_tensordicts)
+    if inner is not None:  # tensorclasses: combine their data, give the same class back
+        target = getattr(out, "_tensordict", out) if inner[1] is getattr(out, "_rewrap", 0) else out
+        result = _combine_all(inner[0], op, dim, target)
+        return out if out is not None else inner[1](result)
     tds = _as_dense(list_of_tensordicts)
     if not tds:
         raise RuntimeError(f"{op} expects a non-empty sequence of tensordicts.")

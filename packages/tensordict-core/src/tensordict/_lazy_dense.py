@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict._collection import wrapped
 from tensordict._nontensor import NON_TENSOR, NonTensorStack
 from tensordict._td import TensorDict
 from tensordict.base import NO_DEFAULT, TensorDictBase
@@ -220,6 +221,9 @@ def lazy_stack(
         return NonTensorStack(*items, stack_dim=dim)
     from tensordict._lazy import LazyStackedTensorDict
 
+    inner = wrapped(items)
+    if inner is not None:  # tensorclasses: a lazy stack of their data, in the same class
+        return inner[1](lazy_stack(inner[0], dim, out=getattr(out, "_tensordict", out)))
     result = LazyStackedTensorDict(*items, stack_dim=dim)
     if out is not None:
         out.update_(result)
@@ -261,6 +265,10 @@ def maybe_dense_stack(
     from tensordict._functional import _combine_all
 
     items = list(input)
+    inner = wrapped(items)
+    if inner is not None:  # tensorclasses: stack their data, in the same class
+        target = getattr(out, "_tensordict", out)
+        return inner[1](maybe_dense_stack(inner[0], dim, out=target, **kwargs))
     if items and _same_structure(items):
         return _combine_all(items, "stack", dim, out)  # type: ignore[no-any-return]
     return lazy_stack(items, dim, out=out, **kwargs)  # type: ignore[no-any-return]

@@ -125,7 +125,7 @@ class TreeMapOps:
         """The entries of ``other`` matching :meth:`_flat_tensors` order, looked up by key."""
         if out is None:
             out = []
-        store = getattr(other, "_tensordict", None)
+        store = other._tensordict if isinstance(other, TreeMapOps) else None
         if store is None:
             if not isinstance(other, TensorDictBase):
                 out.extend([other] * len(self._flat_tensors([])))

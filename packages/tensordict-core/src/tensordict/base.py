@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
-from types import FunctionType
+from types import FunctionType, GenericAlias
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
@@ -117,6 +117,8 @@ class TensorDictBase(
 
     _is_locked: bool = False
     _last_op: Any = None
+    # ``TensorDict[str, torch.Tensor]`` in annotations, as for other mappings
+    __class_getitem__ = classmethod(GenericAlias)
     __array_priority__ = 1000  # numpy defers binary operators to us
 
     # ------------------------------------------------------------------ primitives

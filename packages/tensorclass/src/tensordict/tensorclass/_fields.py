@@ -33,6 +33,7 @@ from tensordict._nontensor import unwrap_non_tensor
 _NON_TENSOR = (NonTensorData, NonTensorStack)
 #: Values that a tensordict casts to a tensor (what ``nocast`` keeps as they are).
 _CASTABLE = (bool, int, float, complex, np.ndarray, np.number, np.bool_)
+_CONTAINERS = (dict, list, tuple, set, collections.abc.Mapping)
 _UNRESOLVED = object()
 MISSING: Any = dataclasses.MISSING
 
@@ -75,6 +76,9 @@ class FieldSpec:
     #: field is read straight from the storage (no unwrapping).
     plain: bool = False
     cast: Callable[[Any, Any], Any] | None = None
+    #: Non-tensor values read as the Python value (``False``: as the stored
+    #: ``NonTensorData``, for typed tensordicts and fields annotated ``NonTensorData``).
+    unwrap: bool = True
 
 
 # ----------------------------------------------------------------------------- hints
@@ -93,12 +97,14 @@ def resolve_hints(cls: type) -> dict[str, Any]:
         localns = {klass.__name__: cls if cls.__name__ == klass.__name__ else klass}
         localns[cls.__name__] = cls
         for name, ann in own.items():
-            if isinstance(ann, str):
+            for _ in range(3):  # a quoted annotation under ``from __future__ import annotations``
+                if not isinstance(ann, str):
+                    break
                 try:
                     ann = eval(ann, globalns, localns)  # noqa: S307 - the class's own annotation
                 except Exception:
                     ann = _UNRESOLVED
-            hints[name] = ann
+            hints[name] = _UNRESOLVED if isinstance(ann, str) else ann
     return hints
 
 
@@ -129,8 +135,13 @@ def _as_class(hint: Any) -> type | None:
     return origin if isinstance(origin, type) else None
 
 
+_LEGACY_TENSOR_TYPE = type(torch.FloatTensor)  # torch.IntTensor & co are not Tensor subclasses
+
+
 def _is_tensorish(hint: Any) -> bool:
     """A tensor type or a tensor collection (tensordict, tensorclass) type."""
+    if isinstance(hint, _LEGACY_TENSOR_TYPE):
+        return True
     cls = _as_class(hint)
     if cls is None:
         return False
@@ -262,6 +273,11 @@ def caster(flags: Flags, hint: Any) -> Callable[[Any, Any], Any] | None:
                 else value
             )
         return None
+    if not flags.autocast:
+        cls = _as_class(hint)
+        if cls is not None and issubclass(cls, _CONTAINERS) and not issubclass(cls, TensorDictBase):
+            return _non_tensor  # a dict/list field keeps its value (not made a tensordict)
+        return None
     if flags.autocast:
         if _union_args(hint) is not None:  # unions are not converted: values kept as they are
 
@@ -330,20 +346,26 @@ class ValueField(PlainField):
         obj._del_field(self.name)
 
 
-def install_descriptors(cls: type, specs: dict[str, FieldSpec], unwrap: bool) -> None:
+def keeps_wrapper(hint: Any) -> bool:
+    """Whether a field annotated ``hint`` reads its ``NonTensorData`` as stored."""
+    cls = _as_class(hint)
+    return cls is not None and issubclass(cls, NonTensorData)
+
+
+def install_descriptors(cls: type, specs: dict[str, FieldSpec]) -> None:
     """Put the reading descriptor of every field on ``cls``."""
     for name, spec in specs.items():
         default = spec.default
         if spec.plain:
             setattr(cls, name, PlainField(name, default))
         else:
-            setattr(cls, name, ValueField(name, default, unwrap))
+            setattr(cls, name, ValueField(name, default, spec.unwrap))
 
 
-def upgrade(cls: type, name: str, unwrap: bool = True) -> None:
+def upgrade(cls: type, name: str) -> None:
     """A plain field was given a non-tensor value (a ``torch.Tensor`` field set to a
     string, say): read it through a :class:`ValueField` from now on."""
     spec = cls._field_specs[name]
     spec.plain = False
-    setattr(cls, name, ValueField(name, spec.default, unwrap))
+    setattr(cls, name, ValueField(name, spec.default, spec.unwrap))
 

@@ -130,12 +130,17 @@ def _wrap_for(cls: type, result: Any) -> Any:
 
 
 def _unwrap_args(args: tuple) -> tuple:
-    return tuple(
-        a._tensordict
-        if getattr(type(a), "_rewrap", None) is not None
-        else ([unwrap(x) for x in a] if type(a) is list else a)
-        for a in args
-    )
+    return tuple(_unwrap_arg(a) for a in args)
+
+
+def _unwrap_arg(a: Any) -> Any:
+    if getattr(type(a), "_rewrap", None) is not None:
+        return a._tensordict
+    if (type(a) is list or type(a) is tuple) and any(
+        getattr(type(x), "_rewrap", None) is not None for x in a
+    ):  # a sequence of instances (stack, cat ...); other lists may be outputs: kept
+        return type(a)(unwrap(x) for x in a)
+    return a
 
 
 def _method(name: str, wrap: bool) -> Callable[..., Any]:

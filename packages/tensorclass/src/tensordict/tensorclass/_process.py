@@ -4,8 +4,11 @@ tensordict): dataclass processing, reserved names, field specs, descriptors, ``_
 from __future__ import annotations
 
 import dataclasses
+import functools
 import weakref
 from typing import Any
+
+import torch.utils._pytree as pytree
 
 from tensordict import TensorDict
 from tensordict.tensorclass import _fields
@@ -66,12 +69,14 @@ def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
             default_factory=f.default_factory,
             plain=_fields.is_plain(hint) and not _is_data_descriptor(cls, f.name),
             cast=_fields.caster(flags, hint),
+            unwrap=unwrap and not _fields.keeps_wrapper(hint),
         )
     cls._field_specs = specs
     cls._flags = flags
     for name in _fields.FLAG_NAMES:
         setattr(cls, f"_{name}", getattr(flags, name))
-    _fields.install_descriptors(cls, specs, unwrap)
+    _fields.install_descriptors(cls, specs)
+    _register_pytree(cls)
     if "__init__" not in vars(cls) or getattr(vars(cls)["__init__"], "_generated", False):
         init = make_init(cls, specs, _initvars(cls))
         init._generated = True  # type: ignore[attr-defined]
@@ -86,6 +91,22 @@ def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
     cls.__hash__ = object.__hash__ if flags.frozen else None  # type: ignore[assignment]
     cls.__expected_keys__ = frozenset(specs)
     _REGISTRY[f"{cls.__module__}.{cls.__qualname__}"] = cls
+
+
+def _register_pytree(cls: type) -> None:
+    """Make the class a pytree node (one child: its tensordict), for ``torch.vmap``,
+    ``tree_map`` and compiled code."""
+    if cls in pytree.SUPPORTED_NODES:
+        return
+    pytree.register_pytree_node(cls, _flatten, functools.partial(_unflatten, cls))
+
+
+def _flatten(obj: Any) -> tuple[list[Any], Any]:
+    return [obj._tensordict], None
+
+
+def _unflatten(cls: type, children: Any, context: Any) -> Any:
+    return cls._rewrap(children[0])
 
 
 def resolve(name: str, *, allow_import: bool = False) -> type | None:

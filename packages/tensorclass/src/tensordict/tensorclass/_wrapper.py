@@ -73,7 +73,7 @@ class _Wrapper(TensorDictBase):
         for name in cls._plain_names:
             value = store.get(name)
             if value is not None and not isinstance(value, (_Tensor, TensorDictBase)):
-                _fields.upgrade(cls, name, cls._unwrap_values)
+                _fields.upgrade(cls, name)
                 cls._plain_names = tuple(n for n in cls._plain_names if n != name)
 
     @classmethod
@@ -138,8 +138,16 @@ class _Wrapper(TensorDictBase):
 
     @classmethod
     def _from_fields(cls, mapping: dict, batch_size: Any, device: Any) -> Any:
-        """An instance from a mapping of field values (autocast of nested tensorclasses)."""
-        return cls(**mapping, batch_size=batch_size, device=device)
+        """An instance from a mapping of field values (autocast of nested tensorclasses):
+        each value is cast like an assignment; fields left out read ``None``."""
+        obj = object.__new__(cls)
+        obj._link(_TD(batch_size=batch_size, device=device))
+        for name, value in mapping.items():
+            if value is not None:
+                setattr(obj, name, value)
+        if cls._run_post_init:
+            obj.__post_init__()
+        return obj
 
     # ------------------------------------------------------------------ fields
     def _missing_field(self, name: str) -> Any:
@@ -158,9 +166,9 @@ class _Wrapper(TensorDictBase):
 
     def _set_field(self, name: str, value: Any) -> None:
         cls = type(self)
-        if cls._flags.frozen:
-            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
         td = self._tensordict
+        if cls._flags.frozen and td.is_locked:  # (unlocked while __init__ runs)
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
         deleted = getattr(self, "_deleted", None)
         if value is None:
             if name in td.keys():
@@ -207,6 +215,18 @@ class _Wrapper(TensorDictBase):
             f"Cannot set the attribute {name!r}: {cls.__name__} has no such field. "
             f"Its fields are {sorted(cls._field_specs)}."
         )
+
+    def __getattr__(self, name: str) -> Any:
+        # Only reached when normal lookup fails: private state of the wrapped tensordict
+        # (``_consolidated`` ...) reads through.
+        if name.startswith("_") and not name.startswith("__") and name not in ("_tensordict", "_deleted"):
+            try:
+                td = object.__getattribute__(self, "_tensordict")
+            except AttributeError:
+                pass
+            else:
+                return getattr(td, name)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     def __delattr__(self, name: str) -> None:
         if name in type(self)._field_specs:
