@@ -53,3 +53,14 @@ def wrapped(values: Sequence[Any]) -> tuple[list[Any], Callable[[Any], Any]] | N
     if rewrap is None or any(type(v) is not cls for v in values):
         return None
     return [v._tensordict for v in values], rewrap
+
+
+def data_of(value: Any) -> Any:
+    """The tensordict a wrapping collection holds (``value`` itself for anything else).
+
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict()
+    >>> data_of(td) is td
+    True
+    """
+    return value._tensordict if getattr(type(value), "_rewrap", None) is not None else value

@@ -69,7 +69,7 @@ def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
             default_factory=f.default_factory,
             plain=_fields.is_plain(hint) and not _is_data_descriptor(cls, f.name),
             cast=_fields.caster(flags, hint),
-            unwrap=unwrap and not _fields.keeps_wrapper(hint),
+            unwrap=unwrap and not (flags.tensor_only and _fields.keeps_wrapper(hint)),
         )
     cls._field_specs = specs
     cls._flags = flags

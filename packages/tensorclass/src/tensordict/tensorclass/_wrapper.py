@@ -160,7 +160,7 @@ class _Wrapper(TensorDictBase):
         if type(td) is _TD:
             return None
         value = td._get_str(name, None)
-        if self._unwrap_values and type(value) in NON_TENSOR_TYPES:
+        if type(value) in NON_TENSOR_TYPES and type(self)._field_specs[name].unwrap:
             return unwrap_non_tensor(value)
         return value
 
