@@ -79,6 +79,9 @@ class FieldSpec:
     #: Non-tensor values read as the Python value (``False``: as the stored
     #: ``NonTensorData``, for typed tensordicts and fields annotated ``NonTensorData``).
     unwrap: bool = True
+    #: A tensor written to it needs no conversion: ``__setattr__`` hands it straight to
+    #: the tensordict (plain field, no cast, class not frozen).
+    fast: bool = False
 
 
 # ----------------------------------------------------------------------------- hints
@@ -353,19 +356,36 @@ def keeps_wrapper(hint: Any) -> bool:
 
 
 def install_descriptors(cls: type, specs: dict[str, FieldSpec]) -> None:
-    """Put the reading descriptor of every field on ``cls``."""
+    """Put the class attribute of every field on ``cls``.
+
+    A plain field gets ``None``: CPython specialises the attribute read of an instance
+    whose class has no ``__getattr__`` and no descriptor of that name, which makes reading
+    a stored field as fast as a dataclass attribute read, and a field that is not stored
+    reads ``None``. Once an instance of the class wraps a tensordict that is not dense (a
+    lazy stack: fields are not in the instance ``__dict__``), or a field is deleted, the
+    class switches to :class:`PlainField` descriptors (:func:`use_descriptors`). A field
+    that may hold non-tensor data gets a :class:`ValueField`.
+    """
     for name, spec in specs.items():
-        default = spec.default
         if spec.plain:
-            setattr(cls, name, PlainField(name, default))
+            setattr(cls, name, PlainField(name, spec.default) if cls._descriptors else None)
         else:
-            setattr(cls, name, ValueField(name, default, spec.unwrap))
+            setattr(cls, name, ValueField(name, spec.default, spec.unwrap))
+
+
+def use_descriptors(cls: type) -> None:
+    """Read the plain fields of ``cls`` through :class:`PlainField` (see
+    :func:`install_descriptors`)."""
+    cls._descriptors = True
+    for name, spec in cls._field_specs.items():
+        if spec.plain:
+            setattr(cls, name, PlainField(name, spec.default))
 
 
 def upgrade(cls: type, name: str) -> None:
     """A plain field was given a non-tensor value (a ``torch.Tensor`` field set to a
     string, say): read it through a :class:`ValueField` from now on."""
     spec = cls._field_specs[name]
-    spec.plain = False
+    spec.plain = spec.fast = False
     setattr(cls, name, ValueField(name, spec.default, spec.unwrap))
 

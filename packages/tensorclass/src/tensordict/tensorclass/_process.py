@@ -12,7 +12,7 @@ import torch.utils._pytree as pytree
 
 from tensordict import TensorDict
 from tensordict.tensorclass import _fields
-from tensordict.tensorclass._fields import FieldSpec, Flags
+from tensordict.tensorclass._fields import MISSING, FieldSpec, Flags
 from tensordict.tensorclass._wrapper import _Wrapper, make_init
 
 #: Field names that would hide a member of every instance (``shadow=True`` allows them).
@@ -46,6 +46,13 @@ def _is_data_descriptor(cls: type, name: str) -> bool:
 def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
     """Make ``cls`` (a subclass of the wrapper base) a class with fields, in place."""
     flags.check(cls.__name__)
+    previous = cls.__dict__.get("_field_specs")
+    if previous is not None:  # processed before: put the defaults back for dataclass
+        for name, spec in previous.items():
+            if name in cls.__dict__:
+                delattr(cls, name)
+            if spec.default is not MISSING and name in vars(cls).get("__annotations__", {}):
+                setattr(cls, name, spec.default)
     dataclasses.dataclass(cls, init=False, repr=False, eq=False, kw_only=flags.kw_only)
     fields = dataclasses.fields(cls)
     if not flags.shadow:
@@ -84,10 +91,14 @@ def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
     else:
         cls._init_names = tuple(f.name for f in fields if f.init)
     cls._plain_names = tuple(n for n, s in specs.items() if s.plain)
+    cls._plain_set = frozenset(cls._plain_names)
+    for spec in specs.values():
+        spec.fast = spec.plain and spec.cast is None and not flags.frozen
     cls._bulk_init = (
         all(s.cast is None for s in specs.values()) and cls.__setattr__ is _Wrapper.__setattr__
     )
     cls._run_post_init = hasattr(cls, "__post_init__")
+    cls._post_init_on_rebuild = cls._run_post_init and not flags.skip_post_init_on_rebuild
     cls.__hash__ = object.__hash__ if flags.frozen else None  # type: ignore[assignment]
     cls.__expected_keys__ = frozenset(specs)
     _REGISTRY[f"{cls.__module__}.{cls.__qualname__}"] = cls

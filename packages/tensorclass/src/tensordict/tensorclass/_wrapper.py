@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
+from types import FunctionType
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
@@ -19,7 +20,7 @@ import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict._nontensor import NON_TENSOR_TYPES, unwrap_non_tensor
-from tensordict.base import TD_HANDLED_FUNCTIONS
+from tensordict.base import TD_HANDLED_BY_NAME, TD_HANDLED_FUNCTIONS
 from tensordict.tensorclass import _fields, _forward
 from tensordict.tensorclass._fields import MISSING, FieldSpec, Flags
 
@@ -45,8 +46,13 @@ class _Wrapper(TensorDictBase):
     _flags: ClassVar[Flags] = Flags()
     _init_names: ClassVar[tuple[str, ...]] = ()
     _plain_names: ClassVar[tuple[str, ...]] = ()
+    _plain_set: ClassVar[frozenset[str]] = frozenset()
+    _frozen: ClassVar[bool] = False
     _bulk_init: ClassVar[bool] = True
     _run_post_init: ClassVar[bool] = False
+    _post_init_on_rebuild: ClassVar[bool] = False
+    #: Whether plain fields are read through descriptors (see _fields.install_descriptors).
+    _descriptors: ClassVar[bool] = False
     #: Whether reading a non-tensor field gives the Python value (tensorclass) or the
     #: stored ``NonTensorData`` (typed tensordict).
     _unwrap_values: ClassVar[bool] = True
@@ -56,7 +62,12 @@ class _Wrapper(TensorDictBase):
     # ------------------------------------------------------------------ linking
     def _link(self, td: TensorDictBase) -> None:
         object.__setattr__(self, "_tensordict", td)
-        object.__setattr__(self, "__dict__", td._tensordict if type(td) is _TD else {})
+        if type(td) is _TD:
+            object.__setattr__(self, "__dict__", td._tensordict)
+        else:  # fields are not in __dict__: read them through descriptors
+            object.__setattr__(self, "__dict__", {})
+            if not type(self)._descriptors:
+                _fields.use_descriptors(type(self))
 
     def _relink(self) -> None:
         """After an in-place call: follow a storage the tensordict replaced, and read a
@@ -75,14 +86,18 @@ class _Wrapper(TensorDictBase):
             if value is not None and not isinstance(value, (_Tensor, TensorDictBase)):
                 _fields.upgrade(cls, name)
                 cls._plain_names = tuple(n for n in cls._plain_names if n != name)
+                cls._plain_set = frozenset(cls._plain_names)
 
     @classmethod
     def _rewrap(cls, td: TensorDictBase) -> Any:
         """A new instance around ``td`` (the result of an operation on an instance)."""
         obj = object.__new__(cls)
-        object.__setattr__(obj, "_tensordict", td)
-        object.__setattr__(obj, "__dict__", td._tensordict if type(td) is _TD else {})
-        if cls._run_post_init and not cls._flags.skip_post_init_on_rebuild:
+        if type(td) is _TD:
+            object.__setattr__(obj, "_tensordict", td)
+            object.__setattr__(obj, "__dict__", td._tensordict)
+        else:
+            obj._link(td)
+        if cls._post_init_on_rebuild:
             obj.__post_init__()
         return obj
 
@@ -108,30 +123,34 @@ class _Wrapper(TensorDictBase):
     ) -> None:
         """The body of the generated ``__init__``."""
         cls = type(self)
-        specs = cls._field_specs
         if cls._bulk_init:  # no casting, no custom __setattr__: one validated build
             source = {}
-            for name, value in zip(cls._init_names, values, strict=True):
+            odd = None
+            plain = cls._plain_set
+            for name, value in zip(cls._init_names, values):
                 if value is None:
                     continue
-                if value is _FACTORY:
-                    value = specs[name].default_factory()
+                if type(value) is not _Tensor:
+                    if value is _FACTORY:
+                        value = cls._field_specs[name].default_factory()
+                    if name in plain:
+                        odd = True
                 source[name] = value
-            td = _TD(source, batch_size=batch_size, device=device, names=names)
+            td = _TD(source, batch_size, device, names)
             object.__setattr__(self, "_tensordict", td)
-            store = td._tensordict
-            object.__setattr__(self, "__dict__", store)
-            if cls._plain_names:
-                self._check_plain(store)
+            object.__setattr__(self, "__dict__", td._tensordict)
+            if odd:
+                self._check_plain(td._tensordict)
         else:
+            specs = cls._field_specs
             td = _TD(batch_size=batch_size, device=device, names=names)
             self._link(td)
-            for name, value in zip(cls._init_names, values, strict=True):
+            for name, value in zip(cls._init_names, values):
                 if value is _FACTORY:
                     value = specs[name].default_factory()
                 if value is not None:
                     setattr(self, name, value)
-        if cls._flags.frozen:
+        if cls._frozen:
             td.lock_()
         if cls._run_post_init:
             self.__post_init__(*initvars)
@@ -151,7 +170,10 @@ class _Wrapper(TensorDictBase):
 
     # ------------------------------------------------------------------ fields
     def _missing_field(self, name: str) -> Any:
-        deleted = getattr(self, "_deleted", None)
+        try:
+            deleted = self._deleted
+        except AttributeError:
+            deleted = None
         if deleted and name in deleted:
             raise AttributeError(
                 f"{type(self).__name__!r} object has no attribute {name!r} (deleted field)"
@@ -167,9 +189,8 @@ class _Wrapper(TensorDictBase):
     def _set_field(self, name: str, value: Any) -> None:
         cls = type(self)
         td = self._tensordict
-        if cls._flags.frozen and td.is_locked:  # (unlocked while __init__ runs)
+        if cls._frozen and td.is_locked:  # (unlocked while __init__ runs)
             raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-        deleted = getattr(self, "_deleted", None)
         if value is None:
             if name in td.keys():
                 td.del_(name)
@@ -181,8 +202,6 @@ class _Wrapper(TensorDictBase):
             td._set_str(name, value, inplace=False, validated=False)
         else:
             td.set(name, value)
-        if deleted:
-            object.__setattr__(self, "_deleted", deleted - {name})
         if spec.plain and not isinstance(value, (_Tensor, TensorDictBase)):
             self._relink()
 
@@ -192,12 +211,22 @@ class _Wrapper(TensorDictBase):
         td = self._tensordict
         if name in td.keys():
             td.del_(name)
-        object.__setattr__(self, "_deleted", (getattr(self, "_deleted", None) or frozenset()) | {name})
+        if not type(self)._descriptors:  # a deleted field must not read None: descriptors
+            _fields.use_descriptors(type(self))
+        try:
+            deleted = self._deleted
+        except AttributeError:
+            deleted = frozenset()
+        object.__setattr__(self, "_deleted", deleted | {name})
 
     def __setattr__(self, name: str, value: Any) -> None:
         cls = type(self)
-        if name in cls._field_specs:
-            self._set_field(name, value)
+        spec = cls._field_specs.get(name)
+        if spec is not None:
+            if spec.fast and isinstance(value, _Tensor):  # the tensordict validates it
+                self._tensordict[name] = value
+            else:
+                self._set_field(name, value)
             return
         if name == "device":
             raise RuntimeError(
@@ -216,17 +245,10 @@ class _Wrapper(TensorDictBase):
             f"Its fields are {sorted(cls._field_specs)}."
         )
 
-    def __getattr__(self, name: str) -> Any:
-        # Only reached when normal lookup fails: private state of the wrapped tensordict
-        # (``_consolidated`` ...) reads through.
-        if name.startswith("_") and not name.startswith("__") and name not in ("_tensordict", "_deleted"):
-            try:
-                td = object.__getattribute__(self, "_tensordict")
-            except AttributeError:
-                pass
-            else:
-                return getattr(td, name)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+    @property
+    def _consolidated(self) -> Any:
+        """The consolidated storage of the wrapped tensordict (see ``consolidate``)."""
+        return self._tensordict._consolidated
 
     def __delattr__(self, name: str) -> None:
         if name in type(self)._field_specs:
@@ -358,15 +380,20 @@ class _Wrapper(TensorDictBase):
         args: tuple = (),
         kwargs: dict | None = None,
     ) -> Any:
-        wrappers = {t for t in types if issubclass(t, _Wrapper)}
-        if len(wrappers) > 1:
+        for t in types:
+            if t is not cls and issubclass(t, _Wrapper):  # two classes: no common result
+                return NotImplemented
+        if type(func) is FunctionType:  # as TensorDictBase.__torch_function__ does
+            impl = TD_HANDLED_BY_NAME.get(func.__name__) or TD_HANDLED_FUNCTIONS.get(func)
+        else:
+            impl = TD_HANDLED_FUNCTIONS.get(func)
+        if impl is None:
             return NotImplemented
-        owner = wrappers.pop() if wrappers else cls
-        args = tuple(_unwrap_deep(a) for a in args)
-        kwargs = {k: _unwrap_deep(v) for k, v in (kwargs or {}).items()}
-        if func not in TD_HANDLED_FUNCTIONS and not _handled_by_name(func):
-            return NotImplemented
-        return _forward._wrap_for(owner, TensorDictBase.__torch_function__(func, types, args, kwargs))
+        args = tuple([_unwrap_deep(a) for a in args])
+        if kwargs:
+            kwargs = {k: _unwrap_deep(v) for k, v in kwargs.items()}
+            return _forward._wrap_for(cls, impl(*args, **kwargs))
+        return _forward._wrap_for(cls, impl(*args))
 
     def __copy__(self) -> Any:
         return type(self)._rewrap(self._tensordict.copy())
@@ -383,17 +410,12 @@ def _rebuild(cls: type, td: TensorDictBase) -> Any:
     return cls._wrap_checked(td)
 
 
-def _handled_by_name(func: Callable) -> bool:
-    from tensordict.base import TD_HANDLED_BY_NAME
-
-    return getattr(func, "__name__", None) in TD_HANDLED_BY_NAME
-
-
 def _unwrap_deep(value: Any) -> Any:
     if isinstance(value, _Wrapper):
         return value._tensordict
-    if type(value) in (list, tuple):
-        return type(value)(_unwrap_deep(v) for v in value)
+    t = type(value)
+    if t is list or t is tuple:
+        return t([v._tensordict if isinstance(v, _Wrapper) else v for v in value])
     return value
 
 
