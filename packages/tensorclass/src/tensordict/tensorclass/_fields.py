@@ -387,5 +387,6 @@ def upgrade(cls: type, name: str) -> None:
     string, say): read it through a :class:`ValueField` from now on."""
     spec = cls._field_specs[name]
     spec.plain = spec.fast = False
+    cls._fast_set = frozenset(n for n in cls._fast_set if n != name)
     setattr(cls, name, ValueField(name, spec.default, spec.unwrap))
 

@@ -94,6 +94,7 @@ def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
     cls._plain_set = frozenset(cls._plain_names)
     for spec in specs.values():
         spec.fast = spec.plain and spec.cast is None and not flags.frozen
+    cls._fast_set = frozenset(n for n, s in specs.items() if s.fast)
     cls._bulk_init = (
         all(s.cast is None for s in specs.values()) and cls.__setattr__ is _Wrapper.__setattr__
     )

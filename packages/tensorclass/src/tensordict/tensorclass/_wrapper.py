@@ -19,13 +19,16 @@ from typing import Any, ClassVar
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
+from tensordict._errors import lock_error
 from tensordict._nontensor import NON_TENSOR_TYPES, unwrap_non_tensor
+from tensordict._shape import parse_batch_size, parse_device
 from tensordict.base import TD_HANDLED_BY_NAME, TD_HANDLED_FUNCTIONS
 from tensordict.tensorclass import _fields, _forward
 from tensordict.tensorclass._fields import MISSING, FieldSpec, Flags
 
 _TD = TensorDict
 _Tensor = torch.Tensor
+_Size = torch.Size
 _FACTORY = object()  # default of a field with a default_factory in the generated __init__
 _MEMMAP_FORWARDERS: tuple[tuple[str, str], ...] = ()  # filled below from core's table
 
@@ -47,6 +50,8 @@ class _Wrapper(TensorDictBase):
     _init_names: ClassVar[tuple[str, ...]] = ()
     _plain_names: ClassVar[tuple[str, ...]] = ()
     _plain_set: ClassVar[frozenset[str]] = frozenset()
+    #: Plain fields without casting (class not frozen): a tensor is stored as it is.
+    _fast_set: ClassVar[frozenset[str]] = frozenset()
     _frozen: ClassVar[bool] = False
     _bulk_init: ClassVar[bool] = True
     _run_post_init: ClassVar[bool] = False
@@ -123,23 +128,34 @@ class _Wrapper(TensorDictBase):
     ) -> None:
         """The body of the generated ``__init__``."""
         cls = type(self)
-        if cls._bulk_init:  # no casting, no custom __setattr__: one validated build
+        if cls._bulk_init:  # no casting, no custom __setattr__: validate in one pass
+            bs = batch_size if type(batch_size) is _Size else parse_batch_size(batch_size)
+            dev = None if device is None else parse_device(device)
+            nb = len(bs)
             source = {}
-            odd = None
-            plain = cls._plain_set
+            other = False  # a value that is not a tensor: the tensordict validates all
             for name, value in zip(cls._init_names, values):
-                if value is None:
+                if type(value) is _Tensor:
+                    if dev is not None and value.device != dev:
+                        value = value.to(dev)
+                    if value.shape[:nb] != bs:
+                        raise _shape_error(cls, name, value, bs)
+                elif value is None:
                     continue
-                if type(value) is not _Tensor:
+                else:
                     if value is _FACTORY:
                         value = cls._field_specs[name].default_factory()
-                    if name in plain:
-                        odd = True
+                    other = True
                 source[name] = value
-            td = _TD(source, batch_size, device, names)
+            if other:
+                td = _TD(source, bs, dev, names)
+            else:
+                td = _TD._new_unsafe(source, bs, dev)
+                if names is not None:
+                    td.names = names
             object.__setattr__(self, "_tensordict", td)
             object.__setattr__(self, "__dict__", td._tensordict)
-            if odd:
+            if other and cls._plain_names:
                 self._check_plain(td._tensordict)
         else:
             specs = cls._field_specs
@@ -221,12 +237,22 @@ class _Wrapper(TensorDictBase):
 
     def __setattr__(self, name: str, value: Any) -> None:
         cls = type(self)
-        spec = cls._field_specs.get(name)
-        if spec is not None:
-            if spec.fast and isinstance(value, _Tensor):  # the tensordict validates it
-                self._tensordict[name] = value
-            else:
-                self._set_field(name, value)
+        if type(value) is _Tensor and name in cls._fast_set:
+            td = self._tensordict
+            if type(td) is _TD:  # the checks of TensorDict.__setitem__, inline
+                dev = td._device
+                if dev is not None and value.device != dev:
+                    value = value.to(dev)
+                bs = td._batch_size
+                if value.shape[: len(bs)] != bs:
+                    raise _shape_error(cls, name, value, bs)
+                store = td._tensordict
+                if td._is_locked and name not in store:
+                    raise lock_error(name)
+                store[name] = value
+                return
+        if name in cls._field_specs:
+            self._set_field(name, value)
             return
         if name == "device":
             raise RuntimeError(
@@ -403,6 +429,14 @@ class _Wrapper(TensorDictBase):
 
     def __reduce__(self) -> tuple:
         return (_rebuild, (type(self), self._tensordict))
+
+
+def _shape_error(cls: type, name: str, value: Any, batch_size: torch.Size) -> RuntimeError:
+    return RuntimeError(
+        f"batch dimension mismatch for field {name!r} of {cls.__name__}: the value has shape "
+        f"{tuple(value.shape)} but its leading dimensions must equal the batch_size="
+        f"{tuple(batch_size)}."
+    )
 
 
 def _rebuild(cls: type, td: TensorDictBase) -> Any:
