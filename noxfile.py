@@ -4,7 +4,7 @@
     nox -s isolated-memmap    one distribution alone (core, memmap, nn, distributed, tensorclass)
     nox -s tests_torch        the test suite against every supported torch
     nox -s cuda               tests marked `cuda` (skips cleanly without a GPU)
-    nox -s lint               version lockstep, ruff, mypy
+    nox -s lint               version lockstep, import structure, ruff, mypy
     nox -s docs               sphinx html + doctest, warnings are errors
     nox -s build              build the five wheels and check how they share the namespace
     nox -s bench              python benchmarks/run.py
@@ -120,7 +120,11 @@ def pytest(session: nox.Session, *args: str) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """All five distributions installed together (editable, with extras); every test."""
+    """All five distributions installed together (editable, with extras); every test.
+
+    The extras include tensordict-distributed[redis]: its store tests start a real
+    ``redis-server`` (Debian package; .ci/run installs it) and skip without one.
+    """
     install(session, *workspace(), *TEST_DEPS)
     pytest(session)  # testpaths: packages/*/tests
 
@@ -187,11 +191,12 @@ def _nvidia_gpus() -> list[str]:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Version lockstep, ruff check + format check, mypy on core's public API."""
+    """Version lockstep, core's import structure, ruff check + format check, mypy."""
     # mypy resolves torch/numpy from this environment: core (editable) brings them.
     install(session, "-e", DISTS[0].rel(), *LINT_DEPS, *TOOL_DEPS)
     session.run("python", "tools/check_versions.py")
     session.run("python", "tools/gen_table_stubs.py", "--check")
+    session.run("python", "tools/check_imports.py")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")  # files: [tool.mypy] in pyproject.toml

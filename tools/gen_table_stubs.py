@@ -169,6 +169,9 @@ def render() -> str:
         if kind == "classmethod":
             add("    @classmethod")
             add(f"    def {name}(cls, *args: Any, **kwargs: Any) -> Any: ...")
+        elif kind == "property":
+            add("    @property")
+            add(f"    def {name}(self) -> Any: ...")
         else:
             add(f"    def {name}(self, *args: Any, **kwargs: Any) -> Any: ...")
     return "\n".join(lines) + "\n"

@@ -26,9 +26,10 @@ from tensordict import (
     lazy_stack,
 )
 from tensordict._consolidate import ConsolidateOps
+from tensordict._key_sets import KeySetOps
 from tensordict._lazy_dense import LazyDenseOps
 from tensordict._lazy_ops import LazyMemberOps
-from tensordict._misc_ops import MiscOps
+from tensordict._pad import PadOps
 from tensordict._state_dict import StateDictOps
 
 METHODS = (
@@ -107,7 +108,8 @@ def test_every_method_exists(name):
 
 def test_lazy_methods_keep_precedence_over_the_dense_mixins():
     mro = LazyStackedTensorDict.__mro__
-    assert mro.index(LazyDenseOps) < mro.index(ConsolidateOps) < mro.index(MiscOps)
+    assert mro.index(LazyDenseOps) < mro.index(ConsolidateOps) < mro.index(KeySetOps)
+    assert mro.index(LazyDenseOps) < mro.index(PadOps)
     assert mro.index(LazyMemberOps) < mro.index(StateDictOps)
     assert LazyStackedTensorDict.to is LazyMemberOps.to
     assert LazyStackedTensorDict.to_padded_tensor is LazyDenseOps.to_padded_tensor

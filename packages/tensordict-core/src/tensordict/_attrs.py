@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _kinds
+from tensordict._kinds import is_tensor_collection
 from tensordict._nontensor import NonTensorData, is_non_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -90,15 +92,11 @@ class TensorAttrs:
 
 
 def _is_nested(value: Any) -> bool:
-    from tensordict.base import is_tensor_collection
-
     return is_tensor_collection(value) and not is_non_tensor(value)
 
 
 def _attrs_of(td: Any, fields: tuple[str, ...]) -> TensorDict:
     """A ``TensorDict`` (batch ``[]``, no device) of :class:`TensorAttrs` for ``td``."""
-    from tensordict._td import TensorDict
-
     out: dict[str, Any] = {}
     scalar = torch.Size([])
     for key, value in td.items():
@@ -106,7 +104,7 @@ def _attrs_of(td: Any, fields: tuple[str, ...]) -> TensorDict:
             out[key] = NonTensorData._make(TensorAttrs.of(value, fields), scalar, None)
         elif _is_nested(value):
             out[key] = _attrs_of(value, fields)
-    return TensorDict._new_unsafe(out, scalar)
+    return _kinds.Dense._new_unsafe(out, scalar)
 
 
 def holds_tensor_attrs(td: Any) -> bool:

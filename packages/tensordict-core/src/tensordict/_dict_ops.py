@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _kinds
 from tensordict._collection import data_of
 from tensordict._errors import lock_error, missing_key
 from tensordict._keys import NestedKey, unravel_key
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._shape import parse_batch_size, parse_device
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
@@ -28,8 +29,7 @@ _MISSING: Any = object()
 class DictOps:
     """Mixin: dict-style operations of :class:`~tensordict.TensorDict`.
 
-    Only dense tensordicts inherit it, so ``isinstance(x, DictOps)`` means "a dense
-    tensordict".
+    Only dense tensordicts inherit it (``isinstance(x, _kinds.Dense)`` tells them apart).
     """
 
     def update(
@@ -77,8 +77,7 @@ class DictOps:
         plan: list,
         ignore_lock: bool,
     ) -> None:
-        store = getattr(source, "_tensordict", None)
-        items = store.items() if store is not None else source.items()
+        items = source._tensordict.items() if isinstance(source, _kinds.Dense) else source.items()
         for key, value in items:
             if type(key) is str and wanted is None:
                 target, last = self, key
@@ -104,7 +103,7 @@ class DictOps:
                 not isinstance(value, _Tensor)
                 and isinstance(value, (dict, TensorDictBase))
                 and type(value) is not NonTensorData
-                and isinstance(current, DictOps)
+                and isinstance(current, _kinds.Dense)
             ):
                 current._plan_update(value, clone, wanted, prefix + (key,), plan, ignore_lock)
                 continue
@@ -214,7 +213,7 @@ class DictOps:
             src, dst = self, out
             for i, part in enumerate(path):
                 value = src._tensordict.get(part)
-                nested = isinstance(value, TensorDictBase) and not isinstance(value, DictOps)
+                nested = isinstance(value, TensorDictBase) and not isinstance(value, _kinds.Dense)
                 if nested and i < len(path) - 1:  # a lazy stack selects the rest itself
                     rest = unravel_key(path[i + 1 :])
                     sub = dst._tensordict.get(part)
@@ -222,7 +221,7 @@ class DictOps:
                     if sub is not value:
                         dst._tensordict[part] = value.select(*kept, rest, strict=strict)
                     break
-                if value is None or (i < len(path) - 1 and not isinstance(value, DictOps)):
+                if value is None or (i < len(path) - 1 and not isinstance(value, _kinds.Dense)):
                     if not strict:
                         break
                     if value is None:
@@ -262,7 +261,7 @@ class DictOps:
         for key in keys:
             path = _key_tuple(key)
             parent = out._get_tuple(path[:-1], None) if len(path) > 1 else out
-            if isinstance(parent, DictOps):
+            if isinstance(parent, _kinds.Dense):
                 parent._tensordict.pop(path[-1], None)
             elif isinstance(parent, TensorDictBase):  # a lazy stack (already copied)
                 parent.exclude(path[-1], inplace=True)
@@ -311,7 +310,9 @@ class DictOps:
     ) -> None:
         for key, value in self._tensordict.items():
             name = prefix + key
-            leaf = is_leaf(type(value)) if is_leaf is not None else not isinstance(value, DictOps)
+            leaf = (
+                is_leaf(type(value)) if is_leaf is not None else not isinstance(value, _kinds.Dense)
+            )
             if leaf or value.is_empty():
                 if name in out:
                     raise KeyError(f"flatten_keys: flattened key {name!r} already exists.")
@@ -329,11 +330,11 @@ class DictOps:
         """
         out = self._new_unsafe({}, self._batch_size, self._device, self._names)
         for key, value in self._tensordict.items():
-            if isinstance(value, DictOps):
+            if isinstance(value, _kinds.Dense):
                 value = value.unflatten_keys(separator)
             path = tuple(key.split(separator))
             existing = out._get_tuple(path, None)
-            if isinstance(existing, DictOps) and isinstance(value, DictOps):
+            if isinstance(existing, _kinds.Dense) and isinstance(value, _kinds.Dense):
                 existing.update(value)
             else:
                 out._set_tuple(path, value, inplace=False, validated=True)
@@ -379,15 +380,15 @@ class DictOps:
         """
         if recurse:
             return self._map_tensors(torch.clone)
+        bs = self._batch_size
         out = {}
         for key, value in self._tensordict.items():
-            out[key] = (
-                value
-                if isinstance(value, _Tensor)
-                else value.clone(recurse=False)
-                if isinstance(value, TensorDictBase)
-                else value
-            )
+            if isinstance(value, _Tensor):
+                out[key] = value
+            elif isinstance(value, NON_TENSOR):
+                out[key] = value._with(bs)  # a container of its own (see _tree.carry_non_tensor)
+            else:
+                out[key] = value.clone(recurse=False)
         return self._new_unsafe(
             out, self._batch_size, self._device, self._names and list(self._names)
         )
@@ -413,7 +414,7 @@ class DictOps:
         out = {}
         if recurse:
             for key, value in self._tensordict.items():
-                if isinstance(value, DictOps):
+                if isinstance(value, _kinds.Dense):
                     out[key] = value.empty(
                         recurse=True,
                         batch_size=bs + value._batch_size[len(self._batch_size) :]

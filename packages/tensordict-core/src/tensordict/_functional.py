@@ -11,7 +11,7 @@ if TYPE_CHECKING:
 
 import torch
 
-from tensordict import _legacy
+from tensordict import _kinds, _legacy
 from tensordict._collection import wrapped
 from tensordict._nontensor import (
     NON_TENSOR,
@@ -55,16 +55,14 @@ def _merge_names(tds: Sequence[TensorDictBase]) -> list | None:
 
 
 def _as_dense(tds: Sequence[Any]) -> list:
-    from tensordict._td import TensorDict
-
     out = []
     for td in tds:
-        if isinstance(td, TensorDict):
+        if isinstance(td, _kinds.Dense):
             out.append(td)
         elif isinstance(td, TensorDictBase):
             out.append(td.to_tensordict())
         elif isinstance(td, dict):
-            out.append(TensorDict(td))
+            out.append(_kinds.Dense(td))
         else:
             raise TypeError(f"expected tensordicts, got {type(td).__name__}.")
     return out
@@ -112,8 +110,6 @@ def _combine(
     tds: list, op: str, tensor_fn: Callable, dim: int, new_bs: torch.Size, prefix: tuple = ()
 ) -> Any:
     """Combine the entries of ``tds`` key by key with ``tensor_fn(values, dim)``."""
-    from tensordict._td import TensorDict
-
     first = tds[0]
     n = len(first._tensordict)
     device = first._device
@@ -147,7 +143,7 @@ def _combine(
             out[key] = _combine(sub, op, tensor_fn, dim, sub_bs, prefix + (key,))
             if inner is not None:
                 out[key] = inner[1](out[key])
-    return TensorDict._new_unsafe(out, new_bs, device)
+    return _kinds.Dense._new_unsafe(out, new_bs, device)
 
 
 def _combine_all(list_of_tensordicts: Sequence[TensorDictBase], op: str, dim: int, out: Any) -> Any:
@@ -210,8 +206,6 @@ def stack(
     torch.Size([3, 2, 4])
     """
     if _legacy.LAZY_LEGACY:
-        from tensordict._lazy_dense import lazy_stack
-
         return lazy_stack(list_of_tensordicts, dim, out=out)
     return _combine_all(list_of_tensordicts, "stack", dim, out)
 
@@ -478,3 +472,123 @@ for _fn in (
     torch.randint_like,
 ):
     implements_for_td(_fn)(_like(_fn))
+
+
+def lazy_stack(
+    input: Sequence[Any], dim: int = 0, *, out: TensorDictBase | None = None, **kwargs: Any
+) -> Any:
+    """Stack tensordicts lazily: a :class:`LazyStackedTensorDict` that keeps them as they are.
+
+    Members may hold different keys and entries of different shapes. Non-tensor values
+    (``NonTensorData``) stack into a :class:`~tensordict.NonTensorStack`.
+
+    >>> import torch
+    >>> from tensordict import TensorDict, lazy_stack
+    >>> lazy = lazy_stack([TensorDict({"a": torch.zeros(2)}), TensorDict({"a": torch.ones(3)})])
+    >>> lazy.batch_size, [td["a"].shape for td in lazy]
+    (torch.Size([2]), [torch.Size([2]), torch.Size([3])])
+    """
+    if kwargs:
+        raise TypeError(f"lazy_stack() got unexpected keyword arguments {sorted(kwargs)}.")
+    items = list(input)
+    if not items:
+        raise RuntimeError("lazy_stack expects a non-empty sequence of tensordicts.")
+    if all(isinstance(x, NON_TENSOR) for x in items):
+        return NonTensorStack(*items, stack_dim=dim)
+    inner = wrapped(items)
+    if inner is not None:  # tensorclasses: a lazy stack of their data, in the same class
+        return inner[1](lazy_stack(inner[0], dim, out=getattr(out, "_tensordict", out)))
+    result = _kinds.Lazy(*items, stack_dim=dim)
+    if out is not None:
+        out.update_(result)
+        return out
+    return result
+
+
+def _same_structure(tds: Sequence[TensorDictBase]) -> bool:
+    """Whether dense tensordicts have the same keys, leaf kinds and leaf shapes."""
+    first = tds[0]
+    if not isinstance(first, _kinds.Dense):
+        return False
+    ref = [(k, type(v), getattr(v, "shape", None)) for k, v in first.items(True, True)]
+    for td in tds[1:]:
+        if not isinstance(td, _kinds.Dense):
+            return False
+        got = [(k, type(v), getattr(v, "shape", None)) for k, v in td.items(True, True)]
+        if got != ref:
+            return False
+    return True
+
+
+def maybe_dense_stack(
+    input: Sequence[TensorDictBase],
+    dim: int = 0,
+    *,
+    out: TensorDictBase | None = None,
+    **kwargs: Any,
+) -> TensorDictBase:
+    """Stack densely when the tensordicts share keys and shapes, lazily otherwise.
+
+    >>> import torch
+    >>> from tensordict import TensorDict, maybe_dense_stack
+    >>> same = [TensorDict({"a": torch.zeros(2)}, [2])] * 2
+    >>> other = [TensorDict({"a": torch.zeros(2)}, [2]), TensorDict({"a": torch.zeros(2, 5)}, [2])]
+    >>> type(maybe_dense_stack(same)).__name__, type(maybe_dense_stack(other)).__name__
+    ('TensorDict', 'LazyStackedTensorDict')
+    """
+    items = list(input)
+    inner = wrapped(items)
+    if inner is not None:  # tensorclasses: stack their data, in the same class
+        target = getattr(out, "_tensordict", out)
+        return inner[1](maybe_dense_stack(inner[0], dim, out=target, **kwargs))
+    if items and _same_structure(items):
+        return _combine_all(items, "stack", dim, out)  # type: ignore[no-any-return]
+    return lazy_stack(items, dim, out=out, **kwargs)  # type: ignore[no-any-return]
+
+
+def dense_stack_tds(
+    td_list: Sequence[TensorDictBase] | TensorDictBase, dim: int | None = None
+) -> TensorDict:
+    """Stack tensordicts of identical structure into one dense tensordict.
+
+    Unlike ``torch.stack`` (which may return a lazy stack), the result is dense at the
+    top level; nested lazy stacks stay lazy. ``td_list`` may be a lazy stack (its
+    members and stack dimension are used) or a sequence of tensordicts with ``dim``.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> tds = [TensorDict({"a": torch.full((2,), float(i))}, [2]) for i in range(3)]
+    >>> out = dense_stack_tds(tds, dim=1)
+    >>> out.batch_size, out["a"][0]
+    (torch.Size([2, 3]), tensor([0., 1., 2.]))
+    """
+    members = _kinds.lazy_members(td_list)
+    if members is not None and isinstance(td_list, TensorDictBase):
+        if dim is None:
+            dim = td_list.stack_dim  # type: ignore[attr-defined]
+        td_list = list(members)
+    elif dim is None:
+        raise ValueError("dense_stack_tds: pass dim= when stacking a list of tensordicts.")
+    tds: list[Any] = list(td_list)
+    if not tds:
+        raise ValueError("dense_stack_tds needs at least one tensordict.")
+    first = tds[0]
+    shape = list(first.batch_size)
+    ndim = len(shape) + 1
+    if not -ndim <= dim < ndim:
+        raise IndexError(
+            f"dense_stack_tds: dim {dim} is out of range for stacking tensordicts of batch size "
+            f"{tuple(first.batch_size)} (expected -{ndim} <= dim < {ndim})."
+        )
+    dim = dim % ndim
+    for i, td in enumerate(tds[1:], 1):
+        if td.batch_size != first.batch_size:
+            raise RuntimeError(
+                f"dense_stack_tds: tensordict {i} has batch size {tuple(td.batch_size)}, "
+                f"tensordict 0 has {tuple(first.batch_size)}."
+            )
+    shape.insert(dim, len(tds))
+    out = first.unsqueeze(dim).expand(shape).clone()
+    for i, td in enumerate(tds):
+        out[(slice(None),) * dim + (i,)] = td
+    return out  # type: ignore[no-any-return]

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, cast
 
+from tensordict import _kinds
+from tensordict._kinds import is_leaf_default
+
 NestedKey = str | tuple["NestedKey", ...]
 
 
@@ -89,6 +92,25 @@ def key_as_tuple(key: NestedKey) -> tuple[str, ...]:
     return flat if isinstance(flat, tuple) else (flat,)
 
 
+def unravel_key_to_tuple(key: NestedKey) -> tuple[str, ...]:
+    """A nested key as a flat tuple of strings; ``()`` when ``key`` is not a valid key.
+
+    Unlike :func:`unravel_key` a string gives a one-element tuple, and nothing raises.
+
+    >>> unravel_key_to_tuple("a"), unravel_key_to_tuple(("a", ("b", ("c",))))
+    (('a',), ('a', 'b', 'c'))
+    >>> unravel_key_to_tuple(("a", 1)), unravel_key_to_tuple(1)
+    ((), ())
+    """
+    if type(key) is str:
+        return (key,)
+    if not is_nested_key(key):
+        return ()
+    out: list[str] = []
+    _flatten_into(key, out)
+    return tuple(out)
+
+
 class _DenseStorage(Protocol):
     """What the keys view walks: a tensordict exposing its ``str -> value`` storage.
 
@@ -142,16 +164,14 @@ class TensorDictKeysView:
         return keys
 
     def _iter(self, td: _DenseStorage, prefix: tuple[str, ...]) -> Iterator[str | tuple[str, ...]]:
-        from tensordict.base import _is_leaf_default
-
-        is_leaf = self.is_leaf or _is_leaf_default
+        is_leaf = self.is_leaf or is_leaf_default
         for key, value in td._tensordict.items():
             full = prefix + (key,) if prefix else key
             leaf = is_leaf(type(value))
             if leaf or not self.leaves_only:
                 yield full
             if not leaf and self.include_nested:
-                if hasattr(value, "_tensordict"):
+                if isinstance(value, _kinds.Dense):
                     yield from self._iter(value, prefix + (key,))
                 elif hasattr(value, "keys"):  # another tensordict type: its own view
                     for sub in value.keys(True, self.leaves_only, self.is_leaf):
@@ -178,11 +198,11 @@ class TensorDictKeysView:
         td: _DenseStorage = self._td
         for i, part in enumerate(path[:-1]):
             sub = td._tensordict.get(part)
-            if sub is not None and not hasattr(sub, "_tensordict") and hasattr(sub, "keys"):
+            if sub is not None and not isinstance(sub, _kinds.Dense) and hasattr(sub, "keys"):
                 rest = path[i + 1 :]  # another tensordict type (a lazy stack) answers
                 view = sub.keys(True, self.leaves_only, self.is_leaf)
                 return bool((rest[0] if len(rest) == 1 else rest) in view)
-            if sub is None or not hasattr(sub, "_tensordict"):
+            if sub is None or not isinstance(sub, _kinds.Dense):
                 return False
             td = sub
         if path[-1] not in td._tensordict:
@@ -192,9 +212,7 @@ class TensorDictKeysView:
     def _leaf_ok(self, value: object) -> bool:
         if not self.leaves_only:
             return True
-        from tensordict.base import _is_leaf_default
-
-        return (self.is_leaf or _is_leaf_default)(type(value))
+        return (self.is_leaf or is_leaf_default)(type(value))
 
     def __repr__(self) -> str:
         return f"_TensorDictKeysView({list(self)},\n    include_nested={self.include_nested}, leaves_only={self.leaves_only})"

@@ -11,10 +11,12 @@ padded or densified).
 
 Batch-shape operations, ``apply`` and the dict-like methods live in
 :mod:`tensordict._lazy_ops`, dense copies in :mod:`tensordict._lazy_dense`; this module
-holds the container, reads, writes, indexing, keys and the printed form. The generic
-mixins of the dense ``TensorDict`` (:class:`~tensordict._misc_ops.MiscOps`,
-:class:`~tensordict._state_dict.StateDictOps`,
-:class:`~tensordict._consolidate.ConsolidateOps`) come after the lazy ones in the bases:
+holds the container, reads, writes and keys; indexing is in :mod:`tensordict._lazy_index`
+and the printed form in :mod:`tensordict._lazy_repr`. The generic
+mixins of the dense ``TensorDict`` (:class:`~tensordict._consolidate.ConsolidateOps`,
+:class:`~tensordict._state_dict.StateDictOps`, :class:`~tensordict._key_sets.KeySetOps`,
+:class:`~tensordict._indexed.IndexedOps`, :class:`~tensordict._memory.MemoryOps`,
+:class:`~tensordict._pad.PadOps`) come after the lazy ones in the bases:
 they work through the primitives, and the few hooks a lazy stack answers differently
 (``get_item_shape``, ``entry_class``, ``_plan_at``) are defined here.
 """
@@ -27,26 +29,30 @@ from typing import Any
 import numpy as np
 import torch
 
+from tensordict import _kinds
 from tensordict._consolidate import ConsolidateOps
 from tensordict._errors import lock_error, missing_key
-from tensordict._index import indexed_batch_size, normalize_index
+from tensordict._indexed import IndexedOps
+from tensordict._key_sets import KeySetOps
 from tensordict._keys import NestedKey, TensorDictKeysView, key_as_tuple, unravel_key
+from tensordict._kinds import is_leaf_default
 from tensordict._lazy_dense import LazyDenseOps
+from tensordict._lazy_index import LazyIndexOps, member_item_shape
 from tensordict._lazy_ops import LazyMemberOps, LazyShapeOps
 from tensordict._lazy_repr import lazy_repr_block
-from tensordict._misc_ops import MiscOps, _check_at, _check_non_tensor_at, _plan_in, _write_at
+from tensordict._memory import MemoryOps
 from tensordict._nontensor import (
     NON_TENSOR,
     NON_TENSOR_TYPES,
     NonTensorStack,
     stack_non_tensor,
     unwrap_non_tensor,
-    write_non_tensor,
 )
-from tensordict._shape import normalize_dim, parse_batch_size
+from tensordict._pad import PadOps
+from tensordict._shape import common_shape, normalize_dim, parse_batch_size
 from tensordict._state_dict import StateDictOps
 from tensordict._td import TensorDict
-from tensordict.base import NO_DEFAULT, TensorDictBase, _is_leaf_default, _key_tuple
+from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 _Tensor = torch.Tensor
 _MISSING: Any = object()
@@ -58,12 +64,16 @@ def _fmt(key: tuple) -> Any:
 
 
 class LazyStackedTensorDict(
+    LazyIndexOps,
     LazyShapeOps,
     LazyMemberOps,
     LazyDenseOps,
     ConsolidateOps,
     StateDictOps,
-    MiscOps,
+    KeySetOps,
+    IndexedOps,
+    MemoryOps,
+    PadOps,
     TensorDictBase,
 ):
     """A lazy stack of tensordicts: entries are stacked when read, writes go to the members.
@@ -329,8 +339,8 @@ class LazyStackedTensorDict(
         torch.Size([2, 3, -1])
         """
         path = _key_tuple(key)
-        shapes = self._per_member(path, _member_item_shape)
-        shape = _common_shape(shapes)
+        shapes = self._per_member(path, member_item_shape)
+        shape = common_shape(shapes)
         if shape is None:
             raise RuntimeError(
                 f"get_item_shape: entry {_fmt(path)!r} has a different number of dimensions "
@@ -596,213 +606,6 @@ class LazyStackedTensorDict(
     def __delitem__(self, key: Any) -> None:
         self.del_(key)
 
-    # ------------------------------------------------------------------ indexing
-    def _decompose(self, index: Any) -> tuple[Any, Any, int] | None:
-        """Split an index into (members selected, index for each member, position of the
-        stack dimension in the result); ``None`` when it mixes the stack dimension into a
-        multi-dimensional advanced index (handled on a dense copy)."""
-        bs, sd = self._batch_size, self.stack_dim
-        idx = normalize_index(index, bs)
-        items = list(idx) if type(idx) is tuple else [idx]
-        if sum(isinstance(it, _Tensor) for it in items) > 1:
-            return None
-        dim = 0
-        out_dims = 0
-        selector: Any = _MISSING
-        pos = 0
-        member_items: list = []
-        for it in items:
-            if it is None:
-                out_dims += 1
-                member_items.append(it)
-                continue
-            if isinstance(it, _Tensor):
-                if it.dtype is torch.bool:
-                    span, produced = it.ndim, 1
-                    if span == 0:
-                        return None
-                else:
-                    span, produced = 1, it.ndim
-            else:
-                span, produced = 1, (0 if type(it) is int else 1)
-            if dim <= sd < dim + span:
-                if span != 1:
-                    return None
-                selector, pos = it, out_dims
-            else:
-                member_items.append(it)
-            dim += span
-            out_dims += produced
-        if selector is _MISSING:  # the index stops before the stack dimension
-            selector, pos = slice(None), out_dims + (sd - dim)
-        n = len(self.tensordicts)
-        if isinstance(selector, _Tensor):
-            if selector.dtype is torch.bool:
-                selector = selector.nonzero().squeeze(-1)
-            if selector.ndim == 0:
-                selector = int(selector)
-            elif selector.ndim == 1:
-                selector = [i % n if i < 0 else i for i in selector.tolist()]
-            else:
-                return None
-        if type(selector) is int:
-            selector = selector + n if selector < 0 else selector
-        elif type(selector) is slice:
-            selector = list(range(n))[selector]
-        if not member_items:
-            member_index: Any = _MISSING  # the members are taken whole
-        else:
-            member_index = tuple(member_items) if len(member_items) != 1 else member_items[0]
-        return selector, member_index, pos
-
-    def _index(self, index: Any) -> TensorDictBase:
-        dec = self._decompose(index)
-        if dec is None:
-            return self.contiguous()[index]
-        selector, member_index, pos = dec
-        tds = self.tensordicts
-        if type(selector) is int:
-            td = tds[selector]
-            return td if member_index is _MISSING else td[member_index]
-        parts = [tds[j] if member_index is _MISSING else tds[j][member_index] for j in selector]
-        if parts:
-            return LazyStackedTensorDict._new(parts, pos, self._td_dim_name)
-        new_bs = indexed_batch_size(normalize_index(index, self._batch_size), self._batch_size)
-        return LazyStackedTensorDict._new([], pos, self._td_dim_name, new_bs)
-
-    def _set_at_index(self, index: Any, value: Any) -> None:
-        dec = self._decompose(index)
-        if dec is None:
-            raise IndexError(
-                f"cannot write into a LazyStackedTensorDict at index {index!r}: it mixes the "
-                f"stack dimension ({self.stack_dim}) into a multi-dimensional advanced index. "
-                "Write through lazy_td.tensordicts[i], or use an index that selects along the "
-                "stack dimension with an int, a slice or a 1-d tensor."
-            )
-        selector, member_index, pos = dec
-        tds = self.tensordicts
-        key = Ellipsis if member_index is _MISSING else member_index
-        if type(selector) is int:
-            tds[selector][key] = value
-            return
-        bs = self._batch_size
-        idx_bs = indexed_batch_size(normalize_index(index, bs), bs)
-        parts = _split_at(value, idx_bs, pos, len(selector), index)
-        targets = [tds[j] for j in selector]
-        for td, part in zip(targets, parts, strict=True):  # validate every member first
-            if isinstance(td, TensorDict) and isinstance(part, TensorDictBase):
-                m_idx = normalize_index(key, td.batch_size)
-                m_bs = indexed_batch_size(m_idx, td.batch_size)
-                if part.batch_size == m_bs:
-                    td._check_set_at(m_idx, m_bs, part, ())
-        for td, part in zip(targets, parts, strict=True):
-            td[key] = part
-
-    def _plan_at(
-        self,
-        key: str,
-        path: tuple,
-        value: Any,
-        index: Any,
-        plan: list[Callable[[], None]],
-        non_blocking: bool,
-    ) -> None:
-        """Plan an indexed in-place write of the entry ``key`` (see ``set_at_``): the
-        index is split into the members it selects and the index within them, and each
-        member plans its part. Indices that cannot be split (into feature dimensions, or
-        mixing the stack dimension into an advanced index) write through a stacked copy."""
-        try:
-            cls = self.entry_class(key)
-        except KeyError as err:
-            raise KeyError(f"cannot write in place at {_fmt(path)!r}: {err.args[0]}") from None
-        dec = None
-        # ``...`` in an index for a tensor stands for its feature dimensions too
-        if not (issubclass(cls, _Tensor) and _has_ellipsis(index)):
-            try:
-                dec = self._decompose(index)
-            except IndexError:
-                pass
-        if dec is None or issubclass(cls, TensorDictBase):
-            self._plan_through_copy(key, path, value, index, plan, non_blocking)
-            return
-        selector, member_index, pos = dec
-        tds = self.tensordicts
-        m_index = Ellipsis if member_index is _MISSING else member_index
-        if type(selector) is int:
-            _plan_in(tds[selector], key, path, value, m_index, plan, non_blocking)
-            return
-        if not selector:
-            return
-        parts = self._split_leaf_value(key, path, cls, value, index, pos, selector)
-        for j, part in zip(selector, parts, strict=True):
-            _plan_in(tds[j], key, path, part, m_index, plan, non_blocking)
-
-    def _plan_through_copy(
-        self,
-        key: str,
-        path: tuple,
-        value: Any,
-        index: Any,
-        plan: list[Callable[[], None]],
-        non_blocking: bool,
-    ) -> None:
-        """Plan the write into a stacked copy of the entry, then into the members."""
-        stacked = self._gather((key,), NO_DEFAULT)
-        if isinstance(stacked, NON_TENSOR):
-            bs = self._batch_size
-            _check_non_tensor_at(path, stacked, value, index, bs)
-
-            def write_non_tensor_leaf() -> None:
-                new = write_non_tensor(stacked, index, value, bs)
-                self._set_tuple((key,), new, inplace=False, validated=False)
-
-            plan.append(write_non_tensor_leaf)
-            return
-        if isinstance(stacked, TensorDictBase):  # writes through to the members itself
-            plan.append(lambda: stacked.__setitem__(index, value))
-            return
-        _check_at(path, stacked, value, index)
-
-        def write_tensor() -> None:
-            _write_at(stacked, value, index, non_blocking)
-            self._set_tuple((key,), stacked, inplace=True, validated=False)
-
-        plan.append(write_tensor)
-
-    def _split_leaf_value(
-        self, key: str, path: tuple, cls: type, value: Any, index: Any, pos: int, selector: list
-    ) -> list:
-        """``value`` (written at ``index`` of entry ``key``) split into one part per
-        selected member: along the dimension standing for the stack dimension when the
-        value has it, else the same value for each."""
-        m = len(selector)
-        bs = self._batch_size
-        span = len(indexed_batch_size(normalize_index(index, bs), bs)) - pos
-        if issubclass(cls, _Tensor):
-            if isinstance(value, (list, np.ndarray, *_NUMBERS)):
-                value = torch.as_tensor(value)
-            if not isinstance(value, _Tensor):
-                return [value] * m
-            member = self.tensordicts[selector[0]]
-            span += len(_member_item_shape(member, (key,))) - len(member.batch_size)
-            shape = value.shape
-        elif type(value) is NonTensorStack:
-            shape = value.batch_size
-        else:
-            return [value] * m
-        if len(shape) < span:
-            return [value] * m
-        d = len(shape) - span
-        if shape[d] == m:
-            return list(value.unbind(d))
-        if shape[d] == 1:
-            return [value[(slice(None),) * d + (0,)]] * m
-        raise RuntimeError(
-            f"cannot write a value of shape {tuple(shape)} into entry {_fmt(path)!r} at index "
-            f"{index!r}: its dimension {d} stands for the {m} stacked tensordicts selected "
-            f"(the stack dimension) but has size {shape[d]}."
-        )
-
     # ------------------------------------------------------------------ primitives for tables
     def _flat_tensors(self, out: list) -> list:
         for td in self.tensordicts:
@@ -872,12 +675,7 @@ class LazyStackedTensorDict(
         return lazy_repr_block(self, indent)
 
 
-def _member_item_shape(td: TensorDictBase, path: tuple) -> torch.Size:
-    fn = getattr(td, "get_item_shape", None)
-    if fn is not None:
-        return fn(path)  # type: ignore[no-any-return]
-    value = td._get_tuple(path, NO_DEFAULT)
-    return value.shape if isinstance(value, _Tensor) else value.batch_size
+_kinds.bind(Lazy=LazyStackedTensorDict)
 
 
 def _member_entry_class(td: TensorDictBase, path: tuple) -> type:
@@ -887,60 +685,12 @@ def _member_entry_class(td: TensorDictBase, path: tuple) -> type:
     return type(td._get_tuple(path, NO_DEFAULT))
 
 
-def _has_ellipsis(index: Any) -> bool:
-    return index is Ellipsis or (type(index) is tuple and any(i is Ellipsis for i in index))
-
-
-def _common_shape(shapes: Sequence[Sequence[int]]) -> list[int] | None:
-    """The sizes shared by ``shapes``, ``-1`` where they differ; ``None`` if the numbers of
-    dimensions differ."""
-    shape = list(shapes[0])
-    for other in shapes[1:]:
-        if len(other) != len(shape):
-            return None
-        shape = [s if s == t else -1 for s, t in zip(shape, other, strict=True)]
-    return shape
-
-
 def _mixed_error(key: tuple, values: list) -> TypeError:
     kinds = {i: type(v).__name__ for i, v in enumerate(values)}
     return TypeError(
         f"cannot stack entry {_fmt(key)!r}: the stacked tensordicts hold values of different "
         f"kinds there (by member: {kinds})."
     )
-
-
-def _split_at(value: Any, idx_bs: torch.Size, pos: int, n: int, index: Any) -> list:
-    """``value`` (written at an index selecting ``idx_bs``) split along ``pos`` into ``n``."""
-    if isinstance(value, dict):
-        value = TensorDict(value, batch_size=idx_bs)
-    if isinstance(value, TensorDictBase):
-        if value.batch_size != idx_bs:
-            try:
-                value = value.expand(idx_bs)
-            except RuntimeError:
-                raise RuntimeError(
-                    f"cannot write a tensordict of batch_size={tuple(value.batch_size)} at "
-                    f"index {index!r}, which selects a batch of shape {tuple(idx_bs)}."
-                ) from None
-        return list(value.unbind(pos))
-    if isinstance(value, (_Tensor, *_NUMBERS)):
-        t = torch.as_tensor(value)
-        if t.ndim >= len(idx_bs) - pos:  # the value spans the stack dimension
-            try:
-                t = (
-                    t.expand(*idx_bs, *t.shape[len(idx_bs) :])
-                    if t.shape[: len(idx_bs)] != (idx_bs)
-                    else t
-                )
-            except RuntimeError:
-                raise RuntimeError(
-                    f"cannot write a tensor of shape {tuple(t.shape)} at index {index!r} "
-                    f"(selected batch shape {tuple(idx_bs)})."
-                ) from None
-            return list(t.unbind(pos))
-        return [t] * n
-    return [value] * n
 
 
 class _LazyKeysView(TensorDictKeysView):
@@ -964,7 +714,7 @@ class _LazyKeysView(TensorDictKeysView):
         return type(values[0]), None
 
     def _walk(self, td: LazyStackedTensorDict, prefix: tuple) -> Iterator[Any]:
-        is_leaf = self.is_leaf or _is_leaf_default
+        is_leaf = self.is_leaf or is_leaf_default
         for key in td._common_keys():
             full = prefix + (key,) if prefix else key
             if not (self.include_nested or self.leaves_only):
@@ -999,4 +749,4 @@ class _LazyKeysView(TensorDictKeysView):
                 if nested is None:
                     return False
                 td = nested
-        return not self.leaves_only or (self.is_leaf or _is_leaf_default)(cls)
+        return not self.leaves_only or (self.is_leaf or is_leaf_default)(cls)

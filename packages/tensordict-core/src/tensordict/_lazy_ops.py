@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _kinds
 from tensordict._consolidate import consolidated_to
-from tensordict._dict_ops import DictOps, write_inplace
+from tensordict._dict_ops import write_inplace
 from tensordict._errors import lock_error
 from tensordict._keys import unravel_key
 from tensordict._shape import (
@@ -27,7 +28,8 @@ from tensordict._shape import (
     parse_batch_size,
     unpack_shape,
 )
-from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
+from tensordict._tree import run_plan
+from tensordict.base import DEFAULT_APPLY, NO_DEFAULT, ApplySpec, TensorDictBase, _key_tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._lazy import LazyStackedTensorDict
@@ -49,11 +51,9 @@ class LazyShapeOps:
     _td_dim_name: str | None
 
     def _restack(self, members: list, stack_dim: int, names: bool = True) -> Any:
-        from tensordict._lazy import LazyStackedTensorDict
-
         if not members:
             raise RuntimeError("cannot restack an empty LazyStackedTensorDict.")
-        return LazyStackedTensorDict._new(members, stack_dim, self._td_dim_name if names else None)
+        return _kinds.Lazy._new(members, stack_dim, self._td_dim_name if names else None)
 
     def unsqueeze(self, dim: int) -> Any:
         """Insert a batch dimension of size 1 at ``dim`` (in every member).
@@ -349,34 +349,24 @@ class LazyMemberOps:
         def _common_keys(self) -> list[str]: ...
 
     def _from_members(self, members: list) -> LazyStackedTensorDict:
-        from tensordict._lazy import LazyStackedTensorDict
-
         if not members:
-            return LazyStackedTensorDict._new(
-                [], self.stack_dim, self._td_dim_name, self._batch_size
-            )
-        return LazyStackedTensorDict._new(members, self.stack_dim, self._td_dim_name)
+            return _kinds.Lazy._new([], self.stack_dim, self._td_dim_name, self._batch_size)
+        return _kinds.Lazy._new(members, self.stack_dim, self._td_dim_name)
 
     # ------------------------------------------------------------------ apply
     def _apply_nest(
         self,
-        fn: Callable,
+        fn: Callable[..., Any],
         *others: Any,
+        spec: ApplySpec = DEFAULT_APPLY,
         batch_size: Sequence[int] | None = None,
-        device: Any = NO_DEFAULT,
         names: Any = NO_DEFAULT,
-        inplace: bool = False,
-        checked: bool = False,
-        call_on_nested: bool = False,
-        default: Any = NO_DEFAULT,
-        named: bool = False,
-        nested_keys: bool = False,
-        prefix: tuple = (),
-        filter_empty: bool | None = None,
-        is_leaf: Callable | None = None,
+        prefix: tuple[str, ...] = (),
         out: Any = None,
-        _plan: list | None = None,
+        plan: list[Any] | None = None,
     ) -> Any:
+        """``apply`` member by member (see ``TreeMapOps._apply_nest``): ``others`` and
+        ``out`` are split along the stack dimension, which ``batch_size`` must keep."""
         tds = self.tensordicts
         sd = self.stack_dim
         split = [self._unbind_like(o, "apply") for o in others]
@@ -390,32 +380,24 @@ class LazyMemberOps:
                 )
             member_bs = bs[:sd] + bs[sd + 1 :]
         outs = self._unbind_like(out, "apply") if out is not None else [None] * len(tds)
-        plan = _plan if _plan is not None or not inplace else []
+        inplace = spec.inplace
+        shared = plan if plan is not None or not inplace else []
         results = []
         for i, td in enumerate(tds):
             results.append(
                 td._apply_nest(
                     fn,
                     *[o[i] for o in split],
+                    spec=spec,
                     batch_size=member_bs,
-                    device=device,
-                    names=NO_DEFAULT,
-                    inplace=inplace,
-                    checked=checked,
-                    call_on_nested=call_on_nested,
-                    default=default,
-                    named=named,
-                    nested_keys=nested_keys,
                     prefix=prefix,
-                    filter_empty=filter_empty,
-                    is_leaf=is_leaf,
                     out=outs[i],
-                    _plan=plan,
+                    plan=shared,
                 )
             )
         if inplace:
-            if _plan is None and plan:
-                _run_plan(plan)
+            if plan is None and shared:
+                run_plan(shared)
             return self if out is None else out
         if all(r is None for r in results):
             return None
@@ -424,28 +406,6 @@ class LazyMemberOps:
         if names is not NO_DEFAULT and names is not None:
             result.names = names
         return result
-
-    def apply(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:
-        """Apply ``fn`` to every leaf of every member (see :meth:`TensorDict.apply`); the
-        result is a lazy stack. ``others`` are split along the stack dimension.
-
-        >>> import torch
-        >>> from tensordict import TensorDict, lazy_stack
-        >>> lazy = lazy_stack([TensorDict({"a": torch.ones(2)}), TensorDict({"a": torch.ones(3)})])
-        >>> [td["a"].tolist() for td in lazy.apply(lambda x: x * 2)]
-        [[2.0, 2.0], [2.0, 2.0, 2.0]]
-        """
-        return self._apply_nest(fn, *others, **kwargs)
-
-    def apply_(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:
-        """Apply ``fn`` to every leaf and write the results in place (all or nothing)."""
-        return self._apply_nest(fn, *others, inplace=True, **kwargs)
-
-    def named_apply(
-        self, fn: Callable, *others: Any, nested_keys: bool = False, **kwargs: Any
-    ) -> Any:
-        """Like :meth:`apply`, with ``fn(key, value, *other_values)``."""
-        return self._apply_nest(fn, *others, named=True, nested_keys=nested_keys, **kwargs)
 
     # ------------------------------------------------------------------ dict-like
     def update(
@@ -469,16 +429,14 @@ class LazyMemberOps:
         >>> lazy.update({"b": torch.ones(3, 2)})["b"].shape
         torch.Size([3, 2])
         """
-        from tensordict._td import TensorDict
-
         source = input_dict_or_td
         if not isinstance(source, TensorDictBase):
-            source = TensorDict(source, batch_size=self._batch_size)
+            source = _kinds.Dense(source, batch_size=self._batch_size)
         parts = self._unbind_like(source, "update")
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
         plans = []
         for td, part in zip(self.tensordicts, parts, strict=True):
-            if isinstance(td, DictOps):
+            if isinstance(td, _kinds.Dense):
                 plan: list = []
                 td._plan_update(part, clone, wanted, (), plan, ignore_lock)
                 plans.append((td, part, plan))
@@ -506,11 +464,9 @@ class LazyMemberOps:
         keys_to_update: Sequence[Any] | None = None,
     ) -> Any:
         """Copy every entry of ``input_dict_or_td`` in place into the members' entries."""
-        from tensordict._td import TensorDict
-
         source = input_dict_or_td
         if not isinstance(source, TensorDictBase):
-            source = TensorDict(source, batch_size=self._batch_size)
+            source = _kinds.Dense(source, batch_size=self._batch_size)
         parts = self._unbind_like(source, "update_")
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
         for i, (td, part) in enumerate(zip(self.tensordicts, parts, strict=True)):
@@ -626,9 +582,7 @@ class LazyMemberOps:
     ) -> Any:
         """A lazy stack of the members' :meth:`~TensorDict.empty` (same batch size)."""
         if batch_size is not None:
-            from tensordict._td import TensorDict
-
-            return TensorDict(
+            return _kinds.Dense(
                 batch_size=batch_size, device=None if device is NO_DEFAULT else device
             )
         return self._from_members([td.empty(recurse, device=device) for td in self.tensordicts])
@@ -822,12 +776,3 @@ class LazyMemberOps:
         for td in self.tensordicts:
             td.clear_device_()
         return self
-
-
-def _run_plan(plan: list) -> None:
-    """Write the results an in-place ``apply_`` computed and checked (see ``_tree``)."""
-    for target, key, current, r in plan:
-        if current is None:
-            target._set_str(key, r, inplace=False, validated=True)
-        else:
-            write_inplace(key, current, r, False)

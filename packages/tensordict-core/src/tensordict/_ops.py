@@ -676,12 +676,7 @@ def is_floating_point(self: TensorDictBase) -> bool:
 
 
 def install(cls: type) -> None:
-    """Add every method of the tables above, of :mod:`tensordict._ops_reduce` and of
-    :mod:`tensordict._ops_batch` to ``cls``."""
-    from tensordict import _ops_batch, _ops_reduce
-
-    _ops_reduce.install(cls)
-    _ops_batch.install(cls)
+    """Add every method of the tables above to ``cls``."""
     for name, dtype in QUANTIZED_CASTS.items():
         method = _make_quantized(name, dtype)
         method.__name__ = name

@@ -23,11 +23,12 @@ from typing import Any
 
 import torch
 
+from tensordict import _kinds
 from tensordict._nontensor import NON_TENSOR
 from tensordict._ops import PREDICATES
-from tensordict._ops_reduce import _walk
+from tensordict._ops_reduce import reduce_non_tensor
 from tensordict._shape import normalize_dim, unpack_shape
-from tensordict._tree import TreeMapOps
+from tensordict._tree import carry_non_tensor, map_leaves
 from tensordict.base import (
     NO_DEFAULT,
     TD_HANDLED_FUNCTIONS,
@@ -67,7 +68,7 @@ def _index_for(index: _Tensor, x: Any, nb: int) -> _Tensor:
 def _dense(td: TensorDictBase) -> Any:
     """``td`` itself when dense; otherwise (lazy stacks …) a dense copy, whose leaves line up
     with the batch dimensions that masks and indices refer to."""
-    return td if isinstance(td, TreeMapOps) else td.contiguous()
+    return td if isinstance(td, _kinds.Dense) else td.contiguous()
 
 
 def _check_mask(name: str, mask: Any, td: TensorDictBase, exact: bool = False) -> _Tensor:
@@ -348,7 +349,7 @@ NEW: tuple[str, ...] = ("new_zeros", "new_ones", "new_empty", "new_full")
 
 
 def _set_device(td: Any, device: Any) -> None:
-    if isinstance(td, TreeMapOps):
+    if isinstance(td, _kinds.Dense):
         td._device = device  # type: ignore[attr-defined]
         for v in td._tensordict.values():  # type: ignore[attr-defined]
             _set_device(v, device)
@@ -390,14 +391,14 @@ def _make_new(name: str) -> Callable:
                 **rest,
             )
 
-        result = _walk(
+        result = map_leaves(
             self,
             name,
             lambda x, _: fn(x),
             lambda s: torch.Size((*shape, *s[nb:])),
             lambda n: None,
             fn,
-            1,
+            reduce_non_tensor,
         )[0]
         if device is not NO_DEFAULT:
             _set_device(result, None if device is None else torch.device(device))
@@ -476,14 +477,14 @@ def new_tensor(
     else:
         data = torch.as_tensor(data)
         shape = data.shape
-        result = _walk(
+        result = map_leaves(
             self,
             "new_tensor",
             lambda x, nb: copy(x, data),
             lambda s: shape,
             lambda n: None,
             lambda v: v.new_tensor(data, dtype=dtype, device=device),
-            1,
+            reduce_non_tensor,
         )[0]
     if device is not NO_DEFAULT:
         _set_device(result, None if device is None else torch.device(device))
@@ -519,7 +520,7 @@ def masked_fill_(self: TensorDictBase, mask: torch.Tensor, value: Any) -> Tensor
     tensor([0., 5.])
     """
     mask = _check_mask("masked_fill_", mask, self)
-    if not isinstance(self, TreeMapOps):
+    if not isinstance(self, _kinds.Dense):
         return self.update_(masked_fill(self, mask, value))
     for x in self._flat_tensors([]):  # type: ignore[attr-defined]
         x.masked_fill_(_right(mask, x.ndim), value)
@@ -559,10 +560,8 @@ def _where_td(
     td: TensorDictBase, cond: Any, other: TensorDictBase, pad: Any, prefix: tuple
 ) -> TensorDictBase:
     """Key-matched ``where`` with a tensordict ``other`` (``pad`` fills missing entries)."""
-    from tensordict._td import TensorDict
-
     store = td._tensordict  # type: ignore[attr-defined]
-    ostore = getattr(other, "_tensordict", None)
+    ostore = other._tensordict if isinstance(other, _kinds.Dense) else None
     if ostore is None:
         ostore = {k: other._get_str(k, NO_DEFAULT) for k in other.keys()}
     out = {}
@@ -578,7 +577,7 @@ def _where_td(
                 )
             one = x if x is not None else o
             if isinstance(one, NON_TENSOR):
-                out[key] = one
+                out[key] = carry_non_tensor(one, td.batch_size)
             elif isinstance(one, _Tensor):
                 out[key] = _where_leaf(c, x, pad) if o is None else _where_leaf(c, pad, o)
             else:
@@ -600,10 +599,10 @@ def _where_td(
                     f"other of shape {tuple(o.shape)}: {err}"
                 ) from None
         elif isinstance(x, NON_TENSOR):
-            out[key] = x
+            out[key] = carry_non_tensor(x, td.batch_size)
         else:
             out[key] = _where_td(x, c, o, pad, prefix + (key,))
-    return TensorDict._new_unsafe(out, td.batch_size, td.device, _names(td))
+    return _kinds.Dense._new_unsafe(out, td.batch_size, td.device, _names(td))
 
 
 def where(

@@ -24,7 +24,7 @@ Every reduction shares one meaning of its arguments (the reference library's):
 Non-tensor entries are carried over: one value (``NonTensorData``) as it is; a stack of
 values (``NonTensorStack``) keeps the values that are the same all along the reduced
 dimensions, and is left out of the result when they differ (Python values have no
-reduction). See :func:`carry_non_tensor`.
+reduction). See :func:`reduce_non_tensor`.
 
 ``max``/``min`` with one batch ``dim`` return the values and the indices, like
 :func:`torch.max`, as a :class:`ValuesIndices` pair of tensordicts (``.values`` /
@@ -45,9 +45,9 @@ from typing import Any, NamedTuple
 
 import torch
 
-from tensordict._nontensor import NON_TENSOR, NonTensorData
-from tensordict._td import TensorDict
-from tensordict._tree import TreeMapOps
+from tensordict import _kinds
+from tensordict._nontensor import NonTensorData
+from tensordict._tree import map_leaves
 from tensordict.base import NO_DEFAULT, TensorDictBase, implements_for_td
 
 _Tensor = torch.Tensor
@@ -242,7 +242,7 @@ def _full(spec: Reduction, x: _Tensor, keepdim: bool, kw: dict) -> _Tensor:
 
 
 # --------------------------------------------------------------------------- tree walk
-def carry_non_tensor(
+def reduce_non_tensor(
     value: Any,
     old_bs: torch.Size,
     new_bs: torch.Size,
@@ -251,16 +251,16 @@ def carry_non_tensor(
 ) -> Any:
     """A non-tensor entry of a tensordict whose batch size goes from ``old_bs`` to ``new_bs``.
 
-    One value (``NonTensorData``) simply takes the new batch size. A ``NonTensorStack`` keeps
-    its place when the batch size is unchanged; reduced over batch dimensions ``dims`` it
+    The entry of the result is a new container (the rule of every walker, see
+    :func:`tensordict._tree.carry_non_tensor`). One value (``NonTensorData``) simply takes
+    the new batch size. A ``NonTensorStack`` keeps its values when the batch size is
+    unchanged; reduced over batch dimensions ``dims`` it
     keeps the values that are the same all along them; given a new shape (``dims=None``) it
     becomes one value when all its values are the same. Otherwise there is no reduction of
     arbitrary Python values and the entry is left out of the result (``None``).
     """
-    if isinstance(value, NonTensorData):
-        return value._with(new_bs)
-    if old_bs == new_bs:
-        return value
+    if isinstance(value, NonTensorData) or old_bs == new_bs:
+        return value._with(new_bs)  # a new container (see tensordict._tree.carry_non_tensor)
     if dims is None:
         items = value.tolist()
         for _ in range(value.batch_dims - 1):
@@ -297,80 +297,6 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def _walk(
-    td: TensorDictBase,
-    name: str,
-    leaf_fn: Callable[[_Tensor, int], Any],
-    shape_fn: Callable[[torch.Size], torch.Size],
-    names_fn: Callable[[list | None], list | None],
-    nested_fn: Callable[[TensorDictBase], Any],
-    n_out: int,
-    prefix: tuple = (),
-    non_tensor_fn: Callable[[Any, torch.Size, torch.Size], Any] = carry_non_tensor,
-) -> list[TensorDictBase]:
-    """Build ``n_out`` tensordicts shaped like ``td`` from the leaf results.
-
-    ``leaf_fn(x, batch_dims_of_holder)`` returns one tensor (or ``n_out`` of them);
-    ``shape_fn``/``names_fn`` map a (nested) batch size / names to the result's;
-    ``nested_fn`` handles tensordict types other than the dense one and ``non_tensor_fn``
-    the non-tensor entries (see :func:`carry_non_tensor`).
-    """
-    if not isinstance(td, TreeMapOps):  # lazy stacks & co: reduce a dense copy
-        dense = td.contiguous()
-        if not isinstance(dense, TreeMapOps):
-            raise TypeError(f"{name}() is not supported for {type(td).__name__}.")
-        td = dense
-    bs = td._batch_size  # type: ignore[attr-defined]
-    nb = len(bs)
-    new_bs = shape_fn(bs)
-    outs: list[dict] = [{} for _ in range(n_out)]
-    out = outs[0]
-    for key, value in td._tensordict.items():  # type: ignore[attr-defined]
-        if isinstance(value, _Tensor):
-            try:
-                r = leaf_fn(value, nb)
-            except (RuntimeError, TypeError, ValueError, IndexError) as err:
-                raise type(err)(
-                    f"{name}(): failed for entry {(prefix + (key,)) if prefix else key!r} of shape "
-                    f"{tuple(value.shape)} and dtype {value.dtype}: {err}"
-                ) from None
-        elif isinstance(value, TreeMapOps):
-            r = _walk(
-                value,
-                name,
-                leaf_fn,
-                shape_fn,
-                names_fn,
-                nested_fn,
-                n_out,
-                prefix + (key,),
-                non_tensor_fn,
-            )
-            if n_out == 1:
-                r = r[0]
-        elif isinstance(value, NON_TENSOR):
-            r = non_tensor_fn(value, bs, new_bs)
-            if r is None:
-                continue
-            if n_out > 1:
-                r = (r,) * n_out
-        else:
-            r = nested_fn(value)
-        if n_out == 1:
-            out[key] = r
-        else:
-            for o, ri in zip(outs, r):
-                o[key] = ri
-    names = td._names  # type: ignore[attr-defined]
-    if names is not None:
-        names = names_fn(names)
-        if names is not None and all(n is None for n in names):
-            names = None
-    dev = td._device  # type: ignore[attr-defined]
-    new = TensorDict._new_unsafe
-    return [new(o, new_bs, dev, names) for o in outs]
-
-
 def _tensor_leaves(td: TensorDictBase) -> list[_Tensor]:
     """Every tensor leaf, with the full batch shape of ``td`` in front."""
     if _all_dense(td):
@@ -380,7 +306,7 @@ def _tensor_leaves(td: TensorDictBase) -> list[_Tensor]:
 
 
 def _all_dense(td: Any) -> bool:
-    if not isinstance(td, TreeMapOps):
+    if not isinstance(td, _kinds.Dense):
         return False
     return all(
         _all_dense(v)
@@ -433,7 +359,7 @@ def _reduce(
         return _aggregate(td, name, spec, mode, dims, keepdim, kw)
     if mode == "all":
         full = spec.full
-        return _walk(
+        return map_leaves(
             td,
             name,
             (lambda x, nb: full(x, **kw))
@@ -442,17 +368,17 @@ def _reduce(
             lambda s: torch.Size([1] * len(s)) if keepdim else torch.Size(),
             lambda n: n if keepdim else None,
             lambda v: getattr(v, name)(None, keepdim, **kw),
-            1,
+            reduce_non_tensor,
         )[0]
     if mode == "feature":
-        return _walk(
+        return map_leaves(
             td,
             name,
             lambda x, nb: _values_over(spec, x, tuple(range(nb, x.ndim)), keepdim, kw),
             lambda s: s,
             lambda n: n,
             lambda v: getattr(v, name)("feature", keepdim, **kw),
-            1,
+            reduce_non_tensor,
         )[0]
     with_indices = spec.indices and return_indices
     if with_indices and len(dims) != 1:
@@ -462,18 +388,18 @@ def _reduce(
         )
     shape_fn = lambda s: torch.Size(_drop(s, dims, keepdim, 1))  # noqa: E731
     names_fn = lambda n: n if n is None else _drop(n, dims, keepdim, None)  # noqa: E731
-    non_tensor = lambda v, old, new: carry_non_tensor(v, old, new, dims, keepdim)  # noqa: E731
+    non_tensor = lambda v, old, new: reduce_non_tensor(v, old, new, dims, keepdim)  # noqa: E731
     if with_indices:
         d = dims[0]
-        values, indices = _walk(
+        values, indices = map_leaves(
             td,
             name,
             lambda x, nb: tuple(spec.fn(x, d, keepdim)),
             shape_fn,
             names_fn,
             lambda v: getattr(v, name)(d, keepdim, return_indices=True),
+            non_tensor,
             2,
-            non_tensor_fn=non_tensor,
         )
         return ValuesIndices(values, indices)
     nested_kw = dict(kw, return_indices=False) if spec.indices else kw
@@ -482,15 +408,14 @@ def _reduce(
         leaf = lambda x, nb: fn(x, dims, keepdim, **kw)  # noqa: E731
     else:
         leaf = lambda x, nb: _values_over(spec, x, dims, keepdim, kw)  # noqa: E731
-    return _walk(
+    return map_leaves(
         td,
         name,
         leaf,
         shape_fn,
         names_fn,
         lambda v: getattr(v, name)(dims, keepdim, **nested_kw),
-        1,
-        non_tensor_fn=non_tensor,
+        non_tensor,
     )[0]
 
 
@@ -611,13 +536,14 @@ def _make_cumulative(name: str, fn: Callable) -> Callable:
         if reduce:
             values, indices = fn(_feature_matrix(self, name), d)
             return ValuesIndices(values, indices) if return_indices else values
-        values, indices = _walk(
+        values, indices = map_leaves(
             self,
             name,
             lambda x, nb: tuple(fn(x, d)),
             lambda s: s,
             lambda n: n,
             lambda v: tuple(getattr(v, name)(d, return_indices=True)),
+            reduce_non_tensor,
             2,
         )
         return ValuesIndices(values, indices) if return_indices else values

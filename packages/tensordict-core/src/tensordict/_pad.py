@@ -9,11 +9,16 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict._keys import unravel_key
+from tensordict import _kinds
+from tensordict._functional import stack
+from tensordict._keys import NestedKey, unravel_key
 from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._tree import leaf_items
 from tensordict.base import TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Self
+
     from tensordict._td import TensorDict
 
 _Tensor = torch.Tensor
@@ -34,14 +39,12 @@ def _pad_tensor(t: _Tensor, widths: Sequence[tuple[int, int]], value: float) -> 
 
 
 def _pad_td(td: Any, widths: Sequence[tuple[int, int]], value: float) -> TensorDict:
-    from tensordict._td import TensorDict
-
     bs = list(td.batch_size)
     for d, (before, after) in enumerate(widths):
         bs[d] += before + after
     new_bs = torch.Size(bs)
     out: dict[str, Any] = {}
-    store = getattr(td, "_tensordict", None)
+    store = td._tensordict if isinstance(td, _kinds.Dense) else None
     items = store.items() if store is not None else td.items()
     for key, entry in items:
         if isinstance(entry, _Tensor):
@@ -55,7 +58,7 @@ def _pad_td(td: Any, widths: Sequence[tuple[int, int]], value: float) -> TensorD
             out[key] = _pad_td(entry, widths, value)
         else:  # pragma: no cover - non-dense containers yield unwrapped values
             out[key] = NonTensorData._make(entry, new_bs, td.device)
-    return TensorDict._new_unsafe(
+    return _kinds.Dense._new_unsafe(
         out, new_bs, td.device, list(td._names) if getattr(td, "_names", None) else None
     )
 
@@ -134,8 +137,6 @@ def pad_sequence(
     >>> out["a"].shape, out["masks", "a"].tolist()
     (torch.Size([2, 3, 2]), [[True, False, False], [True, True, True]])
     """
-    from tensordict._functional import stack
-
     tds = list(list_of_tensordicts)
     if not tds:
         raise ValueError("pad_sequence needs at least one tensordict.")
@@ -193,7 +194,7 @@ def pad_sequence(
             widths[pad_dim] = (0, longest - td.batch_size[pad_dim])
             new_td = _pad_td(td, widths, padding_value)
         else:
-            new_td = td.copy() if hasattr(td, "_tensordict") else td.to_tensordict()  # type: ignore[attr-defined]
+            new_td = td.copy() if isinstance(td, _kinds.Dense) else td.to_tensordict()
             for key, target in targets.items():
                 value = leaves[key]
                 widths = [(0, 0)] * value.ndim
@@ -217,7 +218,7 @@ def pad_sequence(
 
 def _leaves(td: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
     out: dict[tuple[str, ...], Any] = {}
-    store = getattr(td, "_tensordict", None)
+    store = td._tensordict if isinstance(td, _kinds.Dense) else None
     items = store.items() if store is not None else td.items()
     for key, value in items:
         path = prefix + (key,)
@@ -235,9 +236,7 @@ def _masks(
     pad_dim: int,
     nb: int,
 ) -> TensorDict:
-    from tensordict._td import TensorDict
-
-    out = TensorDict._new_unsafe({}, td.batch_size, td.device)
+    out = _kinds.Dense._new_unsafe({}, td.batch_size, td.device)
     upto = max(pad_dim + 1, nb)
     for key, target in targets.items():
         value = leaves[key]
@@ -247,3 +246,74 @@ def _masks(
         mask.narrow(pad_dim, 0, value.shape[pad_dim]).fill_(True)
         out._set_tuple(key, mask, inplace=False, validated=False)
     return out
+
+
+class PadOps:
+    """Mixin of :class:`~tensordict.TensorDict` and :class:`~tensordict.LazyStackedTensorDict`:
+    ``pad`` and ``to_padded_tensor`` (a lazy stack has its own ``to_padded_tensor``)."""
+
+    def to_padded_tensor(self, padding: float = 0.0, mask_key: NestedKey | None = None) -> Self:
+        """Replace every nested (jagged) tensor leaf by its padded version.
+
+        With ``mask_key``, a boolean mask of the valid positions (shape: the padded
+        shape up to the ragged dimension) is written there; every nested leaf must then
+        have the same ragged lengths.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> nt = torch.nested.nested_tensor([torch.ones(1, 2), torch.ones(3, 2)], layout=torch.jagged)
+        >>> out = TensorDict({"x": nt}, [2]).to_padded_tensor(mask_key="mask")
+        >>> out["x"].shape, out["mask"].tolist()
+        (torch.Size([2, 3, 2]), [[True, False, False], [True, True, True]])
+        """
+        mask = None
+        mask_from = None
+        nested = [(p, v) for p, v in leaf_items(self) if isinstance(v, _Tensor) and v.is_nested]
+        if mask_key is not None:
+            for path, value in nested:
+                m = _valid_mask(value)
+                if mask is None:
+                    mask, mask_from = m, path
+                elif m.shape != mask.shape or not torch.equal(m, mask):
+                    raise ValueError(
+                        f"to_padded_tensor(mask_key=...): the nested entries {unravel_key(mask_from)!r} "  # type: ignore[arg-type]
+                        f"and {unravel_key(path)!r} have different ragged lengths; one mask cannot "
+                        "describe both."
+                    )
+        ids = {id(v) for _, v in nested}
+        out = self._map_tensors(  # type: ignore[attr-defined]
+            lambda t: torch.nested.to_padded_tensor(t, padding) if id(t) in ids else t
+        )
+        if mask is not None:
+            out.set(mask_key, mask)
+        return out  # type: ignore[no-any-return]
+
+    def pad(self, pad_size: Sequence[int], value: float = 0.0) -> TensorDict:
+        """Pad the batch dimensions (see :func:`tensordict.pad`).
+
+        The result is a dense :class:`~tensordict.TensorDict`, also for a lazy stack
+        (padded like its dense form, :meth:`to_tensordict`).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> TensorDict({"a": torch.ones(2)}, [2]).pad([1, 0])["a"]
+        tensor([0., 1., 1.])
+        >>> lazy = lazy_stack([TensorDict({"a": torch.ones(2)}, [2])] * 2)
+        >>> lazy.pad([0, 1, 1, 0])["a"]
+        tensor([[0., 1., 1.],
+                [0., 1., 1.],
+                [0., 0., 0.]])
+        """
+        src = self if isinstance(self, _kinds.Dense) else self.to_tensordict()  # type: ignore[attr-defined]
+        return pad(src, pad_size, value)
+
+
+def _valid_mask(nt: _Tensor) -> _Tensor:
+    """For a jagged tensor: ``True`` where the padded tensor holds data (up to the
+    ragged dimension)."""
+    ragged = next(i for i, s in enumerate(nt.shape) if not isinstance(s, int))
+    ones = torch.ones_like(nt, dtype=torch.uint8)
+    full = torch.nested.to_padded_tensor(ones, 0).bool()
+    while full.ndim > ragged + 1:
+        full = full.any(-1)
+    return full  # type: ignore[no-any-return]

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 from torch.utils import _pytree as pytree
 
+from tensordict import _kinds
+from tensordict._kinds import is_tensor_collection
 from tensordict._nontensor import (
     DATA_TYPES,
     NON_TENSOR_TYPES,
@@ -111,15 +113,12 @@ def from_pytree(tree: Any, batch_size: Any, copy_tds: bool) -> TensorDict:
 
 def _level(obj: Any, bs: torch.Size, copy_tds: bool, path: tuple[Any, ...]) -> TensorDict | None:
     """The tensordict for one pytree node, or ``None`` when ``obj`` is a leaf."""
-    from tensordict._td import TensorDict
-    from tensordict.base import is_tensor_collection
-
     if isinstance(obj, _Tensor):
         return None
     cls = type(obj)
     if is_tensor_collection(obj) and not is_non_tensor(obj):
         node = PytreeNode("tensordict")
-        items: Any = {"0": obj.copy() if copy_tds and cls is TensorDict else obj}
+        items: Any = {"0": obj.copy() if copy_tds and cls is _kinds.Dense else obj}
         copy_tds = False
     elif cls is list or cls is tuple or cls is collections.deque:
         node = PytreeNode(cls.__name__, extra=obj.maxlen if cls is collections.deque else None)
@@ -143,7 +142,7 @@ def _level(obj: Any, bs: torch.Size, copy_tds: bool, path: tuple[Any, ...]) -> T
         source[key] = value if sub is None else sub
     source[PYTREE_KEY] = NonTensorData._make(node, bs, None)
     try:
-        return TensorDict(source, batch_size=bs)
+        return _kinds.Dense(source, batch_size=bs)
     except (RuntimeError, ValueError, TypeError) as err:
         if not path:
             raise
@@ -152,20 +151,18 @@ def _level(obj: Any, bs: torch.Size, copy_tds: bool, path: tuple[Any, ...]) -> T
 
 # ---------------------------------------------------------------------- td -> pytree
 def _entries(td: Any) -> dict[str, Any]:
-    store = getattr(td, "_tensordict", None)
+    store = td._tensordict if isinstance(td, _kinds.Dense) else None
     return store if type(store) is dict else dict(td.items())
 
 
 def _leaf(value: Any) -> Any:
-    from tensordict.base import TensorDictBase
-
     if isinstance(value, _Tensor):
         return value
     if type(value) in DATA_TYPES:
         return value.data
     if is_non_tensor(value):
         return value.tolist()
-    if isinstance(value, TensorDictBase):
+    if isinstance(value, _kinds.Base):
         return to_pytree(value)
     return value
 
@@ -246,7 +243,7 @@ def _first_leaf(values: Iterable[Any]) -> Any:
         if type(value) not in NON_TENSOR_TYPES and hasattr(value, "batch_size"):
             nested.append(value)
     for value in nested:
-        store = getattr(value, "_tensordict", None)
+        store = value._tensordict if isinstance(value, _kinds.Dense) else None
         leaf = _first_leaf(store.values() if type(store) is dict else value.values(True, True))
         if leaf is not None:
             return leaf
@@ -296,8 +293,6 @@ def _make_unflatten(cls: type) -> Any:
 
 
 def _unflatten(cls: Any, values: Iterable[Any], context: tuple[Any, ...]) -> Any:
-    from tensordict.base import TensorDictBase
-
     keys, bs, device, names, non_tensor, level = context
     children = values if type(values) is list else list(values)
     if non_tensor is None:
@@ -321,7 +316,7 @@ def _unflatten(cls: Any, values: Iterable[Any], context: tuple[Any, ...]) -> Any
                 break
             if device is not None and value.device != device:
                 device = None
-        elif isinstance(value, TensorDictBase):
+        elif isinstance(value, _kinds.Base):
             if value.batch_size[:nb] != bs:
                 ok = False
                 break
@@ -354,15 +349,13 @@ def _unflatten_reshaped(
     the old one with one dimension inserted (as in Jacobians), else the longest prefix of
     the old one that every leaf still has.
     """
-    from tensordict.base import TensorDictBase
-
     shapes = []
     reps = []  # the tensors telling which vmap level the leaves are at
     for value in children:
         if isinstance(value, _Tensor):
             shapes.append(tuple(value.shape))
             reps.append(value)
-        elif isinstance(value, TensorDictBase):
+        elif isinstance(value, _kinds.Base):
             shapes.append(tuple(value.batch_size))
     if not reps:
         leaf = _first_leaf(children)
@@ -530,9 +523,7 @@ def register_lazy_stack(cls: type) -> None:
 
 def register_defaults() -> None:
     """Register ``TensorDict`` and, when core has it, ``LazyStackedTensorDict``."""
-    from tensordict._td import TensorDict
-
-    register(TensorDict)
+    register(_kinds.Dense)
     lazy_module = sys.modules.get("tensordict._lazy")
     lazy_cls = getattr(lazy_module, "LazyStackedTensorDict", None)
     if lazy_cls is not None:

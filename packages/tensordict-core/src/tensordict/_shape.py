@@ -127,3 +127,18 @@ def broadcastable_to(src: Sequence[int], dst: Sequence[int]) -> bool:
         if s != 1 and s != dst[offset + i]:
             return False
     return True
+
+
+def common_shape(shapes: Sequence[Sequence[int]]) -> list[int] | None:
+    """The sizes shared by ``shapes``, ``-1`` where they differ; ``None`` if the numbers of
+    dimensions differ.
+
+    >>> common_shape([(2, 3), (2, 4)]), common_shape([(2,), (2, 1)])
+    ([2, -1], None)
+    """
+    shape = list(shapes[0])
+    for other in shapes[1:]:
+        if len(other) != len(shape):
+            return None
+        shape = [s if s == t else -1 for s, t in zip(shape, other, strict=True)]
+    return shape

@@ -15,13 +15,16 @@ from typing import Any, overload
 import numpy as np
 import torch
 
+from tensordict import _kinds
 from tensordict._consolidate import ConsolidateOps
 from tensordict._device_ops import DeviceOps
 from tensordict._dict_ops import DictOps, write_inplace
 from tensordict._errors import lock_error, missing_key
 from tensordict._index import index_names, indexed_batch_size, normalize_index
+from tensordict._indexed import IndexedOps
+from tensordict._key_sets import KeySetOps
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
-from tensordict._misc_ops import MiscOps
+from tensordict._memory import MemoryOps
 from tensordict._nontensor import (
     NON_TENSOR_TYPES,
     NonTensorData,
@@ -29,6 +32,7 @@ from tensordict._nontensor import (
     unwrap_non_tensor,
     write_non_tensor,
 )
+from tensordict._pad import PadOps
 from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
 from tensordict._shape_ops import DenseShapeOps
 from tensordict._state_dict import StateDictOps
@@ -48,7 +52,10 @@ def _fmt(key: Any) -> Any:
 class TensorDict(
     ConsolidateOps,
     StateDictOps,
-    MiscOps,
+    KeySetOps,
+    IndexedOps,
+    MemoryOps,
+    PadOps,
     TreeMapOps,
     DictOps,
     DeviceOps,
@@ -73,6 +80,11 @@ class TensorDict(
     >>> td["next", "r"].shape, td[1:].batch_size
     (torch.Size([4]), torch.Size([3]))
     """
+
+    _tensordict: dict[str, Any]
+    _batch_size: torch.Size
+    _device: torch.device | None
+    _names: list[str | None] | None
 
     def __init__(
         self,
@@ -865,3 +877,6 @@ class TensorDict(
         return self
 
     # ------------------------------------------------------------------ device / memory
+
+
+_kinds.bind(Dense=TensorDict)

@@ -6,6 +6,7 @@ from typing import Any
 
 import torch
 
+from tensordict import _kinds
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict.base import TensorDictBase, is_tensor_collection
@@ -20,7 +21,7 @@ class KeyMismatchError(AssertionError, KeyError):
 
 def _leaves(td: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
     out: dict[tuple[str, ...], Any] = {}
-    store = getattr(td, "_tensordict", None)
+    store = td._tensordict if isinstance(td, _kinds.Dense) else None
     items = store.items() if store is not None else td.items()
     for key, value in items:
         path = prefix + (key,)

@@ -12,18 +12,20 @@ from __future__ import annotations
 import enum
 import sys
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from dataclasses import dataclass
 from types import FunctionType, GenericAlias
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
 
-from tensordict import _forwarders, _siblings
+from tensordict import _forwarders, _kinds, _siblings
 from tensordict._attrs import AttrsOps
 from tensordict._collection import TensorCollection
-from tensordict._convert import ConversionOps
+from tensordict._convert import ConversionOps, to_dense
 from tensordict._errors import lock_error, missing_key
 from tensordict._gather import GatherOps
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
+from tensordict._kinds import is_tensor_collection as is_tensor_collection
 from tensordict._leaf_tensors import LeafTensorOps
 from tensordict._nontensor import DATA_TYPES, NON_TENSOR, NonTensorData, unwrap_non_tensor
 
@@ -59,24 +61,37 @@ NO_DEFAULT: Any = _NoDefault.NO_DEFAULT
 _GET_DEFAULTS_TO_NONE = False
 
 
-def _is_leaf_default(cls: type) -> bool:
-    """Default leaf rule: tensors and non-tensor values are leaves, tensordicts are not."""
-    return not issubclass(cls, TensorDictBase)
+@dataclass(frozen=True)
+class ApplySpec:
+    """How ``_apply_nest`` maps a function over the leaves (the same at every level).
 
+    ``device``: the result's device (``NO_DEFAULT``: the input's); ``inplace``: write the
+    results into the leaves (all checked first); ``checked``: trust the results' shapes;
+    ``call_on_nested``: pass nested tensordicts to the function instead of recursing;
+    ``default``: the value of keys missing from the other tensordicts; ``named``: call
+    ``fn(key, value, ...)`` (``nested_keys``: with the full nested key);
+    ``filter_empty``: drop nested results without leaves; ``is_leaf``: a callable on a
+    value's type deciding what is a leaf.
 
-def is_tensor_collection(obj: Any) -> bool:
-    """Whether ``obj`` (an instance or a class) is a tensordict-like collection.
-
-    >>> import torch
-    >>> from tensordict import TensorDict
-    >>> is_tensor_collection(TensorDict()), is_tensor_collection(torch.zeros(1))
+    >>> ApplySpec(inplace=True).inplace, DEFAULT_APPLY.inplace
     (True, False)
     """
-    cls = obj if isinstance(obj, type) else type(obj)
-    return (
-        issubclass(cls, (TensorDictBase, *NON_TENSOR))
-        or getattr(cls, "_is_tensorclass", False) is True
-    )
+
+    device: Any = NO_DEFAULT
+    inplace: bool = False
+    checked: bool = False
+    call_on_nested: bool = False
+    default: Any = NO_DEFAULT
+    named: bool = False
+    nested_keys: bool = False
+    filter_empty: bool | None = None
+    is_leaf: Callable[[type], bool] | None = None
+
+
+#: The spec of a plain ``apply(fn)``: the hot path of the dense tree map.
+DEFAULT_APPLY = ApplySpec()
+#: The same, trusting the results' shapes (internal maps).
+CHECKED_APPLY = ApplySpec(checked=True)
 
 
 #: ``torch`` function -> tensordict implementation, filled by the modules that own them.
@@ -158,7 +173,21 @@ class TensorDictBase(
     ) -> TensorDictKeysView:
         raise NotImplementedError(_abstract(self))
 
-    def _apply_nest(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> Any:
+    def _apply_nest(
+        self,
+        fn: Callable[..., Any],
+        *others: Any,
+        spec: ApplySpec = DEFAULT_APPLY,
+        batch_size: Sequence[int] | None = None,
+        names: Any = NO_DEFAULT,
+        prefix: tuple[str, ...] = (),
+        out: TensorDictBase | None = None,
+        plan: list[Any] | None = None,
+    ) -> Any:
+        """Map ``fn`` over the leaves (and the matching entries of ``others``) as ``spec``
+        says; ``batch_size``/``names`` describe this level's result, ``prefix`` its key,
+        ``out`` the tensordict receiving in-place results and ``plan`` the in-place writes
+        shared by every level. The primitive behind :meth:`apply`."""
         raise NotImplementedError(_abstract(self))
 
     # ------------------------------------------------------------------ shape info
@@ -453,12 +482,122 @@ class TensorDictBase(
         >>> td["b", "c"]
         tensor(1)
         """
-        from tensordict._td import TensorDict
-
-        out = TensorDict()
+        out = _kinds.Dense()
         for key in keys:
             out.set(key, value)
         return out
+
+    # ------------------------------------------------------------------ tree map
+    def apply(
+        self,
+        fn: Callable[..., Any],
+        *others: TensorDictBase,
+        batch_size: Sequence[int] | None = None,
+        device: Any = NO_DEFAULT,
+        names: Any = NO_DEFAULT,
+        inplace: bool = False,
+        default: Any = NO_DEFAULT,
+        filter_empty: bool | None = None,
+        call_on_nested: bool = False,
+        out: TensorDictBase | None = None,
+        **constructor_kwargs: Any,
+    ) -> Self:
+        """Apply ``fn`` to every leaf (and the matching leaves of ``others``).
+
+        Entries for which ``fn`` returns ``None`` are dropped. ``batch_size``/``names``
+        describe the result when ``fn`` changes the batch shape; ``default`` fills keys
+        missing from ``others``; ``call_on_nested`` passes nested tensordicts to ``fn``
+        instead of recursing. Non-tensor entries are carried into the result (in their
+        own containers), ``fn`` is not applied to them. On a lazy stack the result is a
+        lazy stack of the members' results (``others`` are split along the stack
+        dimension).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.ones(2), "b": torch.ones(2, dtype=torch.int64)}, [2])
+        >>> td.apply(lambda x: x * 2)["a"]
+        tensor([2., 2.])
+        >>> list(td.apply(lambda x: x if x.is_floating_point() else None).keys())
+        ['a']
+        >>> td.apply(lambda x, y: x + y, td)["b"]
+        tensor([2, 2])
+        """
+        if constructor_kwargs:
+            raise TypeError(
+                f"apply() got unexpected keyword arguments {sorted(constructor_kwargs)}."
+            )
+        if (
+            device is NO_DEFAULT
+            and not inplace
+            and default is NO_DEFAULT
+            and filter_empty is None
+            and not call_on_nested
+        ):
+            spec = DEFAULT_APPLY
+        else:
+            spec = ApplySpec(
+                device=device,
+                inplace=inplace,
+                default=default,
+                filter_empty=filter_empty,
+                call_on_nested=call_on_nested,
+            )
+        result = self._apply_nest(
+            fn, *others, spec=spec, batch_size=batch_size, names=names, out=out
+        )
+        assert result is not None  # only nested levels are dropped (filter_empty)
+        return result
+
+    def apply_(self, fn: Callable[..., Any], *others: TensorDictBase, **kwargs: Any) -> Self:
+        """Apply ``fn`` to every leaf and write the results in place.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> a = torch.ones(2)
+        >>> _ = TensorDict({"a": a}, [2]).apply_(lambda x: x * 3)
+        >>> a
+        tensor([3., 3.])
+        """
+        return self.apply(fn, *others, inplace=True, **kwargs)
+
+    def named_apply(
+        self,
+        fn: Callable[..., Any],
+        *others: TensorDictBase,
+        nested_keys: bool = False,
+        batch_size: Sequence[int] | None = None,
+        device: Any = NO_DEFAULT,
+        names: Any = NO_DEFAULT,
+        inplace: bool = False,
+        default: Any = NO_DEFAULT,
+        filter_empty: bool | None = None,
+        call_on_nested: bool = False,
+        out: TensorDictBase | None = None,
+        prefix: tuple[str, ...] = (),
+    ) -> Self | None:
+        """Like :meth:`apply`, but ``fn(key, value, *other_values)`` also gets the key.
+
+        With ``nested_keys=True`` the key is the full nested key.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(())}})
+        >>> out = td.named_apply(lambda k, v: v + len(k), nested_keys=True)
+        >>> out["a"], out["b", "c"]
+        (tensor(1.), tensor(2.))
+        """
+        spec = ApplySpec(
+            device=device,
+            inplace=inplace,
+            default=default,
+            filter_empty=filter_empty,
+            call_on_nested=call_on_nested,
+            named=True,
+            nested_keys=nested_keys,
+        )
+        return self._apply_nest(
+            fn, *others, spec=spec, batch_size=batch_size, names=names, prefix=prefix, out=out
+        )
 
     # ------------------------------------------------------------------ stacks, non-tensors
     @classmethod
@@ -512,7 +651,7 @@ class TensorDictBase(
         >>> TensorDict.lazy_stack([TensorDict(), TensorDict()]).batch_size
         torch.Size([2])
         """
-        from tensordict._lazy_dense import lazy_stack
+        from tensordict._functional import lazy_stack
 
         return lazy_stack(input, dim, out=out, **kwargs)  # type: ignore[no-any-return]
 
@@ -531,7 +670,7 @@ class TensorDictBase(
         >>> type(TensorDict.maybe_dense_stack([TensorDict(a=0), TensorDict(b=0)])).__name__
         'LazyStackedTensorDict'
         """
-        from tensordict._lazy_dense import maybe_dense_stack
+        from tensordict._functional import maybe_dense_stack
 
         return maybe_dense_stack(input, dim, out=out, **kwargs)
 
@@ -546,9 +685,7 @@ class TensorDictBase(
         >>> len(lazy.tensordicts), td["a"].sum().item()
         (3, 6.0)
         """
-        from tensordict._lazy import LazyStackedTensorDict
-
-        return LazyStackedTensorDict(*self.unbind(dim), stack_dim=dim)  # type: ignore[attr-defined]
+        return _kinds.Lazy(*self.unbind(dim), stack_dim=dim)  # type: ignore[attr-defined]
 
     def densify(self, layout: torch.layout = torch.strided) -> TensorDictBase:
         """This tensordict with every nested lazy stack made dense (see
@@ -559,8 +696,6 @@ class TensorDictBase(
         >>> td.densify() is td
         True
         """
-        from tensordict._lazy_dense import to_dense
-
         return to_dense(self, clone=False, layout=layout)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
@@ -572,8 +707,6 @@ class TensorDictBase(
         >>> td.to_tensordict()["a"] is td["a"]
         False
         """
-        from tensordict._lazy_dense import to_dense
-
         return to_dense(self, clone=True)
 
     def non_tensor_items(self, include_nested: bool = False) -> tuple[tuple[Any, Any], ...]:
@@ -684,6 +817,7 @@ class TensorDictBase(
         return hook(self)
 
 
+_kinds.bind(Base=TensorDictBase)
 _forwarders.install(TensorDictBase)
 # Tensordicts are mappings, as in the reference (``isinstance(td, Mapping)``): this is what
 # lets ``torch.testing.assert_close`` compare two of them key by key. Registration leaves

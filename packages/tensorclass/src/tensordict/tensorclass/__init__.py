@@ -40,7 +40,6 @@ __version__ = "0.1.0"
 
 _DISTRIBUTION = "tensorclass"
 
-from tensordict.tensorclass._process import resolve  # noqa: E402
 from tensordict.tensorclass._tensorclass import (  # noqa: E402
     TensorClass,
     from_dataclass,
@@ -68,7 +67,6 @@ __all__ = [
     "is_non_tensor",
     "is_tensor_collection",
     "is_tensorclass",
-    "resolve",
     "tensorclass",
 ]
 

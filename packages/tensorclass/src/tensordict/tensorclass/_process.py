@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import weakref
 from typing import Any
 
 import torch.utils._pytree as pytree
 
 from tensordict import TensorDict
+from tensordict._class_registry import register_class
 from tensordict.tensorclass import _fields
 from tensordict.tensorclass._fields import MISSING, FieldSpec, Flags
 from tensordict.tensorclass._wrapper import _Wrapper, make_init
@@ -23,10 +23,6 @@ RESERVED: frozenset[str] = frozenset(
     for n in {*dir(TensorDict), *dir(_Wrapper)}
     if not (n.startswith("__") and n.endswith("__")) and n not in {"data", "grad"}
 ) | {"_tensordict", "_non_tensordict"}
-
-#: Every processed class by ``module.qualname`` (see :func:`resolve`).
-_REGISTRY: weakref.WeakValueDictionary[str, type] = weakref.WeakValueDictionary()
-
 
 def _initvars(cls: type) -> list[dataclasses.Field]:
     kind = dataclasses._FIELD_INITVAR  # type: ignore[attr-defined]
@@ -102,7 +98,7 @@ def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
     cls._post_init_on_rebuild = cls._run_post_init and not flags.skip_post_init_on_rebuild
     cls.__hash__ = object.__hash__ if flags.frozen else None  # type: ignore[assignment]
     cls.__expected_keys__ = frozenset(specs)
-    _REGISTRY[f"{cls.__module__}.{cls.__qualname__}"] = cls
+    register_class(cls)  # loaders find it by name, without importing anything
 
 
 def _register_pytree(cls: type) -> None:
@@ -119,45 +115,3 @@ def _flatten(obj: Any) -> tuple[list[Any], Any]:
 
 def _unflatten(cls: type, children: Any, context: Any) -> Any:
     return cls._rewrap(children[0])
-
-
-def resolve(name: str, *, allow_import: bool = False) -> type | None:
-    """The class with fields called ``name`` (``"module.QualName"``), or ``None``.
-
-    A class made in this process is found by name, local classes included. Otherwise the
-    name is looked up in an already imported module; the module is imported only when
-    ``allow_import=True`` (loading data never runs code the caller did not ask for).
-
-    >>> import torch
-    >>> from tensordict import TensorClass
-    >>> class Pair(TensorClass):
-    ...     a: torch.Tensor
-    >>> resolve(f"{Pair.__module__}.{Pair.__qualname__}") is Pair
-    True
-    """
-    found = _REGISTRY.get(name)
-    if found is not None:
-        return found
-    import importlib
-    import sys
-
-    module_name, _, qualname = name.rpartition(".")
-    while module_name:
-        module = sys.modules.get(module_name)
-        if module is None and allow_import:
-            try:
-                module = importlib.import_module(module_name)
-            except ImportError:
-                module = None
-        if module is not None:
-            obj: Any = module
-            for part in qualname.split("."):
-                obj = getattr(obj, part, None)
-                if obj is None:
-                    break
-            if isinstance(obj, type) and issubclass(obj, _Wrapper):
-                return obj
-            return None
-        module_name, _, head = module_name.rpartition(".")
-        qualname = f"{head}.{qualname}"
-    return None

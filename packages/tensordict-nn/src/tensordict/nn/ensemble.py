@@ -1,0 +1,117 @@
+"""``EnsembleModule``: several independently initialised copies of a module, run at
+once with ``torch.vmap``."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+
+from tensordict import TensorDict, TensorDictBase
+
+from tensordict.nn.common import TensorDictModuleBase
+from tensordict.nn.functional_modules import td_from_module
+from tensordict.nn.params import TensorDictParams
+
+__all__ = ["EnsembleModule"]
+
+
+class EnsembleModule(TensorDictModuleBase):
+    """Run ``num_copies`` copies of a tensordict module, each with its own parameters.
+
+    The copies' parameters are stacked in ``params_td`` (a
+    :class:`~tensordict.nn.TensorDictParams`, so they are trained like any parameter),
+    each re-initialised with ``reset_parameters``. The call runs the module once per copy
+    through ``torch.vmap``: outputs get a leading dimension of size ``num_copies``.
+
+    Args:
+        module: the tensordict module to copy.
+        num_copies: how many copies.
+        expand_input: expand the input along a new leading dimension (``False``: the
+            input already has one, for instance the output of another ensemble).
+
+    >>> import torch
+    >>> from torch import nn
+    >>> from tensordict import TensorDict
+    >>> from tensordict.nn import EnsembleModule, TensorDictModule
+    >>> ensemble = EnsembleModule(
+    ...     TensorDictModule(nn.Linear(3, 2), in_keys=["x"], out_keys=["y"]), num_copies=4)
+    >>> ensemble(TensorDict(x=torch.randn(5, 3), batch_size=[5]))["y"].shape
+    torch.Size([4, 5, 2])
+    """
+
+    def __init__(self, module: TensorDictModuleBase, num_copies: int, expand_input: bool = True) -> None:
+        super().__init__()
+        if num_copies < 1:
+            raise ValueError(f"EnsembleModule needs num_copies >= 1; got {num_copies}.")
+        params = td_from_module(module).detach()
+        stacked = params.expand(num_copies, *params.batch_size).clone()
+        for i in range(num_copies):
+            module.reset_parameters_recursive(stacked[i])
+        # The template keeps the structure only: its own tensors move to the meta device.
+        template = copy.deepcopy(module)
+        td_from_module(template).detach().to("meta").to_module(template, preserve_module_state=False)
+        self.module = template
+        self.params_td = TensorDictParams(stacked)
+        self.num_copies = num_copies
+        self.expand_input = expand_input
+
+    @property
+    def in_keys(self) -> list[Any]:  # type: ignore[override]
+        return self.module.in_keys
+
+    @in_keys.setter
+    def in_keys(self, value: Any) -> None:
+        self.module.in_keys = value
+
+    @property
+    def out_keys(self) -> list[Any]:  # type: ignore[override]
+        return self.module.out_keys
+
+    @out_keys.setter
+    def out_keys(self, value: Any) -> None:
+        self.module.out_keys = value
+
+    @property
+    def out_keys_source(self) -> list[Any]:
+        return self.module.out_keys_source
+
+    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+        """Run every copy; the result has a leading dimension of size ``num_copies``."""
+        if self.expand_input:
+            tensordict = tensordict.expand(self.num_copies, *tensordict.batch_size)
+        elif tensordict.batch_size[:1] != torch.Size([self.num_copies]):
+            raise RuntimeError(
+                f"EnsembleModule(expand_input=False) needs an input whose first batch "
+                f"dimension is num_copies={self.num_copies}; got batch_size "
+                f"{tuple(tensordict.batch_size)}."
+            )
+        # torch.vmap sees flat lists of tensors: the tensordicts are rebuilt inside, so
+        # nothing depends on how vmap handles tensordicts (nor on tracing it).
+        param_keys = list(self.params_td.keys(True, True))
+        param_leaves = [self.params_td.get(key) for key in param_keys]
+        in_keys = [k for k in tensordict.keys(True, True) if isinstance(tensordict.get(k), torch.Tensor)]
+        in_leaves = [tensordict.get(key) for key in in_keys]
+        inner_batch = tensordict.batch_size[1:]
+        out_keys: list[Any] = []
+
+        def call_one(params: list[torch.Tensor], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+            weights = TensorDict(dict(zip(param_keys, params)), batch_size=[])
+            td = TensorDict(dict(zip(in_keys, inputs)), batch_size=inner_batch)
+            with weights.to_module(self.module):
+                out = self.module(td)
+            out_keys[:] = list(out.keys(True, True))
+            return [out.get(key) for key in out_keys]
+
+        leaves = torch.vmap(call_one, (0, 0))(param_leaves, in_leaves)
+        return TensorDict(
+            dict(zip(out_keys, leaves)), batch_size=[self.num_copies, *inner_batch]
+        )
+
+    def reset_parameters_recursive(self, parameters: TensorDictBase | None = None) -> TensorDictBase | None:
+        """Re-initialise every copy (of ``parameters`` when given, else ``params_td``)."""
+        target = self.params_td if parameters is None else parameters
+        for i in range(target.batch_size[0]):
+            self.module.reset_parameters_recursive(target[i])
+        return parameters
