@@ -12,7 +12,21 @@ import pkgutil
 
 __path__ = pkgutil.extend_path(__path__, __name__)
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the sibling names that resolve lazily (see __getattr__), for type checkers
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        TensorClass as TensorClass,
+    )
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        TypedTensorDict as TypedTensorDict,
+    )
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        from_dataclass as from_dataclass,
+    )
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        tensorclass as tensorclass,
+    )
 
 from tensordict._siblings import LAZY_TOP_LEVEL as _LAZY_TOP_LEVEL
 from tensordict._siblings import import_sibling as _import_sibling

@@ -87,9 +87,26 @@ class FieldSpec:
 # ----------------------------------------------------------------------------- hints
 
 
-def resolve_hints(cls: type) -> dict[str, Any]:
+_SKIPPED_MODULES = ("tensordict.tensorclass", "dataclasses", "abc", "typing", "typing_extensions")
+
+
+def defining_namespace() -> dict[str, Any]:
+    """The local names of the code that defines the class being processed (a class made
+    inside a function may be annotated with other local classes); empty at module level."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get("__name__", "")
+        if not module.startswith(_SKIPPED_MODULES):
+            return {} if frame.f_locals is frame.f_globals else dict(frame.f_locals)
+        frame = frame.f_back  # type: ignore[assignment]
+    return {}
+
+
+def resolve_hints(cls: type, namespace: dict[str, Any] | None = None) -> dict[str, Any]:
     """The type hints of ``cls``'s annotations (its bases' included), names that cannot be
-    evaluated yet mapped to ``_UNRESOLVED``. The class's own name resolves to ``cls``."""
+    evaluated yet mapped to ``_UNRESOLVED``. Names resolve in the class's module, then in
+    ``namespace`` (see :func:`defining_namespace`); the class's own name resolves to
+    ``cls``."""
     hints: dict[str, Any] = {}
     for klass in reversed(cls.__mro__):
         own = klass.__dict__.get("__annotations__", {})
@@ -97,7 +114,8 @@ def resolve_hints(cls: type) -> dict[str, Any]:
             continue
         module = sys.modules.get(klass.__module__)
         globalns = dict(vars(module)) if module is not None else {}
-        localns = {klass.__name__: cls if cls.__name__ == klass.__name__ else klass}
+        localns = dict(namespace or {})
+        localns[klass.__name__] = cls if cls.__name__ == klass.__name__ else klass
         localns[cls.__name__] = cls
         for name, ann in own.items():
             for _ in range(3):  # a quoted annotation under ``from __future__ import annotations``
@@ -109,6 +127,11 @@ def resolve_hints(cls: type) -> dict[str, Any]:
                     ann = _UNRESOLVED
             hints[name] = _UNRESOLVED if isinstance(ann, str) else ann
     return hints
+
+
+def has_unresolved(hints: dict[str, Any]) -> bool:
+    """Whether some annotation could not be evaluated (a name defined later)."""
+    return any(h is _UNRESOLVED for h in hints.values())
 
 
 def _union_args(hint: Any) -> tuple[Any, ...] | None:

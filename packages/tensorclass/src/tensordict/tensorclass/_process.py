@@ -59,9 +59,38 @@ def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
                     f"of every instance ({cls.__name__}.{f.name}). Rename the field, or pass "
                     "shadow=True to let the field hide that member."
                 )
-    hints = _fields.resolve_hints(cls)
+    namespace = _fields.defining_namespace()
+    hints = _fields.resolve_hints(cls, namespace)
     if flags.tensor_only:
         _fields.check_tensor_only(cls, {f.name: hints.get(f.name, Any) for f in fields})
+    # a name defined later (in the module or the function): resolved again when the
+    # first instance is made
+    cls._pending_namespace = namespace if _fields.has_unresolved(hints) else None
+    _build_specs(cls, flags, hints, unwrap)
+    if "__init__" not in vars(cls) or getattr(vars(cls)["__init__"], "_generated", False):
+        init = make_init(cls, cls._field_specs, _initvars(cls))
+        init._generated = True  # type: ignore[attr-defined]
+        cls.__init__ = init  # type: ignore[misc]
+    else:
+        cls._init_names = tuple(f.name for f in fields if f.init)
+    cls._run_post_init = hasattr(cls, "__post_init__")
+    cls._post_init_on_rebuild = cls._run_post_init and not flags.skip_post_init_on_rebuild
+    cls.__hash__ = object.__hash__ if flags.frozen else None  # type: ignore[assignment]
+    cls.__expected_keys__ = frozenset(cls._field_specs)
+    register_class(cls)  # loaders find it by name, without importing anything
+    _register_pytree(cls)
+
+
+def refresh_hints(cls: type) -> None:
+    """Evaluate the annotations that named something not defined yet (see :func:`process`)."""
+    hints = _fields.resolve_hints(cls, cls._pending_namespace)
+    cls._pending_namespace = None
+    _build_specs(cls, cls._flags, hints, cls._unwrap_values)
+
+
+def _build_specs(cls: type, flags: Flags, hints: dict[str, Any], unwrap: bool) -> None:
+    """The field specs, the class attributes that read fields, the fast-path sets."""
+    fields = dataclasses.fields(cls)
     specs: dict[str, FieldSpec] = {}
     for f in fields:
         hint = hints.get(f.name, Any)
@@ -79,13 +108,6 @@ def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
     for name in _fields.FLAG_NAMES:
         setattr(cls, f"_{name}", getattr(flags, name))
     _fields.install_descriptors(cls, specs)
-    _register_pytree(cls)
-    if "__init__" not in vars(cls) or getattr(vars(cls)["__init__"], "_generated", False):
-        init = make_init(cls, specs, _initvars(cls))
-        init._generated = True  # type: ignore[attr-defined]
-        cls.__init__ = init  # type: ignore[misc]
-    else:
-        cls._init_names = tuple(f.name for f in fields if f.init)
     cls._plain_names = tuple(n for n, s in specs.items() if s.plain)
     cls._plain_set = frozenset(cls._plain_names)
     for spec in specs.values():
@@ -94,11 +116,6 @@ def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
     cls._bulk_init = (
         all(s.cast is None for s in specs.values()) and cls.__setattr__ is _Wrapper.__setattr__
     )
-    cls._run_post_init = hasattr(cls, "__post_init__")
-    cls._post_init_on_rebuild = cls._run_post_init and not flags.skip_post_init_on_rebuild
-    cls.__hash__ = object.__hash__ if flags.frozen else None  # type: ignore[assignment]
-    cls.__expected_keys__ = frozenset(specs)
-    register_class(cls)  # loaders find it by name, without importing anything
 
 
 def _register_pytree(cls: type) -> None:

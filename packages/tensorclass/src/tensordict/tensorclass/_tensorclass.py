@@ -12,6 +12,13 @@ from typing_extensions import dataclass_transform
 from tensordict.tensorclass import _process
 from tensordict.tensorclass._fields import FLAG_NAMES, Flags
 from tensordict.tensorclass._repr import tensorclass_repr
+from tensordict.tensorclass._typing import (
+    BatchSizeField,
+    DeviceField,
+    NamesField,
+    SelfReturning,
+    TensorClassMeta,
+)
 from tensordict.tensorclass._wrapper import _Wrapper
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,8 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 _T = TypeVar("_T", bound=type)
 
 
-@dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
-class TensorClass(_Wrapper):
+class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):
     """Base class of dataclasses of tensors: subclass it and annotate the fields.
 
     Instances behave like a :class:`~tensordict.TensorDict` (every method, operator and
@@ -60,17 +66,10 @@ class TensorClass(_Wrapper):
     #: Set on the classes ``TensorClass[...]`` makes: they carry options, not fields.
     _options_only: ClassVar[bool] = False
 
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            *args: Any,
-            batch_size: Sequence[int] | torch.Size | int | None = None,
-            device: torch.device | str | int | None = None,
-            names: Sequence[str | None] | None = None,
-        ) -> None: ...
-
-        def __getitem__(self, index: Any) -> Self: ...
+    if TYPE_CHECKING:  # keyword-only fields of the base, for the synthesised __init__
+        batch_size: BatchSizeField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
+        device: DeviceField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
+        names: NamesField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
 
     def __init_subclass__(cls, **options: Any) -> None:
         unknown = set(options) - set(FLAG_NAMES)

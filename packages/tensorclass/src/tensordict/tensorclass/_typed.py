@@ -19,6 +19,13 @@ from typing_extensions import dataclass_transform
 from tensordict import TensorDictBase
 from tensordict.tensorclass import _forward, _process
 from tensordict.tensorclass._fields import MISSING, Flags
+from tensordict.tensorclass._typing import (
+    BatchSizeField,
+    DeviceField,
+    NamesField,
+    SelfReturning,
+    TypedTensorDictMeta,
+)
 from tensordict.tensorclass._wrapper import _Wrapper
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,8 +37,7 @@ _OPTIONS = ("shadow", "frozen")
 _IGNORED = ("autocast", "nocast", "tensor_only")
 
 
-@dataclass_transform(kw_only_default=True, field_specifiers=(dataclasses.field, dataclasses.Field))
-class TypedTensorDict(_Wrapper):
+class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):
     """A :class:`~tensordict.TensorDictBase` whose fields are declared as annotations.
 
     .. warning:: Experimental: the API can change in a minor release.
@@ -64,18 +70,10 @@ class TypedTensorDict(_Wrapper):
     _unwrap_values: ClassVar[bool] = False
     _options_only: ClassVar[bool] = False
 
-    if TYPE_CHECKING:
-
-        def __init__(
-            self,
-            *,
-            batch_size: Sequence[int] | torch.Size | int | None = None,
-            device: torch.device | str | int | None = None,
-            names: Sequence[str | None] | None = None,
-            **fields: Any,
-        ) -> None: ...
-
-        def __getitem__(self, index: Any) -> Self: ...
+    if TYPE_CHECKING:  # keyword-only fields of the base, for the synthesised __init__
+        batch_size: BatchSizeField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
+        device: DeviceField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
+        names: NamesField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
 
     def __init_subclass__(cls, **options: Any) -> None:
         super().__init_subclass__()

@@ -56,6 +56,7 @@ class _Wrapper(TensorDictBase):
     _bulk_init: ClassVar[bool] = True
     _run_post_init: ClassVar[bool] = False
     _post_init_on_rebuild: ClassVar[bool] = False
+    _pending_namespace: ClassVar[dict[str, Any] | None] = None
     #: Whether plain fields are read through descriptors (see _fields.install_descriptors).
     _descriptors: ClassVar[bool] = False
     #: Whether reading a non-tensor field gives the Python value (tensorclass) or the
@@ -128,6 +129,10 @@ class _Wrapper(TensorDictBase):
     ) -> None:
         """The body of the generated ``__init__``."""
         cls = type(self)
+        if cls._pending_namespace is not None:  # annotations that named later definitions
+            from tensordict.tensorclass import _process
+
+            _process.refresh_hints(cls)
         if cls._bulk_init:  # no casting, no custom __setattr__: validate in one pass
             bs = batch_size if type(batch_size) is _Size else parse_batch_size(batch_size)
             dev = None if device is None else parse_device(device)
