@@ -20,8 +20,7 @@ from tensordict._keys import NestedKey
 from tensordict._nontensor import NON_TENSOR
 
 from tensordict.nn._keys import IGNORE, as_key_list, select_keys
-from tensordict.nn.dispatch import dispatch
-from tensordict.nn.utils import set_skip_existing
+from tensordict.nn.dispatch import dispatch, tensordict_entry
 
 __all__ = [
     "TensorDictModule",
@@ -37,6 +36,10 @@ _MISSING_INPUTS = (
     "Some tensors that are necessary for the module call may not have not been found in "
     "the input tensordict"
 )
+
+
+_Tensor = torch.Tensor
+_MISS = object()
 
 
 def _indent(text: str) -> str:
@@ -385,8 +388,14 @@ class TensorDictModule(TensorDictModuleBase):
                 tensordict.get(key, default=None, **get_kwargs)
                 for key in self._keys_attr("_in_keys")
             ]
+        keys = self._keys_attr("_in_keys")
+        if type(tensordict) is TensorDict:
+            store = tensordict._tensordict
+            values = [store.get(key) if type(key) is str else _MISS for key in keys]
+            if all(type(v) is _Tensor for v in values):  # the hot path: plain tensors
+                return values
         get = tensordict.get
-        return [get(key, None) for key in self._keys_attr("_in_keys")]
+        return [get(key, None) for key in keys]
 
     def _module_name(self) -> str:
         module = self._modules.get("module", self.__dict__.get("module"))
@@ -394,7 +403,9 @@ class TensorDictModule(TensorDictModuleBase):
 
     def _outputs(self, out: Any) -> tuple:
         out_keys = self._keys_attr("_out_keys")
-        if type(out) is tuple:
+        if isinstance(out, _Tensor):
+            results: tuple = (out,)
+        elif type(out) is tuple:
             results = out
         elif out is None and not out_keys:
             return ()
@@ -419,8 +430,7 @@ class TensorDictModule(TensorDictModuleBase):
             )
         return results
 
-    @dispatch(auto_batch_size=False)
-    @set_skip_existing(None)
+    @tensordict_entry(auto_batch_size=False)
     def forward(
         self,
         tensordict: TensorDictBase,
@@ -465,8 +475,16 @@ class TensorDictModule(TensorDictModuleBase):
                 tensordict_out = tensordict.empty()
             else:
                 tensordict_out = inplace
-        for i, key in self.__dict__["_write_plan"]:
-            tensordict_out.set(key, results[i])
+        if type(tensordict_out) is TensorDict:
+            for i, key in self.__dict__["_write_plan"]:
+                value = results[i]
+                if type(key) is str:
+                    tensordict_out._set_str(key, value, inplace=False, validated=False)
+                else:
+                    tensordict_out.set(key, value)
+        else:
+            for i, key in self.__dict__["_write_plan"]:
+                tensordict_out.set(key, results[i])
         return tensordict_out
 
     def __getattr__(self, name: str) -> Any:

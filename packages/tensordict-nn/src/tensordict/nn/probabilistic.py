@@ -27,7 +27,7 @@ from tensordict.nn._interaction import (
 )
 from tensordict.nn._keys import IGNORE, as_key_list
 from tensordict.nn.common import TensorDictModuleBase
-from tensordict.nn.dispatch import dispatch
+from tensordict.nn.dispatch import tensordict_entry
 from tensordict.nn.distributions.composite import (
     CompositeDistribution,
     composite_keys,
@@ -35,7 +35,7 @@ from tensordict.nn.distributions.composite import (
     suffixed,
 )
 from tensordict.nn.distributions.continuous import Delta
-from tensordict.nn.utils import composite_lp_aggregate, set_skip_existing
+from tensordict.nn.utils import composite_lp_aggregate
 
 __all__ = [
     "InteractionType",
@@ -301,8 +301,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             tensordict.set_non_tensor(key, next_seed)
         return value
 
-    @dispatch(auto_batch_size=False)
-    @set_skip_existing(None)
+    @tensordict_entry(auto_batch_size=False)
     def forward(
         self,
         tensordict: TensorDictBase,
