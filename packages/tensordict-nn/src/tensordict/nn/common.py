@@ -22,15 +22,9 @@ from tensordict._nontensor import NON_TENSOR
 from tensordict.nn._keys import IGNORE, as_key_list, select_keys
 from tensordict.nn.dispatch import dispatch, tensordict_entry
 
-__all__ = [
-    "TensorDictModule",
-    "TensorDictModuleBase",
-    "TensorDictModuleWrapper",
-    "WrapModule",
-    "as_tensordict_module",
-    "dispatch",
-    "make_tensordict",
-]
+# Also importable from here (defined elsewhere): TensorDictModuleWrapper, WrapModule,
+# as_tensordict_module, dispatch, make_tensordict.
+__all__ = ["TensorDictModule", "TensorDictModuleBase"]
 
 _MISSING_INPUTS = (
     "Some tensors that are necessary for the module call may not have not been found in "

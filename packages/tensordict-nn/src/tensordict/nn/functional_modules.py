@@ -250,8 +250,8 @@ def td_to_module(
     >>> model = nn.Linear(2, 2)
     >>> zeros = TensorDict.from_module(model).detach().clone().zero_()
     >>> with zeros.to_module(model):
-    ...     model(torch.ones(2))
-    tensor([0., 0.])
+    ...     model(torch.ones(2)).tolist()
+    [0.0, 0.0]
     >>> bool((model.weight == 0).all())
     False
     """

@@ -37,13 +37,9 @@ from tensordict.nn.distributions.composite import (
 from tensordict.nn.distributions.continuous import Delta
 from tensordict.nn.utils import composite_lp_aggregate
 
-__all__ = [
-    "InteractionType",
-    "ProbabilisticTensorDictModule",
-    "ProbabilisticTensorDictSequential",
-    "interaction_type",
-    "set_interaction_type",
-]
+# Also importable from here (defined elsewhere): InteractionType, interaction_type,
+# set_interaction_type, ProbabilisticTensorDictSequential.
+__all__ = ["ProbabilisticTensorDictModule"]
 
 _SEED_BOUND = 2**62
 
