@@ -238,6 +238,8 @@ else:
     with params.detach().clone().zero_().to_module(value):
         assert (value(observation=torch.ones(OBS_DIM)) == 0).all()
     assert TensorDict.from_module(value)["module", "0", "weight"] is params["module", "0", "weight"]
-    print(f"value net: {sum(p.numel() for p in value.parameters())} parameters, swapped and restored")
+    print(
+        f"value net: {sum(p.numel() for p in value.parameters())} parameters, swapped and restored"
+    )
 
 print(f"\ntensordict {tensordict.__version__}: tour finished, every check passed.")

@@ -139,9 +139,11 @@ def draw(
     dist: D.Distribution,
     kind: InteractionType,
     n_empirical: int,
-    sample_shape: torch.Size = torch.Size(),
+    sample_shape: torch.Size | None = None,
 ) -> Any:
     """The value of ``dist`` for interaction type ``kind``."""
+    if sample_shape is None:
+        sample_shape = torch.Size()
     if kind is InteractionType.RANDOM:
         if dist.has_rsample:
             return dist.rsample(sample_shape)

@@ -13,7 +13,6 @@ from torch import nn
 
 from tensordict import TensorDictBase
 from tensordict._keys import NestedKey
-
 from tensordict.nn._interaction import InteractionType
 from tensordict.nn._keys import as_key_list
 from tensordict.nn.distributions.composite import CompositeDistribution
@@ -97,7 +96,9 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
                 return_composite=self.return_composite,
                 inplace=self.inplace,
             )
-        return TensorDictSequential(*args, partial_tolerant=self.partial_tolerant, inplace=self.inplace)
+        return TensorDictSequential(
+            *args, partial_tolerant=self.partial_tolerant, inplace=self.inplace
+        )
 
     # ------------------------------------------------------------------ parts
     def _prob_modules(self) -> list[Any]:
@@ -106,7 +107,9 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     def _last_prob(self) -> Any:
         prob = self._prob_modules()
         if not prob:
-            raise RuntimeError("This ProbabilisticTensorDictSequential has no probabilistic module.")
+            raise RuntimeError(
+                "This ProbabilisticTensorDictSequential has no probabilistic module."
+            )
         return prob[-1]
 
     @property
@@ -174,7 +177,10 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
 
     # ------------------------------------------------------------------ distributions
     def get_dist_params(
-        self, tensordict: TensorDictBase, tensordict_out: TensorDictBase | None = None, **kwargs: Any
+        self,
+        tensordict: TensorDictBase,
+        tensordict_out: TensorDictBase | None = None,
+        **kwargs: Any,
     ) -> TensorDictBase:
         """Run the modules before the last probabilistic one (in place) and return the
         tensordict holding the distribution parameters."""
@@ -188,7 +194,10 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         return self._last_prob().build_dist_from_params(tensordict)
 
     def get_dist(
-        self, tensordict: TensorDictBase, tensordict_out: TensorDictBase | None = None, **kwargs: Any
+        self,
+        tensordict: TensorDictBase,
+        tensordict_out: TensorDictBase | None = None,
+        **kwargs: Any,
     ) -> D.Distribution:
         """The distribution of the sequence's samples.
 

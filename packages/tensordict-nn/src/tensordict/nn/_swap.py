@@ -70,7 +70,9 @@ class Swapper:
         self.seen: dict = {} if memo is None else memo
 
     # ------------------------------------------------------------------ walking
-    def write(self, store: Mapping[str, Any], target: Any, replaced: dict, path: tuple = ()) -> None:
+    def write(
+        self, store: Mapping[str, Any], target: Any, replaced: dict, path: tuple = ()
+    ) -> None:
         """Write ``store`` into ``target``; fill ``replaced`` with the values replaced.
         On error, everything written so far is undone."""
         try:
@@ -208,9 +210,7 @@ def undo(log: list[tuple]) -> None:
             owner[key] = previous
 
 
-def tree_to_td(tree: dict, batch_size: torch.Size = torch.Size([])) -> TensorDict:
+def tree_to_td(tree: dict, batch_size: torch.Size | None = None) -> TensorDict:
     """Nested dicts of tensors as a TensorDict (no validation: the caller knows shapes)."""
-    store = {
-        k: tree_to_td(v, batch_size) if isinstance(v, dict) else v for k, v in tree.items()
-    }
+    store = {k: tree_to_td(v, batch_size) if isinstance(v, dict) else v for k, v in tree.items()}
     return TensorDict._new_unsafe(store, batch_size)

@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from tensordict import TensorDictBase
 from tensordict._keys import NestedKey
-
 from tensordict.nn._keys import as_key_list
 from tensordict.nn.common import TensorDictModuleBase
 

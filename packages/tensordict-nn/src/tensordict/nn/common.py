@@ -9,18 +9,17 @@ live in :mod:`tensordict.nn._wrappers` and are re-exported here.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 from torch import nn
 
-from tensordict import TensorDict, TensorDictBase, is_tensor_collection, make_tensordict
+from tensordict import TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
 from tensordict._nontensor import NON_TENSOR
-
 from tensordict.nn._keys import IGNORE, as_key_list, select_keys
-from tensordict.nn.dispatch import dispatch, tensordict_entry
+from tensordict.nn.dispatch import tensordict_entry
 
 # Also importable from here (defined elsewhere): TensorDictModuleWrapper, WrapModule,
 # as_tensordict_module, dispatch, make_tensordict.
@@ -406,9 +405,7 @@ class TensorDictModule(TensorDictModuleBase):
         elif isinstance(out, Mapping) or (
             isinstance(out, TensorDictBase) and not isinstance(out, NON_TENSOR)
         ):
-            return tuple(
-                None if key == IGNORE else _lookup(out, key) for key in out_keys
-            )
+            return tuple(None if key == IGNORE else _lookup(out, key) for key in out_keys)
         else:
             results = (out,)
         if len(results) != len(out_keys):
@@ -447,11 +444,7 @@ class TensorDictModule(TensorDictModuleBase):
         except Exception as err:
             signature_error = isinstance(err, TypeError) and "keyword argument" in str(err)
             if not signature_error and any(t is None for t in tensors):
-                missing = {
-                    key
-                    for key, t in zip(self._keys_attr("_in_keys"), tensors)
-                    if t is None
-                }
+                missing = {key for key, t in zip(self._keys_attr("_in_keys"), tensors) if t is None}
                 raise KeyError(
                     f"{_MISSING_INPUTS}: the following inputs are None: {missing} "
                     f"(module: {self._module_name()}; the call raised "
@@ -501,8 +494,9 @@ class TensorDictModule(TensorDictModuleBase):
         return fields
 
 
-from tensordict.nn._wrappers import (  # noqa: E402  (they subclass the classes above)
-    TensorDictModuleWrapper,
-    WrapModule,
-    as_tensordict_module,
-)
+# Re-exported here, where the reference library defines them.
+from tensordict import make_tensordict as make_tensordict  # noqa: E402
+from tensordict.nn._wrappers import TensorDictModuleWrapper as TensorDictModuleWrapper  # noqa: E402
+from tensordict.nn._wrappers import WrapModule as WrapModule  # noqa: E402
+from tensordict.nn._wrappers import as_tensordict_module as as_tensordict_module  # noqa: E402
+from tensordict.nn.dispatch import dispatch as dispatch  # noqa: E402

@@ -17,7 +17,6 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from tensordict import TensorDict, TensorDictBase, is_tensor_collection
-
 from tensordict.nn._keys import as_key_list
 
 __all__ = ["CudaGraphModule"]
@@ -72,8 +71,16 @@ class CudaGraphModule:
     ) -> None:
         self.module = module
         self.warmup = warmup
-        self.in_keys = as_key_list(in_keys, "in_keys") if in_keys is not None else getattr(module, "in_keys", None)
-        self.out_keys = as_key_list(out_keys, "out_keys") if out_keys is not None else getattr(module, "out_keys", None)
+        self.in_keys = (
+            as_key_list(in_keys, "in_keys")
+            if in_keys is not None
+            else getattr(module, "in_keys", None)
+        )
+        self.out_keys = (
+            as_key_list(out_keys, "out_keys")
+            if out_keys is not None
+            else getattr(module, "out_keys", None)
+        )
         self.device = torch.device(device) if device is not None else None
         self.counter = 0
         self._graph: torch.cuda.CUDAGraph | None = None

@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from tensordict import TensorDict, is_tensor_collection, unravel_key_list
 from tensordict._keys import NestedKey
-
 from tensordict.nn.utils import _DISPATCH, _SKIP_EXISTING, should_skip
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -159,7 +158,12 @@ def tensordict_entry(auto_batch_size: bool = False) -> Callable[[_F], _F]:
     skip-existing mode says the module's outputs are already there; tensors are
     dispatched as with ``@dispatch``.
     """
-    options = {"separator": "_", "source": "in_keys", "dest": "out_keys", "auto_batch_size": auto_batch_size}
+    options = {
+        "separator": "_",
+        "source": "in_keys",
+        "dest": "out_keys",
+        "auto_batch_size": auto_batch_size,
+    }
 
     def decorator(func: _F) -> _F:
         @functools.wraps(func)

@@ -19,7 +19,6 @@ from torch import nn
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict._nontensor import NON_TENSOR
-
 from tensordict.nn._swap import Swapper, entries_of, tree_to_td, undo
 
 __all__ = ["from_module", "from_modules", "td_from_module", "td_to_module"]
@@ -116,7 +115,11 @@ def from_module(
     True
     """
     return td_from_module(
-        module, as_module=as_module, lock=lock, use_state_dict=use_state_dict, filter_empty=filter_empty
+        module,
+        as_module=as_module,
+        lock=lock,
+        use_state_dict=use_state_dict,
+        filter_empty=filter_empty,
     )
 
 

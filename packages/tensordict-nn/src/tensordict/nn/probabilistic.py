@@ -16,15 +16,14 @@ from torch import distributions as D
 
 from tensordict import TensorDictBase, unravel_key
 from tensordict._keys import NestedKey
-
 from tensordict.nn._interaction import (
     InteractionType,
     as_interaction_type,
     draw,
     interaction_type,
-    set_interaction_type,
     using_generator,
 )
+from tensordict.nn._interaction import set_interaction_type as set_interaction_type
 from tensordict.nn._keys import IGNORE, as_key_list
 from tensordict.nn.common import TensorDictModuleBase
 from tensordict.nn.dispatch import tensordict_entry
@@ -254,9 +253,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             return dist.log_prob(tensordict)
         keys = self.dist_sample_keys
         if len(keys) != 1:
-            raise RuntimeError(
-                f"log_prob needs one sample key; this module writes {keys}."
-            )
+            raise RuntimeError(f"log_prob needs one sample key; this module writes {keys}.")
         return dist.log_prob(tensordict.get(keys[0]))
 
     # ------------------------------------------------------------------ call
@@ -367,6 +364,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         return fields
 
 
-from tensordict.nn._prob_sequence import (  # noqa: E402  (it subclasses the module above)
-    ProbabilisticTensorDictSequential,
+# Defined in its own module (it subclasses the class above); importable from here.
+from tensordict.nn._prob_sequence import (  # noqa: E402
+    ProbabilisticTensorDictSequential as ProbabilisticTensorDictSequential,
 )

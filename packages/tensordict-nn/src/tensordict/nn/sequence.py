@@ -10,7 +10,6 @@ from torch import nn
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
-
 from tensordict.nn._keys import as_key_list, select_keys
 from tensordict.nn._wrappers import WrapModule
 from tensordict.nn.common import TensorDictModuleBase
@@ -197,9 +196,7 @@ class TensorDictSequential(TensorDictModuleBase):
         >>> sorted(seq(TensorDict(x=torch.zeros(()))).keys())
         ['x', 'z']
         """
-        self.__dict__["_selected_out_keys"] = select_keys(
-            selected_out_keys, self.out_keys_source
-        )
+        self.__dict__["_selected_out_keys"] = select_keys(selected_out_keys, self.out_keys_source)
         return self
 
     def reset_out_keys(self) -> TensorDictSequential:

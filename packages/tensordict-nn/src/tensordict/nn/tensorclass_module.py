@@ -15,7 +15,6 @@ from typing import Any, Generic, TypeVar
 from torch import nn
 
 from tensordict import TensorDictBase, is_tensor_collection
-
 from tensordict.nn.common import TensorDictModuleBase
 
 __all__ = ["TensorClassModuleBase", "TensorClassModuleWrapper"]

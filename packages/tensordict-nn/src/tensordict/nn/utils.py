@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 from tensordict import unravel_key_list
 from tensordict._keys import NestedKey
-
 from tensordict.nn._mode import ScopedSetter, Setting
 
 _F = TypeVar("_F", bound=Callable[..., Any])

@@ -10,8 +10,8 @@ from torch import distributions as D
 
 from tensordict import TensorDict, TensorDictBase, unravel_key
 from tensordict._keys import NestedKey
-
 from tensordict.nn._interaction import deterministic_sample
+from tensordict.nn.distributions.utils import NO_SHAPE as _NO_SHAPE
 from tensordict.nn.utils import composite_lp_aggregate
 
 __all__ = ["CompositeDistribution", "suffixed"]
@@ -134,11 +134,11 @@ class CompositeDistribution(D.Distribution):
             out.set(name, fn(name, dist))
         return out
 
-    def sample(self, sample_shape: torch.Size | Sequence[int] = torch.Size()) -> TensorDict:
+    def sample(self, sample_shape: torch.Size | Sequence[int] = _NO_SHAPE) -> TensorDict:
         shape = torch.Size(sample_shape)
         return self._gather(lambda _, d: d.sample(shape), shape + self.batch_shape)
 
-    def rsample(self, sample_shape: torch.Size | Sequence[int] = torch.Size()) -> TensorDict:
+    def rsample(self, sample_shape: torch.Size | Sequence[int] = _NO_SHAPE) -> TensorDict:
         shape = torch.Size(sample_shape)
         return self._gather(lambda _, d: d.rsample(shape), shape + self.batch_shape)
 
@@ -159,7 +159,9 @@ class CompositeDistribution(D.Distribution):
         return self._gather(lambda _, d: deterministic_sample(d, 1000), self.batch_shape)
 
     # ------------------------------------------------------------------ densities
-    def log_prob_composite(self, sample: TensorDictBase, include_sum: bool | None = None) -> TensorDict:
+    def log_prob_composite(
+        self, sample: TensorDictBase, include_sum: bool | None = None
+    ) -> TensorDict:
         """One ``<name>_log_prob`` entry per distribution (and, when ``include_sum`` or
         :func:`~tensordict.nn.composite_lp_aggregate`, their sum at ``log_prob_key``)."""
         out = TensorDict(batch_size=sample.batch_size)

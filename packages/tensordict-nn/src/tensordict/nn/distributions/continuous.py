@@ -15,6 +15,7 @@ import torch
 from torch import distributions as D
 from torch import nn
 
+from tensordict.nn.distributions.utils import NO_SHAPE as _NO_SHAPE
 from tensordict.nn.distributions.utils import mappings
 
 __all__ = ["AddStateIndependentNormalScale", "Delta", "NormalParamExtractor"]
@@ -66,9 +67,7 @@ class Delta(D.Distribution):
 
     def expand(self, batch_shape: torch.Size, _instance: Delta | None = None) -> Delta:
         shape = torch.Size(batch_shape) + self.event_shape
-        return Delta(
-            self.param.expand(shape), self.atol, self.rtol, batch_shape, self.event_shape
-        )
+        return Delta(self.param.expand(shape), self.atol, self.rtol, batch_shape, self.event_shape)
 
     def _is_equal(self, value: torch.Tensor) -> torch.Tensor:
         equal = torch.isclose(value, self.param.expand_as(value), atol=self.atol, rtol=self.rtol)
@@ -81,10 +80,10 @@ class Delta(D.Distribution):
         return torch.where(equal, torch.inf, -torch.inf).to(self.param.dtype)
 
     @torch.no_grad()
-    def sample(self, sample_shape: torch.Size | Sequence[int] = torch.Size()) -> torch.Tensor:
+    def sample(self, sample_shape: torch.Size | Sequence[int] = _NO_SHAPE) -> torch.Tensor:
         return self.param.expand(*sample_shape, *self.param.shape).clone()
 
-    def rsample(self, sample_shape: torch.Size | Sequence[int] = torch.Size()) -> torch.Tensor:
+    def rsample(self, sample_shape: torch.Size | Sequence[int] = _NO_SHAPE) -> torch.Tensor:
         return self.param.expand(*sample_shape, *self.param.shape)
 
     @property

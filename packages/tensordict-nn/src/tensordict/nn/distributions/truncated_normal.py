@@ -11,6 +11,8 @@ from torch import distributions as D
 from torch.distributions import constraints
 from torch.distributions.utils import broadcast_all
 
+from tensordict.nn.distributions.utils import NO_SHAPE as _NO_SHAPE
+
 __all__ = ["TruncatedNormal"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
@@ -67,7 +69,9 @@ class TruncatedNormal(D.Distribution):
     def support(self) -> constraints.Constraint:
         return constraints.interval(self.a, self.b)
 
-    def expand(self, batch_shape: torch.Size, _instance: TruncatedNormal | None = None) -> TruncatedNormal:
+    def expand(
+        self, batch_shape: torch.Size, _instance: TruncatedNormal | None = None
+    ) -> TruncatedNormal:
         shape = torch.Size(batch_shape)
         return TruncatedNormal(
             self.loc.expand(shape),
@@ -129,7 +133,7 @@ class TruncatedNormal(D.Distribution):
         x = self.loc + self.scale * torch.special.ndtri(p)
         return torch.maximum(torch.minimum(x, self.b), self.a)
 
-    def rsample(self, sample_shape: torch.Size | Sequence[int] = torch.Size()) -> torch.Tensor:
+    def rsample(self, sample_shape: torch.Size | Sequence[int] = _NO_SHAPE) -> torch.Tensor:
         shape = self._extended_shape(torch.Size(sample_shape))
         u = torch.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.icdf(u)
