@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import distributions as D
@@ -94,7 +94,7 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
                 *args,
                 partial_tolerant=self.partial_tolerant,
                 return_composite=self.return_composite,
-                inplace=self.inplace,
+                inplace=self.inplace,  # type: ignore[arg-type]
             )
         return TensorDictSequential(
             *args, partial_tolerant=self.partial_tolerant, inplace=self.inplace
@@ -134,10 +134,11 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     @property
     def default_interaction_type(self) -> InteractionType:
         """The default interaction type of the last probabilistic module."""
-        return self._last_prob().default_interaction_type
+        kind: InteractionType = self._last_prob().default_interaction_type
+        return kind
 
     @property
-    def num_samples(self) -> torch.Size | tuple:
+    def num_samples(self) -> torch.Size | tuple[int, ...]:
         """The number of samples drawn by the last probabilistic module (``()``: one)."""
         prob = self._prob_modules()
         value = prob[-1].num_samples if prob else None
@@ -187,11 +188,13 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         det = self._det_part
         if det is None:
             return tensordict if tensordict_out is None else tensordict_out
-        return det(tensordict, tensordict_out=tensordict_out, **kwargs)
+        out: TensorDictBase = det(tensordict, tensordict_out=tensordict_out, **kwargs)
+        return out
 
     def build_dist_from_params(self, tensordict: TensorDictBase) -> D.Distribution:
         """The last probabilistic module's distribution from parameters already computed."""
-        return self._last_prob().build_dist_from_params(tensordict)
+        dist: D.Distribution = self._last_prob().build_dist_from_params(tensordict)
+        return dist
 
     def get_dist(
         self,
@@ -208,12 +211,14 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         """
         if not self.return_composite:
             params = self.get_dist_params(tensordict, tensordict_out, **kwargs)
-            return self._last_prob().get_dist(params)
+            dist: D.Distribution = self._last_prob().get_dist(params)
+            return dist
         td = tensordict if tensordict_out is None else tensordict_out
         dists: dict[Any, D.Distribution] = {}
         modules = self._module_list()
         last = len(modules) - 1
         for i, module in enumerate(modules):
+            module = cast(Any, module)
             if not _is_prob(module):
                 td = module(td, **kwargs)
                 continue

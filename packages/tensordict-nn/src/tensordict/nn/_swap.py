@@ -44,8 +44,13 @@ def as_param(value: _Tensor, old: Any) -> _Tensor:
     return _Parameter(value, requires_grad=requires_grad)
 
 
+def is_plain_module(target: Any) -> bool:
+    """An ``nn.Module`` that is not also a tensordict (``TensorDictParams`` is both)."""
+    return isinstance(target, nn.Module) and "_tensordict" not in target.__dict__
+
+
 def _names(target: Any) -> list[str]:
-    if isinstance(target, nn.Module) and not isinstance(target, TensorDictBase):
+    if is_plain_module(target):
         return sorted({*target._parameters, *target._buffers, *target._modules})
     return sorted(entries_of(target))
 
@@ -61,17 +66,21 @@ class Swapper:
         preserve: bool = True,
         inplace: bool = False,
         non_blocking: bool = False,
-        memo: dict | None = None,
+        memo: dict[Any, Any] | None = None,
     ) -> None:
         self.preserve = preserve
         self.inplace = inplace
         self.non_blocking = non_blocking
-        self.undo: list[tuple] = []
-        self.seen: dict = {} if memo is None else memo
+        self.undo: list[tuple[Any, ...]] = []
+        self.seen: dict[Any, Any] = {} if memo is None else memo
 
     # ------------------------------------------------------------------ walking
     def write(
-        self, store: Mapping[str, Any], target: Any, replaced: dict, path: tuple = ()
+        self,
+        store: Mapping[str, Any],
+        target: Any,
+        replaced: dict[str, Any],
+        path: tuple[str, ...] = (),
     ) -> None:
         """Write ``store`` into ``target``; fill ``replaced`` with the values replaced.
         On error, everything written so far is undone."""
@@ -81,8 +90,10 @@ class Swapper:
             self.rollback()
             raise
 
-    def _write(self, store: Mapping[str, Any], target: Any, replaced: dict, path: tuple) -> None:
-        is_module = isinstance(target, nn.Module) and not isinstance(target, TensorDictBase)
+    def _write(
+        self, store: Mapping[str, Any], target: Any, replaced: dict[str, Any], path: tuple[str, ...]
+    ) -> None:
+        is_module = is_plain_module(target)
         for key, value in store.items():
             if isinstance(value, _Tensor):
                 replaced[key] = self._leaf(target, is_module, key, value, path)
@@ -103,18 +114,20 @@ class Swapper:
                     f"{type(target).__name__}; its entries are {_names(target)}. "
                     "The module was left unchanged."
                 )
-            sub: dict = {}
+            sub: dict[str, Any] = {}
             replaced[key] = sub
             self._write(value, child, sub, (*path, key))
 
-    def _missing(self, target: Any, key: str, path: tuple) -> KeyError:
+    def _missing(self, target: Any, key: str, path: tuple[str, ...]) -> KeyError:
         return KeyError(
             f"to_module: {type(target).__name__} has no parameter or buffer "
             f"{'.'.join((*path, key))!r}; its entries are {_names(target)}. "
             "The module was left unchanged."
         )
 
-    def _leaf(self, target: Any, is_module: bool, key: str, value: _Tensor, path: tuple) -> Any:
+    def _leaf(
+        self, target: Any, is_module: bool, key: str, value: _Tensor, path: tuple[str, ...]
+    ) -> Any:
         slot = (id(target), key)
         seen = self.seen.get(slot, _MISSING)
         if seen is not _MISSING:  # a module reached twice: written once
@@ -135,12 +148,14 @@ class Swapper:
         self.seen[slot] = old
         return old
 
-    def _swap_module(self, module: nn.Module, key: str, value: _Tensor, path: tuple) -> Any:
+    def _swap_module(
+        self, module: nn.Module, key: str, value: _Tensor, path: tuple[str, ...]
+    ) -> Any:
         params = module._parameters
         old = params.get(key, _MISSING)
         if old is not _MISSING:
             if self.preserve:
-                params[key] = as_param(value, old)
+                params[key] = as_param(value, old)  # type: ignore[assignment]
             elif isinstance(value, _Parameter):
                 params[key] = value
             else:  # becomes a plain attribute: out of parameters() and state_dict()
@@ -174,7 +189,9 @@ class Swapper:
             self.undo.append((attrs, key, old))
         return old
 
-    def _copy_in(self, target: Any, is_module: bool, key: str, value: _Tensor, path: tuple) -> Any:
+    def _copy_in(
+        self, target: Any, is_module: bool, key: str, value: _Tensor, path: tuple[str, ...]
+    ) -> Any:
         if is_module:
             current = target._parameters.get(key)
             if current is None:
@@ -198,7 +215,7 @@ class Swapper:
         self.undo = []
 
 
-def undo(log: list[tuple]) -> None:
+def undo(log: list[tuple[Any, ...]]) -> None:
     """Apply an undo log written by :class:`Swapper` (last entry first)."""
     for owner, key, previous in reversed(log):
         if owner == "copy":
@@ -210,7 +227,8 @@ def undo(log: list[tuple]) -> None:
             owner[key] = previous
 
 
-def tree_to_td(tree: dict, batch_size: torch.Size | None = None) -> TensorDict:
+def tree_to_td(tree: dict[str, Any], batch_size: torch.Size | None = None) -> TensorDict:
     """Nested dicts of tensors as a TensorDict (no validation: the caller knows shapes)."""
-    store = {k: tree_to_td(v, batch_size) if isinstance(v, dict) else v for k, v in tree.items()}
-    return TensorDict._new_unsafe(store, batch_size)
+    size = torch.Size([]) if batch_size is None else batch_size
+    store = {k: tree_to_td(v, size) if isinstance(v, dict) else v for k, v in tree.items()}
+    return TensorDict._new_unsafe(store, size)

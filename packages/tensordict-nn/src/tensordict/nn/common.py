@@ -72,7 +72,8 @@ class TensorDictModuleBase(nn.Module):
     # ------------------------------------------------------------------ keys
     def _keys_attr(self, name: str) -> list[Any]:
         try:
-            return self.__dict__[name]
+            keys: list[Any] = self.__dict__[name]
+            return keys
         except KeyError:
             default = getattr(type(self), f"{name}_default", None)
             if default is None:
@@ -157,7 +158,7 @@ class TensorDictModuleBase(nn.Module):
 
         def drop_unselected(module: nn.Module, args: Any, output: Any) -> Any:
             if isinstance(output, TensorDictBase):
-                output.exclude(*dropped, inplace=True)
+                output.exclude(*dropped, inplace=True)  # type: ignore[attr-defined]
             return output
 
         self.__dict__["_selection_hook"] = self.register_forward_hook(drop_unselected)
@@ -219,6 +220,11 @@ class TensorDictModuleBase(nn.Module):
         return f"{type(self).__name__}(\n    " + ",\n    ".join(fields) + ")"
 
 
+def _is_collection(value: Any) -> bool:
+    """A tensordict that holds entries (not a non-tensor wrapper)."""
+    return isinstance(value, TensorDictBase) and not isinstance(value, NON_TENSOR)
+
+
 def _lookup(container: Any, key: Any) -> Any:
     if isinstance(container, TensorDictBase):
         return container.get(key)
@@ -268,16 +274,16 @@ class TensorDictModule(TensorDictModuleBase):
 
     def __init__(
         self,
-        module: Callable,
+        module: Callable[..., Any],
         in_keys: NestedKey | list[NestedKey] | dict[Any, Any],
         out_keys: NestedKey | list[NestedKey],
         *,
         out_to_in_map: bool | None = None,
         inplace: bool | str | TensorDictBase = True,
         method: str | None = None,
-        method_kwargs: dict | None = None,
+        method_kwargs: dict[str, Any] | None = None,
         strict: bool = False,
-        get_kwargs: dict | None = None,
+        get_kwargs: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         if isinstance(module, type) or not callable(module):
@@ -359,7 +365,7 @@ class TensorDictModule(TensorDictModuleBase):
         return False
 
     # ------------------------------------------------------------------ call
-    def _callable(self) -> Callable:
+    def _callable(self) -> Callable[..., Any]:
         module = self._modules.get("module")
         if module is None:
             module = self.__dict__["module"]
@@ -394,17 +400,15 @@ class TensorDictModule(TensorDictModuleBase):
         module = self._modules.get("module", self.__dict__.get("module"))
         return type(module).__name__ if isinstance(module, nn.Module) else repr(module)
 
-    def _outputs(self, out: Any) -> tuple:
+    def _outputs(self, out: Any) -> tuple[Any, ...]:
         out_keys = self._keys_attr("_out_keys")
         if isinstance(out, _Tensor):
-            results: tuple = (out,)
+            results: tuple[Any, ...] = (out,)
         elif type(out) is tuple:
             results = out
         elif out is None and not out_keys:
             return ()
-        elif isinstance(out, Mapping) or (
-            isinstance(out, TensorDictBase) and not isinstance(out, NON_TENSOR)
-        ):
+        elif isinstance(out, Mapping) or (_is_collection(out)):
             return tuple(None if key == IGNORE else _lookup(out, key) for key in out_keys)
         else:
             results = (out,)
@@ -459,7 +463,7 @@ class TensorDictModule(TensorDictModuleBase):
             elif inplace is False:
                 tensordict_out = TensorDict()
             elif isinstance(inplace, str):  # "empty"
-                tensordict_out = tensordict.empty()
+                tensordict_out = tensordict.empty()  # type: ignore[attr-defined]
             else:
                 tensordict_out = inplace
         if type(tensordict_out) is TensorDict:

@@ -95,7 +95,9 @@ class CudaGraphModule:
             return False
         return self.device is None or self.device.type == "cuda"
 
-    def _flatten_inputs(self, args: tuple, kwargs: dict) -> tuple[list[Any], Any]:
+    def _flatten_inputs(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[list[Any], Any]:
         if args and is_tensor_collection(args[0]) and not kwargs and len(args) == 1:
             td = args[0]
             keys = self.in_keys if self.in_keys else list(td.keys(True, True))
@@ -104,7 +106,9 @@ class CudaGraphModule:
         leaves, spec = tree_flatten((args, kwargs))
         return leaves, ("tree", spec)
 
-    def _rebuild_inputs(self, leaves: list[Any], spec: Any) -> tuple[tuple, dict]:
+    def _rebuild_inputs(
+        self, leaves: list[Any], spec: Any
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         if spec[0] == "td":
             _, keys, batch_size, device = spec
             td = TensorDict(batch_size=batch_size, device=device)
@@ -166,7 +170,7 @@ class CudaGraphModule:
         if self._graph is None:
             self.counter += 1
             if self.counter <= self.warmup:
-                stream = torch.cuda.Stream()
+                stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
                 stream.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(stream):
                     out = self.module(*args, **kwargs)
@@ -184,7 +188,7 @@ class CudaGraphModule:
             return args[0].update(out)
         return out
 
-    def _capture(self, args: tuple, kwargs: dict) -> Any:
+    def _capture(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         leaves, spec = self._flatten_inputs(args, kwargs)
         device = self.device or torch.device("cuda", torch.cuda.current_device())
         self._static_in = [

@@ -42,8 +42,8 @@ def _arg_name(key: Any, separator: str) -> str:
 def dispatch_call(
     func: Callable[..., Any],
     module: Any,
-    args: tuple,
-    kwargs: dict,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
     *,
     separator: str = "_",
     source: str | Sequence[NestedKey] = "in_keys",

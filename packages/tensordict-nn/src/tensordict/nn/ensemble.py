@@ -46,22 +46,21 @@ class EnsembleModule(TensorDictModuleBase):
         super().__init__()
         if num_copies < 1:
             raise ValueError(f"EnsembleModule needs num_copies >= 1; got {num_copies}.")
-        params = td_from_module(module).detach()
+        params: Any = td_from_module(module).detach()
         stacked = params.expand(num_copies, *params.batch_size).clone()
         for i in range(num_copies):
             module.reset_parameters_recursive(stacked[i])
         # The template keeps the structure only: its own tensors move to the meta device.
         template = copy.deepcopy(module)
-        td_from_module(template).detach().to("meta").to_module(
-            template, preserve_module_state=False
-        )
+        meta: Any = td_from_module(template).detach()
+        meta.to("meta").to_module(template, preserve_module_state=False)
         self.module = template
         self.params_td = TensorDictParams(stacked)
         self.num_copies = num_copies
         self.expand_input = expand_input
 
     @property
-    def in_keys(self) -> list[Any]:  # type: ignore[override]
+    def in_keys(self) -> list[Any]:
         return self.module.in_keys
 
     @in_keys.setter
@@ -69,7 +68,7 @@ class EnsembleModule(TensorDictModuleBase):
         self.module.in_keys = value
 
     @property
-    def out_keys(self) -> list[Any]:  # type: ignore[override]
+    def out_keys(self) -> list[Any]:
         return self.module.out_keys
 
     @out_keys.setter
@@ -80,7 +79,7 @@ class EnsembleModule(TensorDictModuleBase):
     def out_keys_source(self) -> list[Any]:
         return self.module.out_keys_source
 
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def forward(self, tensordict: Any) -> TensorDictBase:
         """Run every copy; the result has a leading dimension of size ``num_copies``."""
         if self.expand_input:
             tensordict = tensordict.expand(self.num_copies, *tensordict.batch_size)

@@ -96,7 +96,7 @@ def td_from_module(
 
         td = TensorDictParams(td, no_convert=True)
     if lock:
-        td.lock_()
+        td.lock_()  # type: ignore[attr-defined]
     return td
 
 
@@ -136,7 +136,7 @@ def _stack_leaves(leaves: list[Any], expand_identical: bool) -> Any:
     return data
 
 
-def _stack_stores(tds: list[TensorDict], expand_identical: bool, path: tuple) -> dict:
+def _stack_stores(tds: list[Any], expand_identical: bool, path: tuple[str, ...]) -> dict[str, Any]:
     stores = [td._tensordict for td in tds]
     keys = list(stores[0])
     for i, store in enumerate(stores[1:], 1):
@@ -204,7 +204,7 @@ def from_modules(
 
         td = TensorDictParams(td, no_convert=True)
     if lock:
-        td.lock_()
+        td.lock_()  # type: ignore[attr-defined]
     return td
 
 
@@ -221,7 +221,7 @@ def td_to_module(
     use_state_dict: bool = False,
     non_blocking: bool = False,
     preserve_module_state: bool = True,
-    memo: dict | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> TensorDictBase | None:
     """Write the entries of ``td`` into ``module`` (``td.to_module(module)``).
 
@@ -264,7 +264,7 @@ def td_to_module(
     swapper = Swapper(
         preserve=preserve_module_state, inplace=inplace, non_blocking=non_blocking, memo=memo
     )
-    replaced: dict = {}
+    replaced: dict[str, Any] = {}
     swapper.write(entries_of(td), module, replaced)
     if not return_swap and swap_dest is None:
         return None
@@ -278,7 +278,7 @@ def td_to_module(
     return swap
 
 
-def _flat(store: dict, path: tuple) -> list[tuple[tuple, Any]]:
+def _flat(store: dict[str, Any], path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
     out = []
     for key, value in store.items():
         if isinstance(value, dict):
@@ -295,7 +295,7 @@ def _to_module_state_dict(
     return_swap: bool,
     swap_dest: TensorDictBase | None,
 ) -> TensorDictBase | None:
-    flat = {k: v for k, v in td.flatten_keys(".").items()}
+    flat = {k: v for k, v in td.flatten_keys(".").items()}  # type: ignore[attr-defined]
     current = module.state_dict(keep_vars=True)
     missing = sorted(set(flat) - set(current))
     if missing:
@@ -310,9 +310,9 @@ def _to_module_state_dict(
     if not return_swap and swap_dest is None:
         return None
     if swap_dest is not None:
-        swap_dest.update(old)
-        old = swap_dest
-    old._last_op = ("to_module", _load_back, old, module, inplace)
+        swap_dest.update(old)  # type: ignore[attr-defined]
+        old = swap_dest  # type: ignore[assignment]
+    old._last_op = ("to_module", _load_back, old, module, inplace)  # type: ignore[assignment]
     return old
 
 

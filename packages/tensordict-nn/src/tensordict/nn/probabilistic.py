@@ -92,7 +92,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         *,
         default_interaction_type: InteractionType | str = InteractionType.DETERMINISTIC,
         distribution_class: type = Delta,
-        distribution_kwargs: dict | None = None,
+        distribution_kwargs: dict[str, Any] | None = None,
         return_log_prob: bool = False,
         log_prob_keys: list[NestedKey] | None = None,
         log_prob_key: NestedKey | None = None,
@@ -120,7 +120,10 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
                 else [IGNORE]
             )
         self.__dict__["_sample_keys"] = as_key_list(out_keys, "out_keys")
-        self.default_interaction_type = as_interaction_type(default_interaction_type)
+        kind = as_interaction_type(default_interaction_type)
+        if kind is None:
+            raise ValueError("default_interaction_type cannot be None.")
+        self.default_interaction_type: InteractionType = kind
         self.return_log_prob = return_log_prob
         self._aggregate = composite_lp_aggregate()
         self._log_prob_key = None if log_prob_key is None else unravel_key(log_prob_key)
@@ -128,12 +131,12 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             None
             if log_prob_keys is None
             else as_key_list(
-                list(log_prob_keys) if isinstance(log_prob_keys, tuple) else log_prob_keys,
+                list(log_prob_keys),
                 "log_prob_keys",
             )
         )
         self.cache_dist = cache_dist
-        self._dist = None
+        self._dist: D.Distribution | None = None
         self.n_empirical_estimate = n_empirical_estimate
         if num_samples is not None and not isinstance(num_samples, torch.Size):
             num_samples = torch.Size([num_samples] if isinstance(num_samples, int) else num_samples)
@@ -197,7 +200,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         return keys[0]
 
     @property
-    def out_keys(self) -> list[Any]:  # type: ignore[override]
+    def out_keys(self) -> list[Any]:
         keys = list(self.__dict__["_sample_keys"])
         if self.return_log_prob:
             keys += [k for k in self.log_prob_keys if k not in keys]
@@ -226,7 +229,8 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             for name, key in zip(self.__dict__["_dist_names"], self.in_keys)
         }
         try:
-            return self.distribution_class(**kwargs, **self.distribution_kwargs)
+            dist: D.Distribution = self.distribution_class(**kwargs, **self.distribution_kwargs)
+            return dist
         except TypeError as err:
             if "unexpected keyword" not in str(err) and "missing" not in str(err):
                 raise
@@ -259,7 +263,8 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
     # ------------------------------------------------------------------ call
     def _interaction(self) -> InteractionType:
         current = interaction_type()
-        return self.default_interaction_type if current is None else current
+        kind: InteractionType = self.default_interaction_type if current is None else current
+        return kind
 
     def _draw(self, dist: D.Distribution, kind: InteractionType, tensordict: TensorDictBase) -> Any:
         shape = self.num_samples if (self.num_samples and kind is InteractionType.RANDOM) else ()
@@ -309,7 +314,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         kind = self._interaction()
         value = self._draw(dist, kind, tensordict)
         if self.num_samples and kind is InteractionType.RANDOM:
-            out = out.expand(*self.num_samples, *out.batch_size)
+            out = out.expand(*self.num_samples, *out.batch_size)  # type: ignore[attr-defined]
         selected = self.__dict__.get("_selected_out_keys")
         if isinstance(dist, CompositeDistribution):
             self._write_composite(out, dist, value, selected)

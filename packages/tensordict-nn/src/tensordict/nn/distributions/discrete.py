@@ -56,6 +56,6 @@ class OneHotCategorical(D.OneHotCategorical):
         return self.mode
 
     def rsample(self, sample_shape: torch.Size | Sequence[int] = _NO_SHAPE) -> torch.Tensor:
-        sample = self.sample(sample_shape)
-        probs = self.probs.expand_as(sample)
+        sample: torch.Tensor = self.sample(sample_shape)  # type: ignore[no-untyped-call]
+        probs: torch.Tensor = self.probs.expand_as(sample)
         return sample + probs - probs.detach()
