@@ -251,7 +251,7 @@ def _fill_buffer(
             )
         buffer = out
     elif shared_now:
-        storage = torch.UntypedStorage._new_shared(total)  # type: ignore[attr-defined]
+        storage = torch.UntypedStorage._new_shared(total)  # type: ignore[no-untyped-call]
         buffer = torch.empty(0, dtype=torch.uint8).set_(storage)
     else:
         buffer = torch.empty(

@@ -92,7 +92,11 @@ def td_broadcast(
     me = dist.get_rank()
 
     def bcast(t: torch.Tensor, part: str) -> None:
-        run(lambda: dist.broadcast(t, src=src, group=group, async_op=True), f"{what} ({part})", limit)
+        run(
+            lambda: dist.broadcast(t, src=src, group=group, async_op=True),
+            f"{what} ({part})",
+            limit,
+        )
 
     if me == src:
         try:
@@ -116,8 +120,7 @@ def td_broadcast(
     desc = _peers.tensor_bytes(desc_t)
     if status == _peers.STATUS_ERROR:
         raise _peers.RemoteError(
-            f"{what}: the source rank {src} failed before sending: "
-            f"{desc.decode(errors='replace')}"
+            f"{what}: the source rank {src} failed before sending: {desc.decode(errors='replace')}"
         )
     data = torch.empty(data_len, dtype=torch.uint8, device=dev)
     if data_len:
@@ -226,7 +229,9 @@ def _check_same_leaves(
     longest = max(int(s) for s in sizes)
     texts = [torch.empty(longest, dtype=torch.uint8, device=dev) for _ in ranks]
     padded = _peers.bytes_tensor(blob, dev, longest)
-    run(lambda: dist.all_gather(texts, padded, group=group, async_op=True), f"{what} (check)", limit)
+    run(
+        lambda: dist.all_gather(texts, padded, group=group, async_op=True), f"{what} (check)", limit
+    )
     sigs = [
         {tuple(p): (d, s) for p, d, s in json.loads(_peers.tensor_bytes(t[: int(n)]))}
         for t, n in zip(texts, sizes)
@@ -236,7 +241,9 @@ def _check_same_leaves(
         for path in sorted(set(sigs[0]) | set(sig), key=str):
             a, b = sigs[0].get(path), sig.get(path)
             if a != b:
-                problems.append(f"{_fmt(path)}: rank {ranks[0]} has {_leaf(a)}, rank {r} {_leaf(b)}")
+                problems.append(
+                    f"{_fmt(path)}: rank {ranks[0]} has {_leaf(a)}, rank {r} {_leaf(b)}"
+                )
     from tensordict._wire import problems_text
 
     raise ValueError(
@@ -274,9 +281,7 @@ def _span(tensors: list[torch.Tensor]) -> torch.Tensor | None:
     return first.detach().as_strided((pos - first.storage_offset(),), (1,))
 
 
-def _buckets(
-    leaves: list[torch.Tensor], bucket_bytes: int | None
-) -> list[list[torch.Tensor]]:
+def _buckets(leaves: list[torch.Tensor], bucket_bytes: int | None) -> list[list[torch.Tensor]]:
     if bucket_bytes is not None and (isinstance(bucket_bytes, bool) or bucket_bytes <= 0):
         raise ValueError(f"bucket_bytes must be a positive number of bytes, got {bucket_bytes!r}.")
     groups: dict[tuple[torch.device, torch.dtype], list[torch.Tensor]] = {}

@@ -95,7 +95,9 @@ class _Task:
         try:
             result = self.fn(chunk)
         except BaseException as err:
-            err.add_note(f"(tensordict map: raised by fn on chunk {index}, in worker {os.getpid()})")
+            err.add_note(
+                f"(tensordict map: raised by fn on chunk {index}, in worker {os.getpid()})"
+            )
             raise
         if out_chunk is None:
             return _to_shared(result) if self.remote else result

@@ -73,7 +73,7 @@ def wrap(td: Any, cls_name: Any) -> Any:
     if cls_name is None:
         return td
     cls = resolve_tensorclass(cls_name)
-    build = getattr(cls, "_from_tensordict", None) or getattr(cls, "from_tensordict")
+    build = getattr(cls, "_from_tensordict", None) or cls.from_tensordict
     return build(td)
 
 
@@ -90,7 +90,10 @@ def release(data: torch.Tensor, obj: Any) -> None:
     """Give ``data`` (from :func:`pack`) back to the pool unless it is ``obj``'s own."""
     td, _ = unwrap(obj)
     own = td.__dict__.get("_consolidated") if hasattr(td, "__dict__") else None
-    if own is not None and own["storage"].untyped_storage().data_ptr() == data.untyped_storage().data_ptr():
+    if (
+        own is not None
+        and own["storage"].untyped_storage().data_ptr() == data.untyped_storage().data_ptr()
+    ):
         return
     _buffers.give(data)
 
@@ -185,14 +188,20 @@ def _objects(td: Any, out: list[Any]) -> list[Any]:
             _objects(m, out)
         return out
     for value in td._tensordict.values():
-        if isinstance(value, torch.Tensor) or not hasattr(value, "_tensordict") and _lazy_members(value) is None:
+        if (
+            isinstance(value, torch.Tensor)
+            or not hasattr(value, "_tensordict")
+            and _lazy_members(value) is None
+        ):
             out.append(value)
         else:
             _objects(value, out)
     return out
 
 
-def _remember(template: Any, target: Any, desc: bytes, buffer: torch.Tensor, pairs: list[Any]) -> None:
+def _remember(
+    template: Any, target: Any, desc: bytes, buffer: torch.Tensor, pairs: list[Any]
+) -> None:
     key = id(template)
     try:
         ref = weakref.ref(template, lambda _, key=key: _CACHE.pop(key, None))

@@ -216,9 +216,7 @@ class Channel:
             raise translate(err, f"{self.what} from {self.label}", None) from err
 
 
-def peer(
-    peer: Any, group_peer: Any, group: Any, names: tuple[str, str], what: str
-) -> Channel:
+def peer(peer: Any, group_peer: Any, group: Any, names: tuple[str, str], what: str) -> Channel:
     """The :class:`Channel` to ``peer`` (global rank) or ``group_peer`` (rank in ``group``)."""
     check_peer(peer, group_peer, group, names, what)
     if group_peer is not None:
@@ -305,6 +303,8 @@ def group_ranks(group: Any) -> Sequence[int]:
     """The global ranks of ``group`` (the world when ``None``)."""
     import torch.distributed as dist
 
-    return list(dist.get_process_group_ranks(group)) if group is not None else list(
-        range(dist.get_world_size())
+    return (
+        list(dist.get_process_group_ranks(group))
+        if group is not None
+        else list(range(dist.get_world_size()))
     )
