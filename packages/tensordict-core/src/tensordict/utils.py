@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Sequence
 from typing import Any, Literal, overload
 
@@ -19,10 +21,18 @@ __all__ = [
     "is_non_tensor",
     "is_tensor_collection",
     "isin",
+    "logger",
     "remove_duplicates",
     "unravel_key",
     "unravel_key_list",
 ]
+
+
+#: The library's logger (``logging.getLogger("tensordict")``); its level comes from the
+#: ``TD_LOGGING_LEVEL`` environment variable (default ``INFO``).
+logger = logging.getLogger("tensordict")
+logger.setLevel(os.environ.get("TD_LOGGING_LEVEL", "INFO").upper())
+logger.addHandler(logging.NullHandler())
 
 
 @overload

@@ -22,8 +22,8 @@ import torch
 
 from tensordict import _wire
 from tensordict._kinds import is_tensorclass
-from tensordict._nontensor import NonTensorData
 from tensordict._kinds import lazy_members as _lazy_members
+from tensordict._nontensor import NonTensorData
 from tensordict.distributed import _buffers
 
 
