@@ -128,6 +128,34 @@ def decode(meta: dict[str, Any], data: torch.Tensor) -> Any:
     return from_consolidated(data, meta, allow_pickle=False)
 
 
+# ---------------------------------------------------------------------- bytes on the wire
+def bytes_tensor(data: bytes, device: torch.device, size: int | None = None) -> torch.Tensor:
+    """``data`` as a ``uint8`` tensor on ``device``, zero-padded to ``size`` bytes.
+
+    >>> bytes_tensor(b"ab", torch.device("cpu"), 4).tolist()
+    [97, 98, 0, 0]
+    """
+    size = len(data) if size is None else size
+    out = torch.zeros(size, dtype=torch.uint8)
+    if data:
+        out[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    return out.to(device)
+
+
+def tensor_bytes(t: torch.Tensor) -> bytes:
+    """The bytes of a ``uint8`` tensor (copied to the CPU)."""
+    return bytes(t.cpu().numpy().tobytes())
+
+
+def padded(t: torch.Tensor, size: int) -> torch.Tensor:
+    """``t`` zero-padded to ``size`` elements (``t`` itself when it has that size)."""
+    if t.numel() == size:
+        return t
+    out = torch.zeros(size, dtype=t.dtype, device=t.device)
+    out[: t.numel()] = t
+    return out
+
+
 # ---------------------------------------------------------------------- checks
 def _fmt(path: _Path) -> str:
     """A path as the user writes it: ``'a'``, ``('a', 'b')``; ``[i]`` for lazy members."""

@@ -273,30 +273,8 @@ def read_header(t: torch.Tensor, source: str) -> tuple[int, int, int]:
     return status, desc_len, data_len
 
 
-def bytes_tensor(data: bytes, device: torch.device, size: int | None = None) -> torch.Tensor:
-    """``data`` as a ``uint8`` tensor (zero-padded to ``size``) on ``device``."""
-    size = len(data) if size is None else size
-    out = torch.zeros(size, dtype=torch.uint8)
-    if data:
-        out[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    return out.to(device)
-
-
-def tensor_bytes(t: torch.Tensor) -> bytes:
-    return bytes(t.cpu().numpy().tobytes())
-
-
 def error_bytes(err: BaseException) -> bytes:
     return f"{type(err).__name__}: {err}".encode()[:MAX_ERROR_BYTES]
-
-
-def padded(t: torch.Tensor, size: int) -> torch.Tensor:
-    """``t`` zero-padded to ``size`` elements (itself when it has that size)."""
-    if t.numel() == size:
-        return t
-    out = torch.zeros(size, dtype=t.dtype, device=t.device)
-    out[: t.numel()] = t
-    return out
 
 
 def group_ranks(group: Any) -> Sequence[int]:

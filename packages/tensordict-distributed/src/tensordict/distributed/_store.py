@@ -60,6 +60,14 @@ def _runs(rows: Sequence[int]) -> list[tuple[int, int]]:
     return out
 
 
+def is_key(index: Any) -> bool:
+    """Whether ``store[index]`` names an entry (a string or a tuple of strings) rather
+    than rows."""
+    return isinstance(index, str) or (
+        isinstance(index, tuple) and bool(index) and all(isinstance(i, str) for i in index)
+    )
+
+
 class TensorDictStore(TensorDictBase):
     """A tensordict kept on a Redis-compatible server (``pip install
     tensordict-distributed[redis]``).
@@ -571,9 +579,7 @@ class TensorDictStore(TensorDictBase):
         return out
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, str) or (
-            isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)
-        ):
+        if is_key(index):
             return self.get(index)
         plan = self._row_plan(index)
         if plan is None:
@@ -586,9 +592,7 @@ class TensorDictStore(TensorDictBase):
         return local[(slice(None), *rest)] if rest else local
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        if isinstance(index, str) or (
-            isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)
-        ):
+        if is_key(index):
             self.set(index, value)
             return
         plan = self._row_plan(index)

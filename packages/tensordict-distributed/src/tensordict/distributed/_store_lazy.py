@@ -24,7 +24,7 @@ from tensordict._kinds import is_tensorclass
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
 from tensordict.distributed._redis import StoreDataLostError
-from tensordict.distributed._store import TensorDictStore
+from tensordict.distributed._store import TensorDictStore, is_key
 
 _Path = tuple[str, ...]
 
@@ -351,9 +351,7 @@ class LazyStackedTensorDictStore(TensorDictStore):
         return None
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, str) or (
-            isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)
-        ):
+        if is_key(index):
             return self.get(index)
         plan = self._elements(index)
         if plan is None:
@@ -365,9 +363,7 @@ class LazyStackedTensorDictStore(TensorDictStore):
         return LazyStackedTensorDict(*members, stack_dim=0)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        if isinstance(index, str) or (
-            isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)
-        ):
+        if is_key(index):
             self.set(index, value)
             return
         plan = self._elements(index)
