@@ -354,6 +354,21 @@ def _layout(
     return plan, meta, total, dev
 
 
+class Packing:
+    """How :func:`consolidate` lays ``td`` out: ``meta`` (the metadata), ``nbytes`` and
+    ``device`` of the buffer; :meth:`fill` copies the leaves, as they are at that
+    moment, into a buffer. A transport that sends the same tensordict again keeps its
+    ``Packing`` and only fills."""
+
+    def __init__(self, td: Any, device: Any = None, allow_pickle: bool = False) -> None:
+        self.plan, self.meta, self.nbytes, self.device = _layout(td, device, allow_pickle)
+
+    def fill(self, out: Callable[[int, torch.device], _Tensor | None] | None = None) -> _Tensor:
+        """The buffer: a new one, or the one ``out(nbytes, device)`` returns."""
+        given = out(self.nbytes, self.device) if out is not None else None
+        return _fill_buffer(self.plan, self.nbytes, self.device, False, False, given)
+
+
 def pack(
     td: Any,
     *,
@@ -371,9 +386,8 @@ def pack(
     >>> buffer.numel(), meta["td"]["entries"]["a"]["shape"]
     (16, [2])
     """
-    plan, meta, total, dev = _layout(td, device, allow_pickle)
-    given = out(total, dev) if out is not None else None
-    return meta, _fill_buffer(plan, total, dev, False, False, given)
+    packing = Packing(td, device, allow_pickle)
+    return packing.meta, packing.fill(out)
 
 
 def consolidate(

@@ -263,7 +263,13 @@ def softmax(td: TensorDictBase, dim: int, dtype: torch.dtype | None = None) -> _
     """
     d = _dim("softmax", dim, td)
     return (
-        (lambda x: x if isinstance(x, NON_TENSOR) else x.softmax(d, dtype=dtype)),
+        (
+            lambda x: (
+                carry_non_tensor(x, x.batch_size)
+                if isinstance(x, NON_TENSOR)
+                else x.softmax(d, dtype=dtype)
+            )
+        ),
         td.batch_size,
         _names(td),
     )

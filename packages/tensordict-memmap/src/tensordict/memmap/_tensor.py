@@ -52,7 +52,13 @@ class _SharedMemoryHandler:
         return int(self.storage.nbytes())
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_SharedMemoryHandler, (self.storage,))
+        # a tensor over the memory: torch.multiprocessing shares it by handle, a plain
+        # pickle copies its bytes
+        return (_handler_from_bytes, (torch.empty(0, dtype=torch.uint8).set_(self.storage),))
+
+
+def _handler_from_bytes(data: torch.Tensor) -> _SharedMemoryHandler:
+    return _SharedMemoryHandler(data.untyped_storage())
 
 
 def _new_shared_storage(nbytes: int) -> tuple[torch.UntypedStorage, bool]:

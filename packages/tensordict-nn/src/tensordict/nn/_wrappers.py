@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 
 from tensordict import TensorDictBase
 from tensordict._keys import NestedKey
-
 from tensordict.nn._keys import as_key_list
 from tensordict.nn.common import TensorDictModuleBase
 
@@ -41,7 +40,7 @@ class TensorDictModuleWrapper(TensorDictModuleBase):
         self.td_module = td_module
 
     @property
-    def in_keys(self) -> list[Any]:  # type: ignore[override]
+    def in_keys(self) -> list[Any]:
         return self.td_module.in_keys
 
     @in_keys.setter
@@ -49,7 +48,7 @@ class TensorDictModuleWrapper(TensorDictModuleBase):
         self.td_module.in_keys = value
 
     @property
-    def out_keys(self) -> list[Any]:  # type: ignore[override]
+    def out_keys(self) -> list[Any]:
         return self.td_module.out_keys
 
     @out_keys.setter
@@ -122,7 +121,7 @@ class WrapModule(TensorDictModuleBase):
         """Apply the function (and update ``data`` with its result when ``inplace``)."""
         result = self.func(data)
         if self.inplace and result is not data:
-            data.update(result)
+            data.update(result)  # type: ignore[attr-defined]
             return data
         return result
 

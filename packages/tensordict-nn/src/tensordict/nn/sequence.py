@@ -10,12 +10,10 @@ from torch import nn
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
-
 from tensordict.nn._keys import as_key_list, select_keys
 from tensordict.nn._wrappers import WrapModule
 from tensordict.nn.common import TensorDictModuleBase
-from tensordict.nn.dispatch import dispatch
-from tensordict.nn.utils import set_skip_existing
+from tensordict.nn.dispatch import tensordict_entry
 
 __all__ = ["TensorDictSequential"]
 
@@ -198,9 +196,7 @@ class TensorDictSequential(TensorDictModuleBase):
         >>> sorted(seq(TensorDict(x=torch.zeros(()))).keys())
         ['x', 'z']
         """
-        self.__dict__["_selected_out_keys"] = select_keys(
-            selected_out_keys, self.out_keys_source
-        )
+        self.__dict__["_selected_out_keys"] = select_keys(selected_out_keys, self.out_keys_source)
         return self
 
     def reset_out_keys(self) -> TensorDictSequential:
@@ -289,8 +285,7 @@ class TensorDictSequential(TensorDictModuleBase):
                         member.update(result)
         return td
 
-    @dispatch(auto_batch_size=False)
-    @set_skip_existing(None)
+    @tensordict_entry(auto_batch_size=False)
     def forward(
         self,
         tensordict: TensorDictBase,
@@ -307,8 +302,14 @@ class TensorDictSequential(TensorDictModuleBase):
         if selected is not None:
             present = working.keys(True)
             dropped = [k for k in self.out_keys_source if k not in selected and k not in present]
+        tolerant = self.partial_tolerant
         for module in self._module_list():
-            result = self._run_module(module, working, **kwargs)
+            if tolerant:
+                result = self._run_module(module, working, **kwargs)
+            elif kwargs:
+                result = module(working, **kwargs)
+            else:
+                result = module(working)
             if (
                 inplace is True
                 and result is not working
