@@ -38,6 +38,7 @@ from tensordict._shape_context import (
     inverse_unflatten,
     inverse_unsqueeze,
     inverse_view,
+    keeps_lock,
     undoable,
 )
 from tensordict._tree import run_plan
@@ -154,6 +155,7 @@ class LazyShapeOps:
         """Alias of :meth:`movedim`."""
         return self.movedim(source, destination)
 
+    @keeps_lock
     def expand(self, *shape: Any, size: Sequence[int] | None = None) -> Any:
         """Expand the batch (new leading dims allowed); the stack dimension keeps its size.
 
@@ -297,6 +299,7 @@ class LazyShapeOps:
             return self._restack([td.view(member) for td in self.tensordicts], sd)
         return self.contiguous().view(new)  # type: ignore[attr-defined]
 
+    @keeps_lock
     def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> Any:
         """Reshape the batch (lazy when the dimensions up to the stack dimension are kept).
 

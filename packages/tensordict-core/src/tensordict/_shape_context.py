@@ -8,6 +8,9 @@ the inverse operation applied, back into the source with ``update``. Entries del
 inside the block are not deleted from the source.
 
 Nothing is recorded under ``torch.compile`` (weak references do not trace).
+
+The results of these operations, and of ``reshape`` and ``expand``, are views of the
+source: when it is locked, they are locked too.
 """
 
 from __future__ import annotations
@@ -38,7 +41,11 @@ def undoable(inverse: Callable[..., tuple[str, tuple[Any, ...]]]) -> Callable[[_
         @functools.wraps(method)
         def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
             out = method(self, *args, **kwargs)
-            if out is not self and not _compiling():
+            if out is self:
+                return out
+            if self._is_locked and not out._is_locked:
+                out.lock_()  # a view of a locked tensordict is locked too
+            if not _compiling():
                 out._last_op = (
                     name,
                     _write_back,
@@ -53,6 +60,19 @@ def undoable(inverse: Callable[..., tuple[str, tuple[Any, ...]]]) -> Callable[[_
         return wrapper  # type: ignore[return-value]
 
     return decorator
+
+
+def keeps_lock(method: _F) -> _F:
+    """Decorate a shape method whose result, a view, is locked when the source is."""
+
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = method(self, *args, **kwargs)
+        if out is not self and self._is_locked and not out._is_locked:
+            out.lock_()
+        return out
+
+    return wrapper  # type: ignore[return-value]
 
 
 def _write_back(

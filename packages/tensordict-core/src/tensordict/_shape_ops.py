@@ -26,6 +26,7 @@ from tensordict._shape_context import (
     inverse_unflatten,
     inverse_unsqueeze,
     inverse_view,
+    keeps_lock,
     undoable,
 )
 
@@ -69,6 +70,7 @@ class DenseShapeOps:
             shape,
         )
 
+    @keeps_lock
     def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> TensorDict:
         """Reshape the batch dimensions (copying when a view is impossible); with
         ``inplace=True`` the tensordict itself takes the new shape (see :mod:`~tensordict._inplace`).
@@ -266,6 +268,7 @@ class DenseShapeOps:
         """Alias of :meth:`movedim` (numpy's name)."""
         return self.movedim(source, destination)
 
+    @keeps_lock
     def expand(self, *shape: Any, size: Sequence[int] | None = None) -> TensorDict:
         """Expand the batch to ``shape`` or ``size=`` (new leading dims allowed, ``-1`` keeps
         a size).
