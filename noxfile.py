@@ -120,7 +120,11 @@ def pytest(session: nox.Session, *args: str) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """All five distributions installed together (editable, with extras); every test."""
+    """All five distributions installed together (editable, with extras); every test.
+
+    The extras include tensordict-distributed[redis]: its store tests start a real
+    ``redis-server`` (Debian package; .ci/run installs it) and skip without one.
+    """
     install(session, *workspace(), *TEST_DEPS)
     pytest(session)  # testpaths: packages/*/tests
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from core_helpers import assert_same
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -41,14 +42,6 @@ def members(n: int = 5) -> list[TensorDict]:
 
 def as_dense(td):
     return td.to_tensordict() if isinstance(td, LazyStackedTensorDict) else td
-
-
-def assert_same(actual, expected) -> None:
-    actual = as_dense(actual)
-    assert actual.batch_size == expected.batch_size
-    assert set(actual.keys(True, True)) == set(expected.keys(True, True))
-    for key in expected.keys(True, True):
-        assert torch.equal(actual[key], expected[key]), key
 
 
 # ---------------------------------------------------------------- construction

@@ -7,8 +7,10 @@ Tests are collected with ``--import-mode=importlib``, so helpers are fixtures he
   can run in parallel), and returns what each rank wrote. A hang fails the test after a
   timeout and every process is killed.
 * ``redis_server`` starts a real ``redis-server`` on a free port (and a Unix socket) in a
-  temporary folder and stops it afterwards; the tests using it skip with a clear reason
-  when the binary or the ``redis`` package is missing.
+  temporary folder and stops it afterwards. Without the binary it uses the server named
+  by ``TENSORDICT_TEST_REDIS=host:port`` (CI's redis service container), and otherwise
+  the tests using it skip with a clear reason, as they do without the ``redis`` package.
+  ``own_redis_server`` (tests that stop and restart it) always needs the binary.
 """
 
 from __future__ import annotations
@@ -48,7 +50,15 @@ def run_ranks(tmp_path: Path) -> Callable[..., list[dict[str, Any]]]:
         for rank in range(world):
             log = open(tmp_path / f"{scenario}-log{rank}.txt", "w")  # closed below
             logs.append(log)
-            cmd = [sys.executable, str(SCENARIOS), scenario, str(rank), str(world), str(port), str(tmp_path)]
+            cmd = [
+                sys.executable,
+                str(SCENARIOS),
+                scenario,
+                str(rank),
+                str(world),
+                str(port),
+                str(tmp_path),
+            ]
             procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env))
         deadline = time.monotonic() + timeout
         try:
@@ -88,6 +98,7 @@ class RedisServer:
     def __init__(self, binary: str, folder: Path) -> None:
         self.binary = binary
         self.folder = folder
+        self.host = "127.0.0.1"
         self.port = free_port()
         # A short path: Unix socket paths are limited to about 100 bytes.
         self.unix_socket = os.path.join(tempfile.mkdtemp(prefix="rds"), "redis.sock")
@@ -96,13 +107,20 @@ class RedisServer:
     def start(self, persistent: bool = True) -> None:
         cmd = [
             self.binary,
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--unixsocket", self.unix_socket,
-            "--dir", str(self.folder),
-            "--save", "",
-            "--appendonly", "no",
-            "--protected-mode", "no",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--unixsocket",
+            self.unix_socket,
+            "--dir",
+            str(self.folder),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "no",
         ]
         if not persistent:
             (self.folder / "dump.rdb").unlink(missing_ok=True)
@@ -146,16 +164,38 @@ class RedisServer:
         self.start(persistent=keep_data)
 
 
-def _start_redis(folder: Path) -> RedisServer:
+class ExternalRedis:
+    """A server started by someone else (``TENSORDICT_TEST_REDIS=host:port``)."""
+
+    unix_socket = None
+
+    def __init__(self, address: str) -> None:
+        host, _, port = address.rpartition(":")
+        self.host, self.port = host or "localhost", int(port)
+
+    def stop(self, save: bool = False) -> None:
+        pass
+
+
+def _start_redis(folder: Path, external_ok: bool = False) -> Any:
+    pytest.importorskip(
+        "redis",
+        reason="the store tests need the redis client: pip install tensordict-distributed[redis]",
+    )
     binary = shutil.which("redis-server")
     if binary is None:
+        address = os.environ.get("TENSORDICT_TEST_REDIS")
+        if external_ok and address:
+            return ExternalRedis(address)
         pytest.skip(
             "no redis-server binary on PATH: the store tests need a real server "
-            "(Debian: apt-get install redis-server)"
+            "(Debian: apt-get install redis-server"
+            + (
+                ", or set TENSORDICT_TEST_REDIS=host:port)"
+                if external_ok
+                else "; this test restarts it)"
+            )
         )
-    pytest.importorskip(
-        "redis", reason="the store tests need the redis client: pip install tensordict-distributed[redis]"
-    )
     server = RedisServer(binary, folder)
     server.start()
     return server
@@ -164,7 +204,7 @@ def _start_redis(folder: Path) -> RedisServer:
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     """One server for the session (each store has its own td_id)."""
-    server = _start_redis(tmp_path_factory.mktemp("redis"))
+    server = _start_redis(tmp_path_factory.mktemp("redis"), external_ok=True)
     try:
         yield server
     finally:

@@ -281,7 +281,9 @@ def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
         members = [0, world - 1]
         sub = dist.new_group(members)
         if rank in members:
-            out = (nested(9.0) if rank == world - 1 else TensorDict()).broadcast(world - 1, group=sub)
+            out = (nested(9.0) if rank == world - 1 else TensorDict()).broadcast(
+                world - 1, group=sub
+            )
             res["sub_broadcast"] = dump(out)
             td = nested(float(rank + 1)).exclude(("n", "done"))
             td.all_reduce(group=sub)
@@ -323,7 +325,9 @@ def scenario_tensorclass(rank: int, world: int) -> dict[str, Any]:
         got = TensorDict.from_remote_init(src=0)
         res["type"] = type(got).__name__
         res["a"] = got.a.tolist()
-    out = (Pair(a=torch.ones(2), b=torch.ones(2), batch_size=[2]) if rank == 0 else TensorDict()).broadcast(0)
+    out = (
+        Pair(a=torch.ones(2), b=torch.ones(2), batch_size=[2]) if rank == 0 else TensorDict()
+    ).broadcast(0)
     res["broadcast_type"] = type(out).__name__
     return res
 

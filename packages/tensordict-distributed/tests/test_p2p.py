@@ -24,7 +24,9 @@ def test_point_to_point(run_ranks, scenarios):
     assert r["lazy_nested"] == expected
     assert sender["isend_tag"] == 12
     assert r["irecv"] == _ok(scenarios, 4.0)
-    assert r["premature_before"] == _ok(scenarios, 0.0) or r["premature_before"] == _ok(scenarios, 5.0)
+    assert r["premature_before"] == _ok(scenarios, 0.0) or r["premature_before"] == _ok(
+        scenarios, 5.0
+    )
     assert r["premature_after"] == _ok(scenarios, 5.0)
     # the receiver learns the structure; later transfers land straight in its buffer
     remote, consolidated = r["remote"]
@@ -111,7 +113,12 @@ def test_peer_arguments_are_checked(method):
 
 def test_without_a_process_group():
     td = TensorDict({"a": torch.zeros(1)}, [])
-    for call in (lambda: td.send(1), lambda: td.recv(1), lambda: td.all_reduce(), lambda: td.broadcast(0)):
+    for call in (
+        lambda: td.send(1),
+        lambda: td.recv(1),
+        lambda: td.all_reduce(),
+        lambda: td.broadcast(0),
+    ):
         with pytest.raises(RuntimeError, match="init_process_group"):
             call()
 

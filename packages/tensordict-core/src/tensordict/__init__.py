@@ -12,7 +12,21 @@ import pkgutil
 
 __path__ = pkgutil.extend_path(__path__, __name__)
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the sibling names that resolve lazily (see __getattr__), for type checkers
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        TensorClass as TensorClass,
+    )
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        TypedTensorDict as TypedTensorDict,
+    )
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        from_dataclass as from_dataclass,
+    )
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        tensorclass as tensorclass,
+    )
 
 from tensordict._siblings import LAZY_TOP_LEVEL as _LAZY_TOP_LEVEL
 from tensordict._siblings import import_sibling as _import_sibling
@@ -22,11 +36,12 @@ __version__ = "0.1.0"
 
 from tensordict import _ops, _ops_batch, _ops_reduce, _pytree, utils
 from tensordict._attrs import TensorAttrs
+from tensordict._collection import TensorCollection
 from tensordict._consolidate import from_consolidated
 from tensordict._convert import fromkeys, make_tensordict
 from tensordict._functional import cat, dense_stack_tds, lazy_stack, maybe_dense_stack, stack
 from tensordict._key_sets import merge_tensordicts
-from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
 from tensordict._kinds import is_tensorclass
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
@@ -42,7 +57,14 @@ from tensordict.base import (
     is_tensor_collection,
     set_get_defaults_to_none,
 )
-from tensordict.utils import is_batchedtensor
+from tensordict.utils import (
+    KEY_SEPARATOR,
+    is_batchedtensor,
+    is_bool,
+    is_floating,
+    is_inexact,
+    is_integer,
+)
 
 _ops.install(TensorDictBase)
 _ops_reduce.install(TensorDictBase)
@@ -59,6 +81,7 @@ from_struct_array = TensorDict.from_struct_array
 from_pytree = TensorDict.from_pytree
 
 __all__ = [
+    "KEY_SEPARATOR",
     "LazyStackedTensorDict",
     "MetaData",
     "NestedKey",
@@ -66,6 +89,7 @@ __all__ = [
     "NonTensorStack",
     "TensorDict",
     "TensorAttrs",
+    "TensorCollection",
     "TensorDictBase",
     "assert_allclose_td",
     "assert_close",
@@ -82,6 +106,10 @@ __all__ = [
     "get_defaults_to_none",
     "get_printoptions",
     "is_batchedtensor",
+    "is_bool",
+    "is_floating",
+    "is_inexact",
+    "is_integer",
     "is_non_tensor",
     "is_tensor_collection",
     "is_tensorclass",
@@ -98,6 +126,7 @@ __all__ = [
     "stack",
     "unravel_key",
     "unravel_key_list",
+    "unravel_key_to_tuple",
     "utils",
 ]
 

@@ -22,7 +22,8 @@ from typing import Any
 from tensordict import _siblings
 
 # (method name, subpackage, hook in the subpackage, kind, summary)
-# kind: "method" passes the tensordict as first argument, "classmethod" does not.
+# kind: "method" passes the tensordict as first argument, "classmethod" does not,
+# "property" is a read-only property whose getter is the hook.
 FORWARDERS: tuple[tuple[str, str, str, str, str], ...] = (
     (
         "memmap",
@@ -87,7 +88,7 @@ FORWARDERS: tuple[tuple[str, str, str, str, str], ...] = (
         "saved_path",
         "memmap",
         "td_saved_path",
-        "method",
+        "property",
         "The folder a memory-mapped tensordict lives in.",
     ),
     ("to_h5", "memmap", "td_to_h5", "method", "Write the tensordict to an HDF5 file."),
@@ -176,12 +177,12 @@ FORWARDERS: tuple[tuple[str, str, str, str, str], ...] = (
 
 def _make(
     name: str, subpackage: str, hook: str, kind: str, summary: str
-) -> Callable[..., Any] | classmethod[Any, ..., Any]:
+) -> Callable[..., Any] | classmethod[Any, ..., Any] | property:
     what = f"TensorDict.{name}"
     dist = _siblings.DISTRIBUTIONS[subpackage]
     doc = f"{summary}\n\nProvided by ``{dist}`` (``pip install {dist}``); forwards to ``tensordict.{subpackage}.{hook}``."
     method: Callable[..., Any]
-    if kind == "method":
+    if kind in ("method", "property"):
 
         def instance_method(self: Any, *args: Any, **kwargs: Any) -> Any:
             return _siblings.forward(subpackage, hook, what, self, *args, **kwargs)
@@ -195,6 +196,8 @@ def _make(
         method = class_method
     method.__name__ = method.__qualname__ = name
     method.__doc__ = doc
+    if kind == "property":
+        return property(method, doc=doc)
     return classmethod(method) if kind == "classmethod" else method
 
 

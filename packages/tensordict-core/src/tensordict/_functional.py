@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 import torch
 
 from tensordict import _kinds, _legacy
+from tensordict._collection import wrapped
 from tensordict._nontensor import (
     NON_TENSOR,
     NonTensorData,
@@ -134,16 +135,24 @@ def _combine(
         elif isinstance(value, NON_TENSOR):
             out[key] = _combine_non_tensor(prefix + (key,), values, op, dim, new_bs)
         else:
-            sub = _as_dense(values)
+            inner = wrapped(values)  # nested tensorclasses: combine their data, same class
+            sub = _as_dense(values if inner is None else inner[0])
             _check_batch_sizes(sub, op, dim if op == "cat" else None, prefix + (key,))
             nb = len(first.batch_size)
             sub_bs = new_bs + sub[0].batch_size[nb:]
             out[key] = _combine(sub, op, tensor_fn, dim, sub_bs, prefix + (key,))
+            if inner is not None:
+                out[key] = inner[1](out[key])
     return _kinds.Dense._new_unsafe(out, new_bs, device)
 
 
 def _combine_all(list_of_tensordicts: Sequence[TensorDictBase], op: str, dim: int, out: Any) -> Any:
     """The body of :func:`stack` and :func:`cat`: validate, combine entries, keep names."""
+    inner = wrapped(list_of_tensordicts)
+    if inner is not None:  # tensorclasses: combine their data, give the same class back
+        target = getattr(out, "_tensordict", out) if inner[1] is getattr(out, "_rewrap", 0) else out
+        result = _combine_all(inner[0], op, dim, target)
+        return out if out is not None else inner[1](result)
     tds = _as_dense(list_of_tensordicts)
     if not tds:
         raise RuntimeError(f"{op} expects a non-empty sequence of tensordicts.")
@@ -486,7 +495,9 @@ def lazy_stack(
         raise RuntimeError("lazy_stack expects a non-empty sequence of tensordicts.")
     if all(isinstance(x, NON_TENSOR) for x in items):
         return NonTensorStack(*items, stack_dim=dim)
-
+    inner = wrapped(items)
+    if inner is not None:  # tensorclasses: a lazy stack of their data, in the same class
+        return inner[1](lazy_stack(inner[0], dim, out=getattr(out, "_tensordict", out)))
     result = _kinds.Lazy(*items, stack_dim=dim)
     if out is not None:
         out.update_(result)
@@ -526,6 +537,10 @@ def maybe_dense_stack(
     ('TensorDict', 'LazyStackedTensorDict')
     """
     items = list(input)
+    inner = wrapped(items)
+    if inner is not None:  # tensorclasses: stack their data, in the same class
+        target = getattr(out, "_tensordict", out)
+        return inner[1](maybe_dense_stack(inner[0], dim, out=target, **kwargs))
     if items and _same_structure(items):
         return _combine_all(items, "stack", dim, out)  # type: ignore[no-any-return]
     return lazy_stack(items, dim, out=out, **kwargs)  # type: ignore[no-any-return]

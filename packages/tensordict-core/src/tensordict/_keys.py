@@ -92,6 +92,25 @@ def key_as_tuple(key: NestedKey) -> tuple[str, ...]:
     return flat if isinstance(flat, tuple) else (flat,)
 
 
+def unravel_key_to_tuple(key: NestedKey) -> tuple[str, ...]:
+    """A nested key as a flat tuple of strings; ``()`` when ``key`` is not a valid key.
+
+    Unlike :func:`unravel_key` a string gives a one-element tuple, and nothing raises.
+
+    >>> unravel_key_to_tuple("a"), unravel_key_to_tuple(("a", ("b", ("c",))))
+    (('a',), ('a', 'b', 'c'))
+    >>> unravel_key_to_tuple(("a", 1)), unravel_key_to_tuple(1)
+    ((), ())
+    """
+    if type(key) is str:
+        return (key,)
+    if not is_nested_key(key):
+        return ()
+    out: list[str] = []
+    _flatten_into(key, out)
+    return tuple(out)
+
+
 class _DenseStorage(Protocol):
     """What the keys view walks: a tensordict exposing its ``str -> value`` storage.
 

@@ -96,11 +96,14 @@ def _td_repr(td: TensorDictBase, indent: str) -> tuple[str, bool, bool]:
     if limit is not None and len(fields) > limit:
         fields[limit:] = [f"{field_indent}... ({len(fields) - limit} more)"]
     body = ",\n".join(fields) if fields else inner
+    # tensordict-memmap records where a memory-mapped tensordict lives
+    prefix = getattr(td, "__dict__", {}).get("_memmap_prefix")
     text = (
         f"{type(td).__name__}(\n"
         f"{inner}fields={{\n{body}}},\n"
         f"{inner}batch_size={td.batch_size},\n"
         f"{inner}device={td.device}"
+        + (f",\n{inner}memmap_prefix={prefix!r}" if prefix else "")
         + (f",\n{inner}is_shared={is_shared})" if PRINT_OPTIONS["show_is_shared"] else ")")
     )
     return text, is_shared, any_tensor

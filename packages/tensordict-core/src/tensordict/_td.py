@@ -408,7 +408,7 @@ class TensorDict(
     def _get_tuple(self, key: tuple, default: Any) -> Any:
         td = self
         for i, part in enumerate(key):
-            store = getattr(td, "_tensordict", None)
+            store = td._tensordict if isinstance(td, TensorDict) else None
             if store is None:
                 if isinstance(td, TensorDictBase):  # a lazy stack: it reads the rest
                     return td._get_tuple(key[i:], default)

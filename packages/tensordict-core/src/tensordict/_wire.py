@@ -28,17 +28,18 @@ one codec, built on :meth:`~tensordict.TensorDict.consolidate`:
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
-from tensordict._kinds import lazy_members as _lazy_members
 from tensordict._consolidate import (
-    consolidate,
+    Packing,
     consolidated_buffer,
     current_metadata,
     from_consolidated,
 )
+from tensordict._kinds import lazy_members as _lazy_members
 from tensordict._nontensor import is_non_tensor
 
 #: Mismatches listed in one error message.
@@ -48,13 +49,18 @@ _Path = tuple[Any, ...]
 
 
 # ---------------------------------------------------------------------- encode / decode
-def encode(td: Any, device: torch.device | str | None = None) -> tuple[dict[str, Any], torch.Tensor]:
+def encode(
+    td: Any,
+    device: torch.device | str | None = None,
+    out: Callable[[int, torch.device], torch.Tensor | None] | None = None,
+) -> tuple[dict[str, Any], torch.Tensor]:
     """``(metadata, data)``: ``td`` as consolidated metadata and one ``uint8`` buffer.
 
     ``data`` lives on ``device`` (default: where :meth:`consolidate` puts it). A
     consolidated ``td`` is described as it is and sent from its own buffer, without a
     copy. Non-tensor values must be JSON data (``TypeError`` otherwise: nothing is
-    pickled).
+    pickled). ``out(nbytes, device)`` may supply the buffer to fill (see
+    :func:`~tensordict._consolidate.pack`).
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -65,22 +71,35 @@ def encode(td: Any, device: torch.device | str | None = None) -> tuple[dict[str,
     """
     target = None if device is None else torch.device(device)
     buffer = consolidated_buffer(td)
-    try:
-        if buffer is not None:
+    if buffer is not None:
+        try:
             meta = current_metadata(td, buffer, for_pickle=False, allow_pickle=False)
-            data = buffer[: meta["nbytes"]]
-        else:
-            info = consolidate(td, device=target).__dict__["_consolidated"]
-            meta, data = info["metadata"], info["storage"]
-    except TypeError as err:
-        raise TypeError(
-            f"{err} (tensordicts cross processes as a buffer plus JSON, never pickled: "
-            "a non-tensor value that is not JSON data cannot be sent; exclude it or store "
-            "a JSON value instead)"
-        ) from None
+        except TypeError as err:
+            raise _not_json(err) from None
+        data = buffer[: meta["nbytes"]]
+    else:
+        packing = plan(td, target)
+        meta, data = packing.meta, packing.fill(out)
     if target is not None and data.device != target:
         data = data.to(target)
     return meta, data
+
+
+def plan(td: Any, device: torch.device | None = None) -> Packing:
+    """How ``td`` is laid out on the wire (``TypeError`` for values that are not JSON);
+    ``plan(td).fill()`` makes the data buffer."""
+    try:
+        return Packing(td, device)
+    except TypeError as err:
+        raise _not_json(err) from None
+
+
+def _not_json(err: TypeError) -> TypeError:
+    return TypeError(
+        f"{err} (tensordicts cross processes as a buffer plus JSON, never pickled: "
+        "a non-tensor value that is not JSON data cannot be sent; exclude it or store "
+        "a JSON value instead)"
+    )
 
 
 def dumps(meta: dict[str, Any]) -> bytes:
@@ -107,6 +126,34 @@ def loads(blob: bytes, where: str = "the received description") -> dict[str, Any
 def decode(meta: dict[str, Any], data: torch.Tensor) -> Any:
     """The tensordict ``meta`` describes, viewing ``data`` (checked, never unpickled)."""
     return from_consolidated(data, meta, allow_pickle=False)
+
+
+# ---------------------------------------------------------------------- bytes on the wire
+def bytes_tensor(data: bytes, device: torch.device, size: int | None = None) -> torch.Tensor:
+    """``data`` as a ``uint8`` tensor on ``device``, zero-padded to ``size`` bytes.
+
+    >>> bytes_tensor(b"ab", torch.device("cpu"), 4).tolist()
+    [97, 98, 0, 0]
+    """
+    size = len(data) if size is None else size
+    out = torch.zeros(size, dtype=torch.uint8)
+    if data:
+        out[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    return out.to(device)
+
+
+def tensor_bytes(t: torch.Tensor) -> bytes:
+    """The bytes of a ``uint8`` tensor (copied to the CPU)."""
+    return bytes(t.cpu().numpy().tobytes())
+
+
+def padded(t: torch.Tensor, size: int) -> torch.Tensor:
+    """``t`` zero-padded to ``size`` elements (``t`` itself when it has that size)."""
+    if t.numel() == size:
+        return t
+    out = torch.zeros(size, dtype=t.dtype, device=t.device)
+    out[: t.numel()] = t
+    return out
 
 
 # ---------------------------------------------------------------------- checks
@@ -211,23 +258,52 @@ def write_into(dst: Any, src: Any) -> None:
     """Copy ``src`` into ``dst`` in place: tensors with ``copy_``, non-tensor values
     replaced. ``src`` must fit (``mismatches(dst, src) == []``); a leaf that already
     views the same memory is skipped."""
+    pairs, replace = copy_plan(dst, src)
+    copy_pairs(pairs)
+    for store, key, value in replace:
+        store[key] = value
+
+
+def copy_plan(dst: Any, src: Any) -> tuple[list[tuple[torch.Tensor, torch.Tensor]], list[Any]]:
+    """What :func:`write_into` does: ``(tensor pairs (dst, src), non-tensor writes
+    (store, key, value))``."""
+    pairs: list[tuple[torch.Tensor, torch.Tensor]] = []
+    replace: list[Any] = []
+    _plan(dst, src, pairs, replace)
+    return pairs, replace
+
+
+def _plan(dst: Any, src: Any, pairs: list[Any], replace: list[Any]) -> None:
     members = _lazy_members(dst)
     if members is not None:
         for d, s in zip(members, _lazy_members(src) or ()):
-            write_into(d, s)
+            _plan(d, s, pairs, replace)
         return
     store = dst._tensordict
     src_store = src._tensordict
+    for key, d in store.items():
+        s = src_store[key]
+        if isinstance(d, torch.Tensor):
+            if d.data_ptr() != s.data_ptr() or d.stride() != s.stride():
+                pairs.append((d, s))
+        elif is_non_tensor(d):
+            replace.append((store, key, s))
+        else:
+            _plan(d, s, pairs, replace)
+
+
+def copy_pairs(pairs: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+    """``d.copy_(s)`` for every pair, in one ``torch._foreach_copy_`` where possible."""
+    if not pairs:
+        return
     with torch.no_grad():
-        for key, d in store.items():
-            s = src_store[key]
-            if isinstance(d, torch.Tensor):
-                if d.data_ptr() != s.data_ptr() or d.stride() != s.stride():
-                    d.copy_(s)
-            elif is_non_tensor(d):
-                store[key] = s
-            else:
-                write_into(d, s)
+        dsts = [d for d, _ in pairs]
+        srcs = [s for _, s in pairs]
+        try:
+            torch._foreach_copy_(dsts, srcs)
+        except RuntimeError:
+            for d, s in pairs:
+                d.copy_(s)
 
 
 def landing_buffer(template: Any, meta: dict[str, Any]) -> torch.Tensor | None:
@@ -257,7 +333,13 @@ def _layout(node: Any) -> list[Any]:
             return [None]
         if entry.get("kind") == "tensor":
             out.append(
-                (key, entry.get("dtype"), entry.get("shape"), entry.get("stride"), entry.get("offset"))
+                (
+                    key,
+                    entry.get("dtype"),
+                    entry.get("shape"),
+                    entry.get("stride"),
+                    entry.get("offset"),
+                )
             )
         elif entry.get("kind") == "tensordict":
             out.append((key, _layout(entry)))

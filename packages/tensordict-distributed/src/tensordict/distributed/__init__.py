@@ -41,6 +41,7 @@ from tensordict.distributed._peers import (
     PeerClosedError,
     RemoteError,
 )
+from tensordict.distributed._redis import StoreDataLostError
 
 __version__ = "0.1.0"
 
@@ -49,6 +50,7 @@ __all__ = [
     "LazyStackedTensorDictStore",
     "PeerClosedError",
     "RemoteError",
+    "StoreDataLostError",
     "TensorDictStore",
     "Transfer",
     "from_remote_init",

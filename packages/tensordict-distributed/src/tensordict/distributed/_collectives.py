@@ -25,8 +25,9 @@ from typing import Any
 
 import torch
 
+from tensordict import _wire
 from tensordict._kinds import lazy_members as _lazy_members
-from tensordict.distributed import _message, _peers
+from tensordict.distributed import _buffers, _message, _peers
 from tensordict.distributed._peers import run, wait
 
 _Path = tuple[Any, ...]
@@ -91,7 +92,11 @@ def td_broadcast(
     me = dist.get_rank()
 
     def bcast(t: torch.Tensor, part: str) -> None:
-        run(lambda: dist.broadcast(t, src=src, group=group, async_op=True), f"{what} ({part})", limit)
+        run(
+            lambda: dist.broadcast(t, src=src, group=group, async_op=True),
+            f"{what} ({part})",
+            limit,
+        )
 
     if me == src:
         try:
@@ -99,11 +104,11 @@ def td_broadcast(
         except Exception as err:
             text = _peers.error_bytes(err)
             bcast(_peers.header(_peers.STATUS_ERROR, len(text), 0, dev), "header")
-            bcast(_peers.bytes_tensor(text, dev), "error")
+            bcast(_wire.bytes_tensor(text, dev), "error")
             raise
         on_wire = data if data.device == dev else data.to(dev)
         bcast(_peers.header(_peers.STATUS_OK, len(desc), data.numel(), dev), "header")
-        bcast(_peers.bytes_tensor(desc, dev), "description")
+        bcast(_wire.bytes_tensor(desc, dev), "description")
         if data.numel():
             bcast(on_wire, "data")
         return _message.unpack(meta, data)
@@ -112,11 +117,10 @@ def td_broadcast(
     status, desc_len, data_len = _peers.read_header(head, f"rank {src}")
     desc_t = torch.empty(desc_len, dtype=torch.uint8, device=dev)
     bcast(desc_t, "description")
-    desc = _peers.tensor_bytes(desc_t)
+    desc = _wire.tensor_bytes(desc_t)
     if status == _peers.STATUS_ERROR:
         raise _peers.RemoteError(
-            f"{what}: the source rank {src} failed before sending: "
-            f"{desc.decode(errors='replace')}"
+            f"{what}: the source rank {src} failed before sending: {desc.decode(errors='replace')}"
         )
     data = torch.empty(data_len, dtype=torch.uint8, device=dev)
     if data_len:
@@ -162,21 +166,21 @@ def td_all_gather(
     heads = gather(_peers.header(status, len(desc), data.numel(), dev), "header")
     table = [_peers.read_header(h, f"rank {r}") for h, r in zip(heads, ranks)]
     desc_max = max(row[1] for row in table)
-    descs = gather(_peers.bytes_tensor(desc, dev, desc_max), "description")
+    descs = gather(_wire.bytes_tensor(desc, dev, desc_max), "description")
     failed = [(r, row[1]) for r, row in zip(ranks, table) if row[0] == _peers.STATUS_ERROR]
     if failed:
         if local_error is not None:
             raise local_error
         details = "; ".join(
-            f"rank {r}: " + _peers.tensor_bytes(descs[ranks.index(r)][:n]).decode(errors="replace")
+            f"rank {r}: " + _wire.tensor_bytes(descs[ranks.index(r)][:n]).decode(errors="replace")
             for r, n in failed
         )
         raise _peers.RemoteError(f"{what}: other ranks failed before sending: {details}")
     data_max = max(row[2] for row in table)
-    datas = gather(_peers.padded(data.to(dev), data_max), "data") if data_max else []
+    datas = gather(_wire.padded(data.to(dev), data_max), "data") if data_max else []
     out = []
     for i, (r, (_, n_desc, n_data)) in enumerate(zip(ranks, table)):
-        meta = _message.parse(_peers.tensor_bytes(descs[i][:n_desc]), f"rank {r}")
+        meta = _message.parse(_wire.tensor_bytes(descs[i][:n_desc]), f"rank {r}")
         buffer = datas[i][:n_data] if datas else torch.zeros(0, dtype=torch.uint8, device=dev)
         out.append(_message.unpack(meta, buffer))
     return out
@@ -224,10 +228,12 @@ def _check_same_leaves(
     run(lambda: dist.all_gather(sizes, own, group=group, async_op=True), f"{what} (check)", limit)
     longest = max(int(s) for s in sizes)
     texts = [torch.empty(longest, dtype=torch.uint8, device=dev) for _ in ranks]
-    padded = _peers.bytes_tensor(blob, dev, longest)
-    run(lambda: dist.all_gather(texts, padded, group=group, async_op=True), f"{what} (check)", limit)
+    padded = _wire.bytes_tensor(blob, dev, longest)
+    run(
+        lambda: dist.all_gather(texts, padded, group=group, async_op=True), f"{what} (check)", limit
+    )
     sigs = [
-        {tuple(p): (d, s) for p, d, s in json.loads(_peers.tensor_bytes(t[: int(n)]))}
+        {tuple(p): (d, s) for p, d, s in json.loads(_wire.tensor_bytes(t[: int(n)]))}
         for t, n in zip(texts, sizes)
     ]
     problems = []
@@ -235,12 +241,12 @@ def _check_same_leaves(
         for path in sorted(set(sigs[0]) | set(sig), key=str):
             a, b = sigs[0].get(path), sig.get(path)
             if a != b:
-                problems.append(f"{_fmt(path)}: rank {ranks[0]} has {_leaf(a)}, rank {r} {_leaf(b)}")
-    from tensordict._wire import problems_text
-
+                problems.append(
+                    f"{_fmt(path)}: rank {ranks[0]} has {_leaf(a)}, rank {r} {_leaf(b)}"
+                )
     raise ValueError(
         f"{what}: the ranks' tensordicts differ (keys, shapes and dtypes of the tensor "
-        f"leaves must be the same on every rank); nothing was reduced. {problems_text(problems)}"
+        f"leaves must be the same on every rank); nothing was reduced. {_wire.problems_text(problems)}"
     )
 
 
@@ -273,9 +279,7 @@ def _span(tensors: list[torch.Tensor]) -> torch.Tensor | None:
     return first.detach().as_strided((pos - first.storage_offset(),), (1,))
 
 
-def _buckets(
-    leaves: list[torch.Tensor], bucket_bytes: int | None
-) -> list[list[torch.Tensor]]:
+def _buckets(leaves: list[torch.Tensor], bucket_bytes: int | None) -> list[list[torch.Tensor]]:
     if bucket_bytes is not None and (isinstance(bucket_bytes, bool) or bucket_bytes <= 0):
         raise ValueError(f"bucket_bytes must be a positive number of bytes, got {bucket_bytes!r}.")
     groups: dict[tuple[torch.device, torch.dtype], list[torch.Tensor]] = {}
@@ -320,9 +324,12 @@ def _reduce_buckets(
             flat = _span(bucket)
             finish = None
             if flat is None:
-                flat = torch.cat([t.detach().reshape(-1) for t in bucket])
-                if write_back:
-                    finish = _copier(flat, bucket)
+                dtype, device = bucket[0].dtype, bucket[0].device
+                n = sum(t.numel() for t in bucket)
+                raw = _buffers.take(n * bucket[0].element_size(), device)
+                flat = raw.view(dtype)
+                torch.cat([t.detach().reshape(-1) for t in bucket], out=flat)
+                finish = _copier(flat, bucket, raw, write_back)
             try:
                 work = launch(flat)
             except RuntimeError as err:
@@ -331,11 +338,17 @@ def _reduce_buckets(
     return launched
 
 
-def _copier(flat: torch.Tensor, bucket: list[torch.Tensor]) -> Callable[[], None]:
+def _copier(
+    flat: torch.Tensor, bucket: list[torch.Tensor], raw: torch.Tensor, write_back: bool
+) -> Callable[[], None]:
+    """Copy a reduced flat bucket back into its leaves (when ``write_back``) and give
+    its buffer back to the pool."""
+
     def finish() -> None:
-        with torch.no_grad():
-            for t, chunk in zip(bucket, flat.split([t.numel() for t in bucket])):
-                t.copy_(chunk.view(t.shape))
+        if write_back:
+            chunks = flat.split([t.numel() for t in bucket])
+            _wire.copy_pairs([(t, c.view(t.shape)) for t, c in zip(bucket, chunks)])
+        _buffers.give(raw)
 
     return finish
 

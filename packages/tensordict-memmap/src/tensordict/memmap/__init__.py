@@ -1,18 +1,20 @@
 """tensordict.memmap: tensordicts on disk (the ``tensordict-memmap`` distribution).
 
-This subpackage will own:
-
-* :class:`MemoryMappedTensor`, a tensor backed by a memory-mapped file;
+* :class:`MemoryMappedTensor`, a tensor backed by a memory-mapped file or by anonymous
+  shared memory;
 * the on-disk side of ``TensorDict.memmap``/``memmap_``/``memmap_like``/
-  ``memmap_refresh_``, ``save``/``dumps`` and ``load``/``load_``/``load_memmap``/
-  ``load_memmap_``, which core's forwarders call into on first use;
-* the top-level ``tensordict.memmap``, ``save``, ``load``, ``load_memmap``,
-  ``is_memmap`` and ``from_h5`` functions;
-* :class:`PersistentTensorDict`, a tensordict view of an HDF5 file, with ``from_h5`` and
-  ``to_h5``. HDF5 support needs the ``h5`` extra (``pip install tensordict-memmap[h5]``);
-  ``h5py`` is imported only when HDF5 is actually used, never when this package is.
+  ``memmap_refresh_``, ``save``/``dumps``, ``load``/``load_``/``load_memmap``/
+  ``load_memmap_``, ``make_memmap*``, ``is_memmap`` and ``saved_path``, which core's
+  forwarders call into on first use (the ``td_*`` hooks);
+* the top-level ``tensordict.memmap``, ``save``, ``load``, ``load_memmap`` and
+  ``is_memmap`` functions;
+* single-file archives (:func:`pack_memmap`, :func:`unpack_memmap`,
+  :func:`append_memmap`, :func:`is_memmap_archive`, :func:`refresh_archive_checksums`),
+  safetensors files (:func:`to_safetensors`, :func:`from_safetensors`, extra
+  ``safetensors``) and :class:`PersistentTensorDict`, a tensordict view of an HDF5 file
+  (extra ``h5``). ``h5py`` and ``safetensors`` are imported only when used.
 
-It depends on ``tensordict-core`` only.
+It depends on ``tensordict-core`` (and ``tqdm`` for progress bars) only.
 
 Once this subpackage is imported, Python binds ``tensordict.memmap`` to the subpackage
 itself, shadowing the top-level ``tensordict.memmap(...)`` function of the same name. So
@@ -26,9 +28,65 @@ import sys
 import types
 from typing import Any
 
+from tensordict.memmap._archive import (
+    is_memmap_archive,
+    pack_memmap,
+    refresh_archive_checksums,
+    unpack_memmap,
+)
+from tensordict.memmap._append import append_memmap
+from tensordict.memmap._api import (
+    is_memmap,
+    load,
+    load_memmap,
+    memmap,
+    save,
+    td_is_memmap,
+    td_load_,
+    td_load_memmap_,
+    td_make_memmap,
+    td_make_memmap_from_storage,
+    td_make_memmap_from_tensor,
+    td_memmap,
+    td_memmap_,
+    td_memmap_like,
+    td_memmap_refresh_,
+    td_save,
+    td_saved_path,
+)
+from tensordict.memmap._classes import register_class
+from tensordict.memmap._future import TensorDictFuture
+from tensordict.memmap._persistent import PersistentTensorDict, from_h5, td_to_h5
+from tensordict.memmap._safetensors import from_safetensors, to_safetensors
+from tensordict.memmap._tensor import MemoryMappedTensor
+
+MemoryMappedTensor.__module__ = __name__
+PersistentTensorDict.__module__ = __name__
+TensorDictFuture.__module__ = __name__
+
 __version__ = "0.1.0"
 
 _DISTRIBUTION = "tensordict-memmap"
+
+__all__ = [
+    "MemoryMappedTensor",
+    "PersistentTensorDict",
+    "from_h5",
+    "append_memmap",
+    "TensorDictFuture",
+    "is_memmap",
+    "is_memmap_archive",
+    "pack_memmap",
+    "refresh_archive_checksums",
+    "unpack_memmap",
+    "load",
+    "load_memmap",
+    "memmap",
+    "register_class",
+    "save",
+    "to_safetensors",
+    "from_safetensors",
+]
 
 
 class _CallableModule(types.ModuleType):

@@ -1,0 +1,66 @@
+"""``TensorCollection``: the common base type of every tensordict-like container.
+
+:class:`~tensordict.TensorDictBase` (so :class:`~tensordict.TensorDict` and the lazy
+stacks) derives from it, and so do the tensorclasses of the ``tensorclass`` distribution.
+Use it in type hints for "any tensordict or tensorclass"::
+
+    >>> import torch
+    >>> from tensordict import TensorCollection, TensorDict, lazy_stack
+    >>> td = TensorDict(a=torch.zeros(2), batch_size=[2])
+    >>> isinstance(td, TensorCollection), isinstance(lazy_stack([td, td]), TensorCollection)
+    (True, True)
+    >>> isinstance(torch.zeros(2), TensorCollection)
+    False
+
+A collection that *wraps* a tensordict (a tensorclass instance holds its data in a
+:class:`~tensordict.TensorDict`) tells core so through :func:`wrapped`, so that functions
+which rebuild nested entries from their data (``stack``, ``cat``, lazy stacks) give the
+wrapper's type back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+
+class TensorCollection:
+    """Base of every tensor collection (tensordicts, lazy stacks, tensorclasses).
+
+    It holds no state and no behaviour; ``isinstance(x, TensorCollection)`` is a plain
+    class check.
+    """
+
+    __slots__ = ()
+
+    #: For wrapping collections (tensorclasses): the class method rebuilding an instance
+    #: of the same class around a tensordict. ``None`` for collections that are their data.
+    _rewrap: Callable[[Any], Any] | None = None
+
+
+def wrapped(values: Sequence[Any]) -> tuple[list[Any], Callable[[Any], Any]] | None:
+    """The tensordicts inside ``values`` and the function rebuilding the wrapper type,
+    when every value is an instance of the same wrapping collection class; else ``None``.
+
+    >>> from tensordict import TensorDict
+    >>> wrapped([TensorDict(), TensorDict()]) is None
+    True
+    """
+    if not values:
+        return None
+    cls = type(values[0])
+    rewrap = getattr(cls, "_rewrap", None)
+    if rewrap is None or any(type(v) is not cls for v in values):
+        return None
+    return [v._tensordict for v in values], rewrap
+
+
+def data_of(value: Any) -> Any:
+    """The tensordict a wrapping collection holds (``value`` itself for anything else).
+
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict()
+    >>> data_of(td) is td
+    True
+    """
+    return value._tensordict if getattr(type(value), "_rewrap", None) is not None else value

@@ -1,0 +1,84 @@
+"""Non-tensor values on disk: JSON by default, pickle only when the caller allows it.
+
+A value is written as JSON only when reading the JSON back gives exactly the same value
+(strings, numbers, booleans, ``None``, lists and string-keyed dicts of those). Anything
+else — a tuple, a dict with integer keys, an arbitrary object — needs
+``allow_pickle=True`` when saving, and again when loading: loading never unpickles data
+unless asked to.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def check_allow_pickle(allow_pickle: Any) -> bool:
+    """``allow_pickle`` as a bool (``None`` means ``False``); anything else is a TypeError.
+
+    >>> check_allow_pickle(None), check_allow_pickle(True)
+    (False, True)
+    """
+    if allow_pickle is None:
+        return False
+    if type(allow_pickle) is not bool:
+        raise TypeError(
+            f"allow_pickle must be a bool or None, got {allow_pickle!r} "
+            f"({type(allow_pickle).__name__})."
+        )
+    return allow_pickle
+
+
+def is_json_exact(value: Any) -> bool:
+    """Whether JSON gives ``value`` back unchanged (types included).
+
+    >>> is_json_exact({"a": [1, 2.5, None, "x"]}), is_json_exact((1, 2)), is_json_exact({1: 2})
+    (True, False, False)
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind in _SCALARS:
+            continue
+        if kind is list:
+            stack.extend(item)
+        elif kind is dict:
+            if not all(type(k) is str for k in item):
+                return False
+            stack.extend(item.values())
+        else:
+            return False
+    return True
+
+
+def pickle_or_refuse(value: Any, allow_pickle: bool, where: str) -> bytes:
+    """``pickle.dumps(value)`` if allowed, else a TypeError naming ``where`` (the key)."""
+    if not allow_pickle:
+        raise TypeError(
+            f"{where}: a value of type {type(value).__name__} cannot be stored as JSON. "
+            "Pass allow_pickle=True to store it with pickle (loading it will need "
+            "allow_pickle=True too), or convert it to a JSON type (str, int, float, bool, "
+            "None, list, dict with str keys)."
+        )
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def unpickle_or_refuse(path: Path, allow_pickle: bool, read: Any = None) -> Any:
+    """The value pickled in ``path``, only if ``allow_pickle``; RuntimeError otherwise.
+
+    ``read`` (optional) returns the file's bytes (archives read members themselves).
+    """
+    if not allow_pickle:
+        raise RuntimeError(
+            f"{str(path)!r} holds pickled data, which can run code when loaded. Pass "
+            "allow_pickle=True to load it if you trust its origin."
+        )
+    data = read() if read is not None else Path(path).read_bytes()
+    try:
+        return pickle.loads(data)
+    except Exception as err:
+        raise RuntimeError(f"cannot unpickle {str(path)!r}: {err}") from err

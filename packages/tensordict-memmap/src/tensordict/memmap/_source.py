@@ -1,0 +1,87 @@
+"""Where a load reads from: a folder, or a single-file archive holding the same layout.
+
+Both expose the same small interface over *relative* paths (tuples of names), so the
+loader (:mod:`~tensordict.memmap._reader`) is written once.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tensordict.memmap import _fs
+from tensordict.memmap._tensor import map_file
+
+Rel = tuple[str, ...]
+
+
+def parse_meta(raw: bytes, where: str) -> dict[str, Any]:
+    """The JSON object in ``raw`` (read from ``where``); ValueError for anything else."""
+    try:
+        meta = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as err:
+        raise ValueError(f"{where} is not valid JSON ({err}); the save is corrupted.") from None
+    if not isinstance(meta, dict):
+        raise ValueError(f"{where} must hold a JSON object, got {type(meta).__name__}.")
+    return meta
+
+
+class FolderSource:
+    """A saved folder on disk."""
+
+    mapped = True
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def path(self, rel: Rel) -> Path:
+        out = self.root
+        for name in rel:
+            out = _fs.child(out, name)
+        return out
+
+    def describe(self, rel: Rel) -> str:
+        return repr(str(self.path(rel)))
+
+    def exists(self, rel: Rel) -> bool:
+        path = self.path(rel)
+        return path.exists() or path.is_symlink()
+
+    def is_dir(self, rel: Rel) -> bool:
+        path = self.path(rel)
+        return path.is_dir() and not path.is_symlink()
+
+    def is_file(self, rel: Rel) -> bool:
+        return self.path(rel).is_file()
+
+    def read_bytes(self, rel: Rel) -> bytes:
+        path = self.path(rel)
+        if path.is_symlink():
+            raise ValueError(f"{str(path)!r} is a symlink; refusing to follow it.")
+        try:
+            return path.read_bytes()
+        except FileNotFoundError:
+            raise FileNotFoundError(f"No such file or directory: {str(path)!r}") from None
+
+    def file_size(self, rel: Rel) -> int:
+        """Size of a regular file; FileNotFoundError/ValueError for missing, links, others."""
+        path = self.path(rel)
+        if path.is_symlink():
+            raise ValueError(f"{str(path)!r} is a symlink; refusing to follow it.")
+        size = path.stat().st_size  # FileNotFoundError when missing
+        if not path.is_file():
+            raise ValueError(f"{str(path)!r} is not a regular file.")
+        return size
+
+    def tensor(self, rel: Rel, dtype: torch.dtype, shape: Any, mode: str | None) -> torch.Tensor:
+        return map_file(str(self.path(rel)), dtype, shape, mode)
+
+    def folder(self, rel: Rel) -> Path:
+        """Where a loaded level lives (recorded as its ``saved_path``)."""
+        return self.path(rel)
+
+    def read_meta(self, rel: Rel) -> dict[str, Any]:
+        return parse_meta(self.read_bytes(rel), self.describe(rel))

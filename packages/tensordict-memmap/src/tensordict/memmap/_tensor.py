@@ -1,0 +1,733 @@
+"""``MemoryMappedTensor``: a CPU tensor whose memory is a file or anonymous shared memory.
+
+The data of a file-backed tensor lives in the page cache of its file, shared by every
+process that maps it; pickling sends the file name and the view's geometry, never the
+data. Without a file the memory is anonymous shared memory (a *handler*), which
+``torch.multiprocessing`` passes to other processes by handle.
+
+Indexing, ``split``, ``chunk``, ``unbind`` (and iterating) give views that keep the file;
+in-place ops return the tensor itself; every other torch op returns a plain tensor.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tensordict.memmap import _fs
+
+_KEEP_MEMMAP = frozenset(
+    {
+        torch.Tensor.__getitem__,
+        torch.Tensor.split,
+        torch.Tensor.chunk,
+        torch.Tensor.unbind,
+        torch.split,
+        torch.chunk,
+        torch.unbind,
+    }
+)
+_MODES = (None, "r", "r+")
+
+
+class _SharedMemoryHandler:
+    """Anonymous shared memory holding the data of memory-mapped tensors without a file.
+
+    Pickled by ``torch.multiprocessing`` as a handle to the same memory; a plain
+    :mod:`pickle` copies the bytes.
+    """
+
+    __slots__ = ("storage",)
+
+    def __init__(self, storage: torch.UntypedStorage) -> None:
+        self.storage = storage
+
+    @property
+    def size(self) -> int:
+        """Number of bytes."""
+        return int(self.storage.nbytes())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # a tensor over the memory: torch.multiprocessing shares it by handle, a plain
+        # pickle copies its bytes
+        return (_handler_from_bytes, (torch.empty(0, dtype=torch.uint8).set_(self.storage),))
+
+
+def _handler_from_bytes(data: torch.Tensor) -> _SharedMemoryHandler:
+    return _SharedMemoryHandler(data.untyped_storage())
+
+
+def _new_shared_storage(nbytes: int) -> tuple[torch.UntypedStorage, bool]:
+    """Anonymous shared memory of ``nbytes``, and whether it is known to be zero-filled."""
+    new_shared = getattr(torch.UntypedStorage, "_new_shared", None)
+    if new_shared is not None:
+        return new_shared(nbytes), True  # fresh shared-memory pages are zero
+    return torch.UntypedStorage(nbytes).share_memory_(), False
+
+
+def parse_dtype(dtype: Any) -> torch.dtype:
+    """A :class:`torch.dtype` from a dtype or its name (``"torch.float32"``, ``"float32"``).
+
+    >>> parse_dtype("torch.bfloat16")
+    torch.bfloat16
+    """
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    if isinstance(dtype, str):
+        name = dtype[6:] if dtype.startswith("torch.") else dtype
+        value = getattr(torch, name, None) if name.isidentifier() else None
+        if isinstance(value, torch.dtype):
+            return value
+    raise ValueError(f"unknown dtype {dtype!r}: expected a torch dtype such as 'torch.float32'")
+
+
+def _is_nested_shape(shape: Any) -> bool:
+    return isinstance(shape, torch.Tensor) and shape.ndim == 2
+
+
+def _as_size(shape: Any) -> torch.Size:
+    if isinstance(shape, torch.Tensor):
+        return torch.Size(shape.tolist())
+    if isinstance(shape, int):
+        return torch.Size([shape])
+    return torch.Size(shape)
+
+
+def shape_numel(shape: Any) -> int:
+    """Number of elements of a shape (a nested shape counts every element of every row)."""
+    if _is_nested_shape(shape):
+        return int(shape.prod(-1).sum()) if shape.numel() else 0
+    n = 1
+    for s in _as_size(shape):
+        n *= s
+    return n
+
+
+def _view_of_storage(
+    storage: torch.UntypedStorage, dtype: torch.dtype, shape: Any, byte_offset: int = 0
+) -> torch.Tensor:
+    """A tensor of ``dtype``/``shape`` over ``storage`` starting at ``byte_offset``."""
+    flat = torch.empty(0, dtype=torch.uint8).set_(storage)
+    numel = shape_numel(shape)
+    nbytes = numel * dtype.itemsize
+    raw = flat[byte_offset : byte_offset + nbytes]
+    values = raw.view(dtype) if nbytes else torch.empty(0, dtype=dtype).set_(storage, 0, (0,))
+    if _is_nested_shape(shape):
+        sizes = shape.to(torch.int64)
+        strides, offsets = torch._nested_compute_contiguous_strides_offsets(sizes)
+        return torch._nested_view_from_buffer(values, sizes, strides, offsets)
+    return values.view(_as_size(shape))
+
+
+def _map_file(path: str, nbytes: int, mode: str | None) -> tuple[torch.UntypedStorage, str]:
+    """Map the first ``nbytes`` of ``path``; returns the storage and the effective mode."""
+    if mode not in _MODES:
+        raise ValueError(f"mode must be None, 'r' or 'r+', got {mode!r}")
+    writable = os.access(path, os.W_OK)
+    if mode == "r+" and not writable:
+        raise PermissionError(f"mode='r+': the file {path!r} is not writable")
+    effective = mode or ("r+" if writable else "r")
+    size = os.path.getsize(path)
+    if size < nbytes:
+        raise RuntimeError(
+            f"The file {path!r} holds {size} bytes but {nbytes} are needed for the requested "
+            "dtype and shape: the file is truncated or the shape is wrong."
+        )
+    if nbytes == 0:
+        return torch.UntypedStorage(0), effective
+    return torch.UntypedStorage.from_file(path, shared=effective == "r+", nbytes=nbytes), effective
+
+
+def map_file(path: str, dtype: torch.dtype, shape: Any, mode: str | None) -> MemoryMappedTensor:
+    """Map an existing file holding a tensor of ``dtype``/``shape`` (no creation, no growth)."""
+    nbytes = shape_numel(shape) * dtype.itemsize
+    storage, effective = _map_file(path, nbytes, mode)
+    return MemoryMappedTensor._wrap(
+        _view_of_storage(storage, dtype, shape), path, None, shape, effective
+    )
+
+
+def _tensor_bytes(tensor: torch.Tensor) -> torch.Tensor:
+    """The data of ``tensor`` as a contiguous 1-D ``uint8`` CPU tensor (nested: the buffer)."""
+    t = tensor.detach()
+    if t.is_nested:
+        parts = [x.reshape(-1) for x in t.unbind()]
+        t = torch.cat(parts) if parts else torch.empty(0, dtype=t.dtype)
+    if t.is_conj():
+        t = t.resolve_conj()
+    if t.is_neg():
+        t = t.resolve_neg()
+    if t.device.type != "cpu":
+        t = t.to("cpu")
+    t = t.contiguous().reshape(-1)
+    return t.view(torch.uint8) if t.numel() else torch.empty(0, dtype=torch.uint8)
+
+
+def write_tensor_file(
+    path: Path, tensor: torch.Tensor | None, nbytes: int, *, exclusive: bool, fsync: bool
+) -> None:
+    """Write ``tensor``'s bytes to ``path`` (or ``nbytes`` zero bytes if ``tensor`` is None)."""
+    fd = _fs.create_file(path, exclusive=exclusive)
+    try:
+        os.ftruncate(fd, nbytes)
+        if tensor is not None and nbytes:
+            _fs.write_all(fd, _tensor_bytes(tensor).numpy())
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _size_args(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """The shape from ``(3, 4)``, ``((3, 4),)``, ``(torch.Size,)``, a nested-shape tensor
+    or ``shape=``; :class:`TypeError` when none is given."""
+    if "shape" in kwargs:
+        if args:
+            raise TypeError("give the shape either positionally or as shape=, not both")
+        shape = kwargs.pop("shape")
+    elif len(args) == 1 and isinstance(args[0], (Sequence, torch.Size, torch.Tensor)):
+        shape = args[0]
+    elif args and all(isinstance(a, int) for a in args):
+        shape = args
+    else:
+        raise TypeError(
+            f"expected a shape (ints, a sequence of ints or a nested-shape tensor), got {args!r}"
+        )
+    if _is_nested_shape(shape):
+        return shape
+    return _as_size(shape)
+
+
+class MemoryMappedTensor(torch.Tensor):
+    """A CPU tensor backed by a memory-mapped file or by anonymous shared memory.
+
+    Build one with :meth:`from_tensor`, :meth:`from_filename`, :meth:`empty`,
+    :meth:`zeros`, :meth:`ones`, :meth:`full` (and their ``*_like`` forms),
+    :meth:`from_storage` or :meth:`from_handler`. Calling the class on a tensor or a list
+    copies it into anonymous shared memory.
+
+    >>> import os, pickle, tempfile, torch
+    >>> from tensordict import MemoryMappedTensor
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     t = MemoryMappedTensor.from_tensor(torch.arange(4.0), filename=os.path.join(tmp, "x.memmap"))
+    ...     view = t[1:3]                       # a view that still knows its file
+    ...     view.fill_(7.0)                     # writes reach the file
+    ...     again = pickle.loads(pickle.dumps(t))  # the file name travels, not the data
+    ...     print(again, view.filename == t.filename, type(t + 1).__name__)
+    MemoryMappedTensor([0., 7., 7., 3.]) True Tensor
+    """
+
+    _filename: str | None
+    _handler: _SharedMemoryHandler | None
+    _parent_shape: Any
+    _mode: str | None
+
+    @staticmethod
+    def __new__(
+        cls,
+        source: Any,
+        *,
+        dtype: torch.dtype | None = None,
+        shape: Any = None,
+        index: Any = None,
+        device: Any = None,
+        handler: _SharedMemoryHandler | None = None,
+        filename: str | Path | None = None,
+    ) -> MemoryMappedTensor:
+        if device is not None and torch.device(device).type != "cpu":
+            raise ValueError(
+                f"MemoryMappedTensor lives on the CPU; device={device!r} is not supported "
+                "(move the result with .to(device), which gives a plain tensor)."
+            )
+        if isinstance(source, torch.Tensor) and (filename is not None or handler is not None):
+            out = cls._wrap(
+                source, str(Path(filename).absolute()) if filename else None, handler, None, "r+"
+            )
+        else:
+            tensor = source if isinstance(source, torch.Tensor) else torch.as_tensor(source)
+            if dtype is not None:
+                tensor = tensor.to(dtype)
+            if shape is not None:
+                tensor = tensor.reshape(_as_size(shape))
+            out = cls.from_tensor(tensor)
+        return out[index] if index is not None else out
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def _wrap(
+        cls,
+        base: torch.Tensor,
+        filename: str | None,
+        handler: _SharedMemoryHandler | None,
+        parent_shape: Any,
+        mode: str | None,
+    ) -> MemoryMappedTensor:
+        out = torch.Tensor._make_subclass(cls, base)
+        out._filename = filename
+        out._handler = handler
+        out._parent_shape = base.shape if parent_shape is None else parent_shape
+        out._mode = mode
+        return out
+
+    def _rewrap(self, base: torch.Tensor) -> MemoryMappedTensor:
+        return MemoryMappedTensor._wrap(
+            base, self._filename, self._handler, self._parent_shape, self._mode
+        )
+
+    @classmethod
+    def _allocate(
+        cls,
+        shape: Any,
+        dtype: torch.dtype,
+        filename: str | Path | None,
+        existsok: bool,
+        source: torch.Tensor | None = None,
+        fill: Any = None,
+    ) -> MemoryMappedTensor:
+        """A new tensor of ``shape``/``dtype``: ``source``'s bytes, ``fill`` or zeros
+        (a fresh file is zero-filled; fresh anonymous memory is filled explicitly)."""
+        numel = shape_numel(shape)
+        nbytes = numel * dtype.itemsize
+        if filename is None:
+            storage, zeroed = _new_shared_storage(nbytes)
+            handler: _SharedMemoryHandler | None = _SharedMemoryHandler(storage)
+            name = None
+            mode = "r+"
+            if source is not None:
+                _view_of_storage(storage, dtype, [numel]).copy_(_flat(source, dtype))
+            elif fill is not None and not (zeroed and fill == 0):
+                _view_of_storage(storage, dtype, [numel]).fill_(fill)
+        else:
+            path = Path(filename).absolute()
+            write_tensor_file(path, source, nbytes, exclusive=not existsok, fsync=False)
+            storage, mode = _map_file(str(path), nbytes, "r+")
+            handler, name = None, str(path)
+            if fill is not None and fill != 0:
+                _view_of_storage(storage, dtype, [numel]).fill_(fill)
+        return cls._wrap(_view_of_storage(storage, dtype, shape), name, handler, shape, mode)
+
+    @classmethod
+    def from_tensor(
+        cls,
+        input: torch.Tensor,
+        *,
+        filename: Path | str | None = None,
+        existsok: bool = False,
+        copy_existing: bool = False,
+        copy_data: bool = True,
+        shape: torch.Size | torch.Tensor | None = None,
+    ) -> MemoryMappedTensor:
+        """A memory-mapped copy of ``input`` (in ``filename``, or in shared memory).
+
+        A ``MemoryMappedTensor`` is returned as it is when ``filename`` is None and it has
+        no file, or when ``filename`` is its own file. Copying a file-backed tensor to
+        another file needs ``copy_existing=True``. ``copy_data=False`` allocates without
+        copying; ``shape`` broadcasts ``input`` to another shape (or gives the per-row
+        shapes of a nested result).
+
+        >>> import torch
+        >>> from tensordict import MemoryMappedTensor
+        >>> MemoryMappedTensor.from_tensor(torch.ones(2, dtype=torch.int8))
+        MemoryMappedTensor([1, 1], dtype=torch.int8)
+        """
+        if isinstance(input, MemoryMappedTensor):
+            if filename is None and input._filename is None:
+                return input
+            if filename is not None and input._filename is not None:
+                if str(Path(filename).absolute()) == input._filename and input._mode != "r":
+                    return input
+                if not copy_existing:
+                    raise RuntimeError(
+                        f"A filename was provided but the tensor already has a file associated "
+                        f"({input._filename!r}); pass copy_existing=True to copy it to "
+                        f"{str(filename)!r}."
+                    )
+        elif not isinstance(input, torch.Tensor):
+            raise TypeError(
+                f"MemoryMappedTensor.from_tensor expects a torch.Tensor, got {type(input).__name__}"
+                " (convert NumPy arrays with torch.from_numpy first)."
+            )
+        if input.requires_grad:
+            raise RuntimeError(
+                "MemoryMappedTensor.from_tensor: the input requires gradients; pass "
+                "tensor.detach() (memory-mapped tensors do not track gradients)."
+            )
+        target_shape: Any
+        if shape is not None:
+            target_shape = shape if _is_nested_shape(shape) else _as_size(shape)
+        elif input.is_nested:
+            target_shape = input._nested_tensor_size()
+        else:
+            target_shape = input.shape
+        source: torch.Tensor | None = None
+        if copy_data:
+            source = input
+            if not _is_nested_shape(target_shape) and input.shape != target_shape:
+                source = input.expand(target_shape)
+        return cls._allocate(target_shape, input.dtype, filename, existsok, source=source)
+
+    @classmethod
+    def from_filename(
+        cls,
+        filename: str | Path,
+        dtype: torch.dtype,
+        shape: Any,
+        index: Any = None,
+        mode: str | None = None,
+    ) -> MemoryMappedTensor:
+        """Map an existing file of raw data (created zero-filled if it does not exist).
+
+        ``mode="r"`` maps copy-on-write (writes stay in memory), ``"r+"`` maps shared
+        (writes reach the file); ``None`` picks ``"r+"`` when the file is writable.
+
+        >>> import os, tempfile, torch
+        >>> from tensordict import MemoryMappedTensor
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     name = os.path.join(tmp, "x.memmap")
+        ...     _ = MemoryMappedTensor.from_tensor(torch.arange(6), filename=name)
+        ...     print(MemoryMappedTensor.from_filename(name, torch.int64, (2, 3), index=1))
+        MemoryMappedTensor([3, 4, 5])
+        """
+        dtype = parse_dtype(dtype)
+        path = Path(filename).absolute()
+        if not _is_nested_shape(shape):
+            shape = _as_size(shape)
+        nbytes = shape_numel(shape) * dtype.itemsize
+        if not path.exists():
+            if mode == "r":
+                raise FileNotFoundError(f"mode='r': the file {str(path)!r} does not exist")
+            write_tensor_file(path, None, nbytes, exclusive=True, fsync=False)
+        storage, effective = _map_file(str(path), nbytes, mode)
+        out = cls._wrap(_view_of_storage(storage, dtype, shape), str(path), None, shape, effective)
+        return out[index] if index is not None else out
+
+    @classmethod
+    def from_handler(
+        cls,
+        handler: _SharedMemoryHandler,
+        dtype: torch.dtype,
+        shape: Any,
+        index: Any = None,
+    ) -> MemoryMappedTensor:
+        """A tensor over the anonymous shared memory ``handler`` (see :attr:`_handler`).
+
+        >>> import torch
+        >>> from tensordict import MemoryMappedTensor
+        >>> t = MemoryMappedTensor.from_tensor(torch.arange(4))
+        >>> MemoryMappedTensor.from_handler(t._handler, torch.int64, [2, 2], index=0)
+        MemoryMappedTensor([0, 1])
+        """
+        dtype = parse_dtype(dtype)
+        if not _is_nested_shape(shape):
+            shape = _as_size(shape)
+        needed = shape_numel(shape) * dtype.itemsize
+        if handler.size < needed:
+            raise RuntimeError(
+                f"from_handler: the shared memory holds {handler.size} bytes but dtype "
+                f"{dtype} and shape {shape} need {needed}."
+            )
+        out = cls._wrap(
+            _view_of_storage(handler.storage, dtype, shape), None, handler, shape, "r+"
+        )
+        return out[index] if index is not None else out
+
+    @classmethod
+    def from_storage(
+        cls,
+        storage: torch.UntypedStorage | torch.TypedStorage,
+        *,
+        shape: Any = None,
+        dtype: torch.dtype | None = None,
+        device: Any = None,
+        index: Any = None,
+        filename: Path | str | None = None,
+        handler: _SharedMemoryHandler | None = None,
+    ) -> MemoryMappedTensor:
+        """A tensor viewing ``storage`` without copying (keeps the storage's file, if any).
+
+        >>> import torch
+        >>> from tensordict import MemoryMappedTensor
+        >>> base = MemoryMappedTensor.from_tensor(torch.arange(6.0))
+        >>> MemoryMappedTensor.from_storage(base.untyped_storage(), dtype=torch.float32, shape=(2, 3))[1]
+        MemoryMappedTensor([3., 4., 5.])
+        """
+        if device is not None and torch.device(device).type != "cpu":
+            raise ValueError(f"MemoryMappedTensor lives on the CPU; got device={device!r}")
+        if isinstance(storage, torch.TypedStorage):
+            if dtype is None:
+                dtype = storage.dtype
+            storage = storage.untyped_storage()
+        dtype = torch.int64 if dtype is None else parse_dtype(dtype)
+        own = getattr(storage, "filename", None)
+        if filename is not None and own is not None:
+            if str(Path(filename).absolute()) != str(Path(own).absolute()):
+                raise RuntimeError(
+                    f"from_storage: the storage is mapped from {own!r} but filename={str(filename)!r}"
+                )
+        name = own if own is not None else filename
+        if shape is None:
+            shape = torch.Size([storage.nbytes() // dtype.itemsize])
+        elif not _is_nested_shape(shape):
+            shape = _as_size(shape)
+        out = cls._wrap(
+            _view_of_storage(storage, dtype, shape),
+            str(Path(name).absolute()) if name is not None else None,
+            handler,
+            shape,
+            "r+",
+        )
+        return out[index] if index is not None else out
+
+    @classmethod
+    def empty(cls, *args: Any, **kwargs: Any) -> MemoryMappedTensor:
+        """A new tensor with unspecified (in practice zero) content.
+
+        Accepts ``empty(3, 4)``, ``empty((3, 4))`` or ``empty(shape=...)`` with keyword
+        arguments ``dtype``, ``device`` (CPU only), ``filename`` and ``existsok``.
+
+        >>> import torch
+        >>> from tensordict import MemoryMappedTensor
+        >>> MemoryMappedTensor.empty(2, 3, dtype=torch.int32).shape
+        torch.Size([2, 3])
+        """
+        return cls._constant(args, kwargs, None, "empty")
+
+    @classmethod
+    def zeros(cls, *args: Any, **kwargs: Any) -> MemoryMappedTensor:
+        """A new zero-filled tensor (same arguments as :meth:`empty`).
+
+        >>> from tensordict import MemoryMappedTensor
+        >>> MemoryMappedTensor.zeros(2)
+        MemoryMappedTensor([0., 0.])
+        """
+        return cls._constant(args, kwargs, 0, "zeros")
+
+    @classmethod
+    def ones(cls, *args: Any, **kwargs: Any) -> MemoryMappedTensor:
+        """A new tensor filled with ones (same arguments as :meth:`empty`).
+
+        >>> from tensordict import MemoryMappedTensor
+        >>> MemoryMappedTensor.ones((2,))
+        MemoryMappedTensor([1., 1.])
+        """
+        return cls._constant(args, kwargs, 1, "ones")
+
+    @classmethod
+    def full(cls, *args: Any, **kwargs: Any) -> MemoryMappedTensor:
+        """A new tensor filled with ``fill_value`` (same arguments as :meth:`empty`).
+
+        >>> from tensordict import MemoryMappedTensor
+        >>> MemoryMappedTensor.full((2,), fill_value=3.5)
+        MemoryMappedTensor([3.5000, 3.5000])
+        """
+        if "fill_value" not in kwargs:
+            if len(args) == 2 and isinstance(args[0], (Sequence, torch.Size)):
+                args, kwargs = (args[0],), {**kwargs, "fill_value": args[1]}
+            else:
+                raise TypeError("MemoryMappedTensor.full needs fill_value=")
+        fill = kwargs.pop("fill_value")
+        return cls._constant(args, kwargs, fill, "full")
+
+    @classmethod
+    def _constant(
+        cls, args: tuple[Any, ...], kwargs: dict[str, Any], fill: Any, name: str
+    ) -> MemoryMappedTensor:
+        kwargs = dict(kwargs)
+        shape = _size_args(args, kwargs)
+        dtype = kwargs.pop("dtype", None) or torch.get_default_dtype()
+        device = kwargs.pop("device", None)
+        filename = kwargs.pop("filename", None)
+        existsok = kwargs.pop("existsok", False)
+        if kwargs:
+            raise TypeError(f"MemoryMappedTensor.{name} got unexpected arguments {sorted(kwargs)}")
+        if device is not None and torch.device(device).type != "cpu":
+            raise RuntimeError(
+                f"MemoryMappedTensor.{name}: memory-mapped tensors live on the CPU, "
+                f"got device={device!r}."
+            )
+        return cls._allocate(shape, parse_dtype(dtype), filename, existsok, fill=fill)
+
+    @classmethod
+    def empty_like(cls, input: torch.Tensor, *, filename: Path | str | None = None) -> MemoryMappedTensor:
+        """A new tensor of ``input``'s shape and dtype.
+
+        >>> import torch
+        >>> from tensordict import MemoryMappedTensor
+        >>> MemoryMappedTensor.empty_like(torch.ones(2, 2)).shape
+        torch.Size([2, 2])
+        """
+        return cls.from_tensor(input, filename=filename, copy_data=False, copy_existing=True)
+
+    @classmethod
+    def zeros_like(cls, input: torch.Tensor, *, filename: Path | str | None = None) -> MemoryMappedTensor:
+        """A new zero-filled tensor of ``input``'s shape and dtype.
+
+        >>> import torch
+        >>> from tensordict import MemoryMappedTensor
+        >>> MemoryMappedTensor.zeros_like(torch.ones(2))
+        MemoryMappedTensor([0., 0.])
+        """
+        return cls._like(input, filename, 0)
+
+    @classmethod
+    def ones_like(cls, input: torch.Tensor, *, filename: Path | str | None = None) -> MemoryMappedTensor:
+        """A new tensor of ones of ``input``'s shape and dtype.
+
+        >>> import torch
+        >>> from tensordict import MemoryMappedTensor
+        >>> MemoryMappedTensor.ones_like(torch.zeros(2, dtype=torch.int64))
+        MemoryMappedTensor([1, 1])
+        """
+        return cls._like(input, filename, 1)
+
+    @classmethod
+    def full_like(
+        cls, input: torch.Tensor, fill_value: Any, *, filename: Path | str | None = None
+    ) -> MemoryMappedTensor:
+        """A new tensor of ``input``'s shape and dtype filled with ``fill_value``.
+
+        >>> import torch
+        >>> from tensordict import MemoryMappedTensor
+        >>> MemoryMappedTensor.full_like(torch.zeros(2), 2.0)
+        MemoryMappedTensor([2., 2.])
+        """
+        return cls._like(input, filename, fill_value)
+
+    @classmethod
+    def _like(cls, input: torch.Tensor, filename: Path | str | None, fill: Any) -> MemoryMappedTensor:
+        shape = input._nested_tensor_size() if input.is_nested else input.shape
+        return cls._allocate(shape, input.dtype, filename, False, fill=fill)
+
+    # ------------------------------------------------------------------ attributes
+    @property
+    def filename(self) -> str:
+        """The absolute path of the file; :class:`RuntimeError` for shared-memory tensors."""
+        if self._filename is None:
+            raise RuntimeError("The MemoryMappedTensor has no file associated.")
+        return self._filename
+
+    @filename.setter
+    def filename(self, value: str | Path) -> None:
+        if self._filename is not None:
+            raise RuntimeError(
+                f"the MemoryMappedTensor already has a file associated ({self._filename!r})."
+            )
+        self._filename = str(Path(value).absolute())
+
+    @property
+    def parent_shape(self) -> Any:
+        """The shape of the whole mapped tensor this one is a view of."""
+        return self._parent_shape
+
+    # ------------------------------------------------------------------ torch protocol
+    @classmethod
+    def __torch_function__(
+        cls,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        with torch._C.DisableTorchFunctionSubclass():
+            out = func(*args, **(kwargs or {}))
+        if func in _KEEP_MEMMAP and args and isinstance(args[0], MemoryMappedTensor):
+            src = args[0]
+            if isinstance(out, torch.Tensor):
+                return _keep(src, out)
+            if isinstance(out, (tuple, list)):
+                return type(out)(_keep(src, o) if isinstance(o, torch.Tensor) else o for o in out)
+        return out
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        nested = None
+        if self.is_nested:
+            nested = (
+                self._nested_tensor_size(),
+                self._nested_tensor_strides(),
+                self._nested_tensor_storage_offsets(),
+            )
+            geometry: tuple[Any, ...] = ()
+        else:
+            geometry = (tuple(self.shape), tuple(self.stride()), self.storage_offset())
+        if self._filename is not None:
+            nbytes = self.untyped_storage().nbytes()
+            return (
+                _rebuild_from_file,
+                (self._filename, self._mode, self.dtype, nbytes, geometry, nested, self._parent_shape),
+            )
+        if self._handler is not None:
+            return (
+                _rebuild_from_handler,
+                (self._handler, self.dtype, geometry, nested, self._parent_shape),
+            )
+        plain = self.as_subclass(torch.Tensor).clone()
+        return (_rebuild_copy, (plain,))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> torch.Tensor:
+        return self.as_subclass(torch.Tensor).clone()
+
+
+def _keep(src: MemoryMappedTensor, out: torch.Tensor) -> torch.Tensor:
+    """``out`` as a MemoryMappedTensor of ``src``'s file when it views ``src``'s memory."""
+    if isinstance(out, MemoryMappedTensor):
+        return out
+    try:
+        same = out.untyped_storage().data_ptr() == src.untyped_storage().data_ptr()
+    except (RuntimeError, NotImplementedError):
+        same = False
+    return src._rewrap(out) if same else out
+
+
+def _flat(source: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``source``'s elements, flattened in order (a nested tensor's components joined)."""
+    return _tensor_bytes(source).view(dtype)
+
+
+def _restore(
+    storage: torch.UntypedStorage, dtype: torch.dtype, geometry: tuple[Any, ...], nested: Any
+) -> torch.Tensor:
+    if nested is not None:
+        sizes, strides, offsets = nested
+        flat = torch.empty(0, dtype=torch.uint8).set_(storage)
+        buffer = flat[: flat.numel() - flat.numel() % dtype.itemsize].view(dtype)
+        return torch._nested_view_from_buffer(buffer, sizes, strides, offsets)
+    size, stride, offset = geometry
+    return torch.empty(0, dtype=dtype).set_(storage, offset, size, stride)
+
+
+def _rebuild_from_file(
+    filename: str,
+    mode: str | None,
+    dtype: torch.dtype,
+    nbytes: int,
+    geometry: tuple[Any, ...],
+    nested: Any,
+    parent_shape: Any,
+) -> MemoryMappedTensor:
+    storage, effective = _map_file(filename, nbytes, mode)
+    return MemoryMappedTensor._wrap(
+        _restore(storage, dtype, geometry, nested), filename, None, parent_shape, effective
+    )
+
+
+def _rebuild_from_handler(
+    handler: _SharedMemoryHandler,
+    dtype: torch.dtype,
+    geometry: tuple[Any, ...],
+    nested: Any,
+    parent_shape: Any,
+) -> MemoryMappedTensor:
+    return MemoryMappedTensor._wrap(
+        _restore(handler.storage, dtype, geometry, nested), None, handler, parent_shape, "r+"
+    )
+
+
+def _rebuild_copy(plain: torch.Tensor) -> MemoryMappedTensor:
+    return MemoryMappedTensor.from_tensor(plain)

@@ -1,0 +1,413 @@
+"""Saving tensor collections to a folder: ``memmap``, ``memmap_``, ``memmap_like``, ``save``.
+
+By default a save is atomic and durable: everything is written into a fresh staging
+folder next to the target, flushed to disk (``fsync``, or one ``syncfs`` for many
+files), and the staging folder then replaces the target in one rename (an atomic
+exchange on Linux). A process killed at any instant leaves either the previous complete
+content or the new one — never a mix. Entries of an existing target that the previous
+save did not write (a user's own files) are carried over. ``atomic=False`` writes in
+place instead, as the reference library does by default (faster, not crash safe).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from tensordict import LazyStackedTensorDict, TensorDict
+from tensordict.base import TensorDictBase
+from tensordict.memmap import _classes, _codec, _fs
+from tensordict.memmap._future import TensorDictFuture
+from tensordict.memmap._plan import META, Job, Node, Plan, Planner, Rel
+from tensordict.memmap._progress import Bar, wants_bar
+from tensordict.memmap._tensor import MemoryMappedTensor, map_file, write_tensor_file
+
+#: Above this many files a single ``syncfs`` replaces one ``fsync`` per file.
+_SYNCFS_FROM = 64
+PREFIX_ATTR = "_memmap_prefix"
+
+
+def save(
+    data: Any,
+    prefix: str | Path | None,
+    *,
+    like: bool = False,
+    inplace: bool = False,
+    copy_existing: bool = False,
+    num_threads: int = 0,
+    return_early: bool = False,
+    share_non_tensor: bool = False,
+    existsok: bool = True,
+    robust_key: bool | None = True,
+    archive: bool | None = None,
+    compression: str | int | None = None,
+    atomic: bool = True,
+    allow_pickle: bool | None = None,
+    progress: bool | None = None,
+) -> Any:
+    """Write ``data`` under ``prefix`` and return the memory-mapped result (see module doc).
+
+    ``inplace=True`` replaces ``data``'s leaves by the memory-mapped ones and returns
+    ``data``; ``like=True`` allocates zero-filled files instead of copying the content.
+    """
+    if share_non_tensor:
+        raise NotImplementedError(
+            "share_non_tensor=True is not supported by tensordict-memmap: non-tensor values "
+            "are stored in meta.json; re-read them with memmap_refresh_()."
+        )
+    if num_threads < 0:
+        raise ValueError(f"num_threads must be >= 0, got {num_threads}")
+    allow = _codec.check_allow_pickle(allow_pickle)
+    robust = True if robust_key is None else bool(robust_key)
+    target = None if prefix is None else _target(prefix)
+    is_archive = target is not None and (
+        archive is True or (archive is None and target.suffix == ".tdz")
+    )
+    if compression is not None and not is_archive:
+        raise ValueError(
+            "compression is only supported for archives (a prefix ending in .tdz, or "
+            "archive=True)."
+        )
+    if target is None:
+        if archive:
+            raise ValueError("archive=True needs a prefix (the archive's file name).")
+    elif not existsok and _exists(target):
+        raise RuntimeError(f"The location {str(target)!r} already exists (existsok=False).")
+
+    def work() -> Any:
+        if is_archive:
+            from tensordict.memmap import _archive
+
+            assert target is not None
+            return _archive.write_archive(
+                data,
+                target,
+                like=like,
+                copy_existing=copy_existing,
+                robust_key=robust,
+                allow_pickle=allow,
+                compression=compression,
+                num_threads=num_threads,
+                progress=progress,
+            )
+        return _save_folder(
+            data,
+            target,
+            like=like,
+            inplace=inplace,
+            copy_existing=copy_existing,
+            robust_key=robust,
+            allow_pickle=allow,
+            atomic=atomic,
+            num_threads=num_threads,
+            progress=progress,
+        )
+
+    if return_early:
+        if is_archive and like:
+            raise NotImplementedError("return_early=True is not supported by memmap_like archives")
+        return TensorDictFuture.start(work)
+    return work()
+
+
+def _target(prefix: str | Path) -> Path:
+    path = Path(prefix).absolute()
+    if path.is_symlink():
+        path = path.resolve()
+    return path
+
+
+def _exists(target: Path) -> bool:
+    if target.is_dir():
+        return any(target.iterdir())
+    return target.exists()
+
+
+def _save_folder(
+    data: Any,
+    target: Path | None,
+    *,
+    like: bool,
+    inplace: bool,
+    copy_existing: bool,
+    robust_key: bool,
+    allow_pickle: bool,
+    atomic: bool,
+    num_threads: int,
+    progress: bool | None,
+) -> Any:
+    planner = Planner(
+        target,
+        like=like,
+        copy_existing=copy_existing,
+        robust_key=robust_key,
+        allow_pickle=allow_pickle,
+    )
+    node = planner.collection(data, ())
+    if target is not None:
+        plan = planner.plan
+        if target.exists() and not target.is_dir():
+            raise RuntimeError(f"Cannot save into {str(target)!r}: it exists and is not a folder.")
+        _check_symlinks(target, plan)
+        if atomic:
+            _write_atomic(target, plan, num_threads, progress)
+        else:
+            _write_in_place(target, plan, num_threads, progress)
+    if inplace:
+        return apply_inplace(node, data, target)
+    result = build(node, target)
+    if isinstance(result, TensorDictBase):
+        result.lock_()
+    return result
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _check_symlinks(target: Path, plan: Plan) -> None:
+    if not target.is_dir():
+        return
+    for rel in plan.dirs:
+        if rel:
+            _fs.reject_symlink(target.joinpath(*rel), "TensorDict")
+
+
+def _write_atomic(target: Path, plan: Plan, num_threads: int, progress: bool | None) -> None:
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = _fs.staging_path(target)
+    nfiles = len(plan.jobs) + len(plan.small)
+    each = nfiles <= _SYNCFS_FROM
+    try:
+        for rel in plan.dirs:
+            staging.joinpath(*rel).mkdir(parents=True, exist_ok=True)
+        _run_jobs(staging, plan.jobs, num_threads, fsync=each, exclusive=True, progress=progress)
+        for rel, payload in plan.small.items():
+            _write_small(staging.joinpath(*rel), payload, fsync=each)
+        if not each and not _fs.syncfs(staging):
+            for path in _files(staging):
+                _fsync_path(path)
+        for rel in reversed(plan.dirs):
+            _fs.fsync_dir(staging.joinpath(*rel))
+        keep = _foreign_entries(target, plan)
+        _fs.commit_directory(staging, target, keep)
+    except BaseException:
+        _fs.remove_tree(staging)
+        raise
+
+
+def _write_in_place(target: Path, plan: Plan, num_threads: int, progress: bool | None) -> None:
+    for rel in plan.dirs:
+        target.joinpath(*rel).mkdir(parents=True, exist_ok=True)
+    jobs = [job for job in plan.jobs if job.link != str(target.joinpath(*job.rel))]
+    _run_jobs(target, jobs, num_threads, fsync=False, exclusive=False, progress=progress)
+    # meta.json files last, deepest first, each replaced atomically; stale pickles removed
+    for rel, payload in sorted(plan.small.items(), key=lambda item: -len(item[0])):
+        path = target.joinpath(*rel)
+        tmp = path.with_name(f"{_fs.TMP_MARK}{path.name}")
+        _write_small(tmp, payload, fsync=False)
+        os.replace(tmp, path)
+    for rel in plan.dirs:
+        level = target.joinpath(*rel)
+        for stale in ("pickle.pkl", "other.pickle"):
+            if (*rel, stale) not in plan.small and (level / stale).exists():
+                (level / stale).unlink()
+
+
+def _run_jobs(
+    root: Path,
+    jobs: list[Job],
+    num_threads: int,
+    *,
+    fsync: bool,
+    exclusive: bool,
+    progress: bool | None,
+) -> None:
+    total = sum(job.nbytes for job in jobs)
+    with Bar(total, "saving", wants_bar(progress, total)) as bar:
+
+        def run(job: Job) -> None:
+            path = root.joinpath(*job.rel)
+            if job.link is not None:
+                try:
+                    os.link(job.link, path)
+                    bar.update(job.nbytes)
+                    return
+                except OSError:
+                    pass  # another filesystem, or no hard links: copy instead
+            write_tensor_file(path, job.tensor, job.nbytes, exclusive=exclusive, fsync=fsync)
+            bar.update(job.nbytes)
+
+        if num_threads > 1 and len(jobs) > 1:
+            with ThreadPoolExecutor(num_threads) as pool:
+                list(pool.map(run, jobs))
+        else:
+            for job in jobs:
+                run(job)
+
+
+def _write_small(path: Path, payload: bytes, *, fsync: bool) -> None:
+    fd = _fs.create_file(path, exclusive=False)
+    try:
+        os.ftruncate(fd, 0)
+        _fs.write_all(fd, payload)
+        if fsync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _files(root: Path) -> list[Path]:
+    return [Path(d) / f for d, _, names in os.walk(root) for f in names]
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _foreign_entries(target: Path, plan: Plan) -> frozenset[str]:
+    """Entries of an existing ``target`` that neither the previous save nor this one own."""
+    if not target.is_dir():
+        return frozenset()
+    present = {name for name in os.listdir(target) if not name.startswith(_fs.TMP_MARK)}
+    return frozenset(present - plan.top_names() - owned_entries(target))
+
+
+def owned_entries(folder: Path) -> set[str]:
+    """Names that the save recorded in ``folder/meta.json`` owns (best effort)."""
+    owned = {META, "pickle.pkl", "other.pickle", "_tensordict"}
+    try:
+        meta = json.loads((folder / META).read_text("utf-8"))
+    except (OSError, ValueError):
+        return owned
+    if not isinstance(meta, dict):
+        return owned
+    entries = dict(meta)
+    reserved = meta.get("_entries_reserved")
+    if isinstance(reserved, dict):
+        entries.update(reserved)
+    for key, entry in entries.items():
+        if not isinstance(entry, dict) or not isinstance(key, str):
+            continue
+        for robust in (True, False):
+            try:
+                if "dtype" in entry:
+                    name = _fs.encode_key(key, robust=robust)
+                    owned |= {f"{name}.memmap", f"{name}.shape.memmap"}
+                elif "type" in entry:
+                    owned.add(_fs.encode_key(key, robust=robust, directory=True))
+            except RuntimeError:
+                pass
+    count = meta.get("count")
+    if isinstance(count, int) or "stack_dim" in meta:
+        owned |= {name for name in os.listdir(folder) if name.isdigit()}
+    return owned
+
+
+# --------------------------------------------------------------------------- results
+
+
+def build(node: Node, root: Path | None) -> Any:
+    """The memory-mapped result described by ``node`` (files under ``root``, or anonymous
+    shared memory when ``root`` is None)."""
+    if node.kind == "leaf":
+        return _leaf_tensor(node, root)
+    if node.kind == "nontensor":
+        return node.source.clone()
+    if node.kind == "tc":
+        inner = build(node.children["_tensordict"], root)
+        return _classes.rebuild(type(node.source), inner)
+    if node.kind == "lazy":
+        src = node.source
+        out: TensorDictBase = LazyStackedTensorDict(
+            *[build(m, root) for m in node.members],
+            stack_dim=src.stack_dim,
+            stack_dim_name=getattr(src, "_td_dim_name", None),
+            batch_size=src.batch_size if not node.members else None,
+        )
+    else:
+        src = node.source
+        entries = {key: build(child, root) for key, child in node.children.items()}
+        out = TensorDict(entries, batch_size=src.batch_size, device="cpu")
+        names = _level_names(src)
+        if names is not None:
+            out.names = names
+    mark(out, root, node.rel)
+    return out
+
+
+def _leaf_tensor(node: Node, root: Path | None) -> torch.Tensor:
+    if node.keep is not None:
+        return node.keep
+    assert node.dtype is not None
+    if root is None:
+        src = node.source
+        if isinstance(src, MemoryMappedTensor) and src._filename is None:
+            return src
+        if not node.like:
+            return MemoryMappedTensor.from_tensor(src.detach())
+        return MemoryMappedTensor.zeros_like(src)
+    return map_file(str(root.joinpath(*node.rel)), node.dtype, node.shape, "r+")
+
+
+def apply_inplace(node: Node, obj: Any, root: Path | None) -> Any:
+    """Replace ``obj``'s leaves by the memory-mapped tensors of ``node``; lock it."""
+    if node.kind == "tc":
+        apply_inplace(node.children["_tensordict"], obj._tensordict, root)
+        return obj
+    if node.kind == "lazy":
+        for member_node, member in zip(node.members, obj.tensordicts):
+            apply_inplace(member_node, member, root)
+        mark(obj, root, node.rel)
+        obj.lock_()
+        return obj
+    if node.kind != "td":
+        return obj
+    for key, child in node.children.items():
+        if child.kind == "leaf":
+            if key in obj.keys():
+                _set_leaf(obj, key, _leaf_tensor(child, root))
+        elif child.kind != "nontensor":
+            apply_inplace(child, obj._get_str(key, None), root)
+    mark(obj, root, node.rel)
+    obj.lock_()
+    return obj
+
+
+def _set_leaf(td: Any, key: str, value: torch.Tensor) -> None:
+    store = getattr(td, "_tensordict", None)
+    if isinstance(td, TensorDict) and isinstance(store, dict):
+        store[key] = value
+        return
+    locked = td.is_locked
+    if locked:
+        td.unlock_()
+    try:
+        td.set(key, value)
+    finally:
+        if locked:
+            td.lock_()
+
+
+def mark(td: Any, root: Path | None, rel: Rel) -> None:
+    """Record where ``td`` lives (read by ``saved_path``, ``make_memmap`` and the repr)."""
+    try:
+        td.__dict__[PREFIX_ATTR] = None if root is None else str(root.joinpath(*rel))
+    except AttributeError:
+        pass
+
+
+def _level_names(td: Any) -> list[str | None] | None:
+    try:
+        names = list(td.names)
+    except (AttributeError, RuntimeError):
+        return None
+    return names if any(n is not None for n in names) else None
