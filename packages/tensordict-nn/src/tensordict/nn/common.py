@@ -246,6 +246,22 @@ class TensorDictModuleBase(nn.Module):
         return f"{type(self).__name__}(\n    " + ",\n    ".join(fields) + ")"
 
 
+def forward_attribute(module: nn.Module, name: str, child: str) -> Any:
+    """``nn.Module.__getattr__``, then the attribute of the wrapped ``child`` (an
+    ``nn.Module`` child or a plain attribute); dunder names are never forwarded."""
+    try:
+        return nn.Module.__getattr__(module, name)
+    except AttributeError:
+        if name.startswith("__"):
+            raise
+        inner = module.__dict__.get("_modules", {}).get(child)
+        if inner is None:
+            inner = module.__dict__.get(child)
+        if inner is None:
+            raise
+        return getattr(inner, name)
+
+
 def _is_collection(value: Any) -> bool:
     """A tensordict that holds entries (not a non-tensor wrapper)."""
     return isinstance(value, TensorDictBase) and not isinstance(value, NON_TENSOR)
@@ -518,17 +534,7 @@ class TensorDictModule(TensorDictModuleBase):
         return super().__call__(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            if name.startswith("__"):
-                raise
-            module = self.__dict__.get("_modules", {}).get("module")
-            if module is None:
-                module = self.__dict__.get("module")
-            if module is None:
-                raise
-            return getattr(module, name)
+        return forward_attribute(self, name, "module")
 
     def _repr_fields(self) -> list[str]:
         fields = super()._repr_fields()
