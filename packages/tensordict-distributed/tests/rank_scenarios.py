@@ -299,6 +299,13 @@ def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
         td = nested(float(rank + 1)).exclude(("n", "done"))
         td.all_reduce()
         res["again"] = dump(td)
+        odd = (
+            TensorDict({"x": torch.ones(1, 2)}, [1, 2])
+            if rank == 0
+            else TensorDict({"x": torch.ones(2)}, [2])
+        )
+        odd.all_reduce()
+        res["same_numel"] = odd["x"].flatten().tolist()
         big = many_leaves(1000, float(rank))
         big.all_reduce()
         total = sum(range(world))
