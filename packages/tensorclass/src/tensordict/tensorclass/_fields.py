@@ -129,6 +129,11 @@ def resolve_hints(cls: type, namespace: dict[str, Any] | None = None) -> dict[st
     return hints
 
 
+def is_resolved(hint: Any) -> bool:
+    """Whether an annotation could be evaluated."""
+    return hint is not _UNRESOLVED
+
+
 def has_unresolved(hints: dict[str, Any]) -> bool:
     """Whether some annotation could not be evaluated (a name defined later)."""
     return any(h is _UNRESOLVED for h in hints.values())
@@ -271,6 +276,18 @@ def _non_tensor(value: Any, owner: Any) -> Any:
     return NonTensorData(value, batch_size=owner.batch_size, device=owner.device)
 
 
+_SCALARS = (int, float, bool, complex)
+
+
+def _scalar(value: Any, owner: Any) -> Any:
+    """A Python number for a field annotated ``int``/``float``/``bool``: cast to a tensor
+    (as any number) when the batch size is empty, kept as it is when a 0-d tensor cannot
+    fit the batch size."""
+    if type(value) in _SCALARS and owner.batch_size:
+        return NonTensorData(value, batch_size=owner.batch_size, device=owner.device)
+    return value
+
+
 def _keep_castable(value: Any, owner: Any) -> Any:
     """``nocast``: numbers and arrays are stored as they are."""
     if isinstance(value, _CASTABLE):
@@ -303,6 +320,8 @@ def caster(flags: Flags, hint: Any) -> Callable[[Any, Any], Any] | None:
         cls = _as_class(hint)
         if cls is not None and issubclass(cls, _CONTAINERS) and not issubclass(cls, TensorDictBase):
             return _non_tensor  # a dict/list field keeps its value (not made a tensordict)
+        if members and all(_as_class(m) in _SCALARS for m in members):
+            return _scalar  # an int/float/bool field: a tensor when it fits the batch
         return None
     if flags.autocast:
         if _union_args(hint) is not None:  # unions are not converted: values kept as they are

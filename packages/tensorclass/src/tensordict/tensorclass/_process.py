@@ -103,6 +103,7 @@ def _build_specs(cls: type, flags: Flags, hints: dict[str, Any], unwrap: bool) -
             cast=_fields.caster(flags, hint),
             unwrap=unwrap and not (flags.tensor_only and _fields.keeps_wrapper(hint)),
         )
+    _publish_hints(cls, fields, hints)
     cls._field_specs = specs
     cls._flags = flags
     for name in _fields.FLAG_NAMES:
@@ -116,6 +117,22 @@ def _build_specs(cls: type, flags: Flags, hints: dict[str, Any], unwrap: bool) -
     cls._bulk_init = (
         all(s.cast is None for s in specs.values()) and cls.__setattr__ is _Wrapper.__setattr__
     )
+
+
+def _publish_hints(cls: type, fields: tuple[dataclasses.Field, ...], hints: dict[str, Any]) -> None:
+    """Write the evaluated annotations back (``Field.type`` and the ``__annotations__`` of
+    the class that declares each field), so that ``typing.get_type_hints`` and
+    ``dataclasses.fields`` give types, also for names local to the defining function."""
+    for f in fields:
+        hint = hints.get(f.name)
+        if hint is None or not isinstance(f.type, str) or not _fields.is_resolved(hint):
+            continue
+        f.type = hint
+        for klass in cls.__mro__:
+            own = klass.__dict__.get("__annotations__")
+            if own is not None and isinstance(own.get(f.name), str):
+                own[f.name] = hint
+                break
 
 
 def _register_pytree(cls: type) -> None:

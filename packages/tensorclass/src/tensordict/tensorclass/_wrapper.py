@@ -33,10 +33,12 @@ _FACTORY = object()  # default of a field with a default_factory in the generate
 _MEMMAP_FORWARDERS: tuple[tuple[str, str], ...] = ()  # filled below from core's table
 
 
-def _memmap_rows() -> tuple[tuple[str, str, str], ...]:
+def _sibling_rows() -> tuple[tuple[str, str, str, str], ...]:
+    """Core's forwarder rows: the methods other distributions implement (memmap, nn,
+    distributed). Those receive the instance itself, so that they can record its class."""
     from tensordict._forwarders import FORWARDERS
 
-    return tuple((name, hook, kind) for name, sub, hook, kind, _ in FORWARDERS if sub == "memmap")
+    return tuple((name, sub, hook, kind) for name, sub, hook, kind, _ in FORWARDERS)
 
 
 class _Wrapper(TensorDictBase):
@@ -458,16 +460,23 @@ def _unwrap_deep(value: Any) -> Any:
     return value
 
 
-def _memmap_method(name: str, hook: str, kind: str) -> Any:
-    """A memmap/save/load method that hands the instance itself (not its tensordict) to
-    ``tensordict-memmap``, so that the class can be recorded, and wraps what comes back."""
+def _sibling_method(name: str, subpackage: str, hook: str, kind: str) -> Any:
+    """A method that another distribution implements (``memmap``, ``save``, ``load``,
+    ``broadcast`` ...): it receives the instance itself (not its tensordict), so that the
+    class can be recorded, and what comes back is wrapped like any other result."""
     from tensordict import _siblings
 
     what = f"TensorClass.{name}"
+    if kind == "property":
+
+        def getter(self: Any) -> Any:
+            return _siblings.forward(subpackage, hook, what, self)
+
+        return property(getter, doc=f"Provided by the {subpackage!r} distribution.")
     if kind == "method":
 
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            result = _siblings.forward("memmap", hook, what, self, *args, **kwargs)
+            result = _siblings.forward(subpackage, hook, what, self, *args, **kwargs)
             if result is self or result is self._tensordict:
                 self._relink()
                 return self
@@ -477,15 +486,15 @@ def _memmap_method(name: str, hook: str, kind: str) -> Any:
         return method
 
     def class_method(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        result = _siblings.forward("memmap", hook, what, *args, **kwargs)
+        result = _siblings.forward(subpackage, hook, what, *args, **kwargs)
         return result if isinstance(result, cls) else _forward._wrap_for(cls, result)
 
     class_method.__name__ = name
     return classmethod(class_method)
 
 
-for _name, _hook, _kind in _memmap_rows():
-    setattr(_Wrapper, _name, _memmap_method(_name, _hook, _kind))
+for _name, _sub, _hook, _kind in _sibling_rows():
+    setattr(_Wrapper, _name, _sibling_method(_name, _sub, _hook, _kind))
 _forward.install(_Wrapper)
 
 
