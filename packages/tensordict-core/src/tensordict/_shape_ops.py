@@ -18,6 +18,16 @@ from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
 from tensordict._nontensor import NonTensorData
 from tensordict._shape import infer_shape, movedim_order, normalize_dim, unpack_shape
+from tensordict._shape_context import (
+    inverse_flatten,
+    inverse_permute,
+    inverse_squeeze,
+    inverse_transpose,
+    inverse_unflatten,
+    inverse_unsqueeze,
+    inverse_view,
+    undoable,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
@@ -28,6 +38,7 @@ _Tensor = torch.Tensor
 class DenseShapeOps:
     """Mixin with the shape operations of :class:`~tensordict.TensorDict`."""
 
+    @undoable(inverse_view)
     def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> TensorDict:
         """View with a new batch shape (``-1`` inferred); ``view(dtype)`` views every leaf
         (``batch_size`` then gives the result's batch size, for dtypes of another width).
@@ -81,6 +92,7 @@ class DenseShapeOps:
         )
         return adopt(self, out, "reshape") if inplace else out
 
+    @undoable(inverse_flatten)
     def flatten(
         self, start_dim: int | None = None, end_dim: int | None = None, *, inplace: bool = False
     ) -> TensorDict:
@@ -112,6 +124,7 @@ class DenseShapeOps:
             names = old[:start] + [None] + old[end + 1 :]
         return self._map_batch(lambda x: x.flatten(start, end), new, names)
 
+    @undoable(inverse_unflatten)
     def unflatten(
         self, dim: int, unflattened_size: Sequence[int], *, inplace: bool = False
     ) -> TensorDict:
@@ -137,6 +150,7 @@ class DenseShapeOps:
             names = old[:d] + [None] * len(sizes) + old[d + 1 :]
         return self._map_batch(lambda x: x.unflatten(d, sizes), new, names)
 
+    @undoable(inverse_squeeze)
     def squeeze(self, dim: int | Sequence[int] | None = None) -> TensorDict:
         """Remove batch dimensions of size 1 (all of them, or ``dim``).
 
@@ -160,6 +174,7 @@ class DenseShapeOps:
         target = tuple(dims)
         return self._map_batch(lambda x: x.squeeze(target), new, names)
 
+    @undoable(inverse_unsqueeze)
     def unsqueeze(self, dim: int) -> TensorDict:
         """Insert a batch dimension of size 1 at ``dim`` (negative counts from the end).
 
@@ -179,6 +194,7 @@ class DenseShapeOps:
             names = old[:d] + [None] + old[d:]
         return self._map_batch(lambda x: x.unsqueeze(d), new, names)
 
+    @undoable(inverse_permute)
     def permute(self, *args: Any, dims: Sequence[int] | None = None) -> TensorDict:
         """Permute the batch dimensions (feature dimensions stay in place); the order is
         given as ints, one sequence, or ``dims=``.
@@ -204,6 +220,7 @@ class DenseShapeOps:
 
         return self._map_batch(fn, new, names)
 
+    @undoable(inverse_transpose)
     def transpose(self, dim0: int, dim1: int) -> TensorDict:
         """Swap two batch dimensions.
 
