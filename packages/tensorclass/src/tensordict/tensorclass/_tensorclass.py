@@ -22,14 +22,12 @@ from tensordict.tensorclass._typing import (
 from tensordict.tensorclass._wrapper import _Wrapper
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Sequence
-
-    from typing_extensions import Self
+    pass
 
 _T = TypeVar("_T", bound=type)
 
 
-class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):
+class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: ignore[misc]
     """Base class of dataclasses of tensors: subclass it and annotate the fields.
 
     Instances behave like a :class:`~tensordict.TensorDict` (every method, operator and
@@ -87,7 +85,7 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):
             for name in FLAG_NAMES:
                 setattr(cls, f"_{name}", getattr(flags, name))
             return
-        if flags.frozen and not base.frozen and parent._is_tensorclass:
+        if flags.frozen and not base.frozen and getattr(parent, "_is_tensorclass", False):
             raise TypeError(
                 f"{cls.__name__}: a frozen tensorclass cannot subclass the non-frozen "
                 f"tensorclass {parent.__name__}."
@@ -95,7 +93,7 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):
         _process.process(cls, flags, unwrap=True)
         cls._is_tensorclass = True
 
-    def __class_getitem__(cls, options: Any) -> type:
+    def __class_getitem__(cls, options: Any) -> type:  # type: ignore[override]
         names = (options,) if isinstance(options, str) else tuple(options)
         for name in names:
             if name not in FLAG_NAMES or name == "cast_filter":
@@ -182,7 +180,9 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):
         self._relink()
         return self
 
-    def select(self, *keys: Any, inplace: bool = False, strict: bool = True, as_tensordict: bool = False) -> Any:
+    def select(
+        self, *keys: Any, inplace: bool = False, strict: bool = True, as_tensordict: bool = False
+    ) -> Any:
         """The same class with only the fields in ``keys`` (the others read ``None``), or
         with ``as_tensordict=True`` a :class:`~tensordict.TensorDict` of those entries.
 
@@ -220,7 +220,7 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):
         return out if as_tensordict else type(self)._rewrap(out)
 
 
-_OPTION_CLASSES: dict[tuple, type] = {}
+_OPTION_CLASSES: dict[tuple[Any, ...], type] = {}
 
 
 @overload
@@ -236,7 +236,7 @@ def tensorclass(
     shadow: bool = False,
     tensor_only: bool = False,
     skip_post_init_on_rebuild: bool = False,
-    cast_filter: Callable | None = None,
+    cast_filter: Callable[..., bool] | None = None,
     kw_only: bool = False,
 ) -> Callable[[_T], _T]: ...
 @dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
@@ -250,7 +250,7 @@ def tensorclass(
     shadow: bool = False,
     tensor_only: bool = False,
     skip_post_init_on_rebuild: bool = False,
-    cast_filter: Callable | None = None,
+    cast_filter: Callable[..., bool] | None = None,
     kw_only: bool = False,
 ) -> Any:
     """Make a class with annotated fields a tensorclass (see :class:`TensorClass`).
@@ -329,7 +329,9 @@ def _make_tensorclass(klass: type, options: dict[str, Any]) -> type:
     if "__init__" in vars(klass):
         namespace["__init__"] = vars(klass)["__init__"]
     options = {k: v for k, v in options.items() if v}
-    return type(klass)(klass.__name__, (klass, TensorClass), namespace, **options)
+    metaclass: Any = type(klass)
+    made: type = metaclass(klass.__name__, (klass, TensorClass), namespace, **options)
+    return made
 
 
 def is_tensorclass(obj: Any) -> bool:
@@ -395,8 +397,7 @@ def from_dataclass(
         return _class_from_dataclass(obj, options, inplace)
     if not dataclasses.is_dataclass(obj):
         raise TypeError(
-            f"from_dataclass expects a dataclass or a dataclass instance, got "
-            f"{type(obj).__name__}."
+            f"from_dataclass expects a dataclass or a dataclass instance, got {type(obj).__name__}."
         )
     if is_tensorclass(obj):
         return obj
@@ -418,6 +419,7 @@ def _class_from_dataclass(cls: type, options: dict[str, Any], keep_name: bool) -
     }
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
-            namespace[f.name] = dataclasses.field(default=f.default, default_factory=f.default_factory)
+            namespace[f.name] = dataclasses.field(
+                default=f.default, default_factory=f.default_factory
+            )
     return type(name, (TensorClass,), namespace, **{k: v for k, v in options.items() if v})
-
