@@ -87,7 +87,7 @@ def render() -> str:
         "# tensordict._forwarders. Do not edit by hand. (Annotations say builtins.bool and",
         "# builtins.int because the cast methods bool() and int() shadow them here.)",
         "import builtins",
-        "from collections.abc import Sequence",
+        "from collections.abc import Callable, Sequence",
         "from typing import Any, Literal, overload",
         "",
         "import torch",
@@ -103,16 +103,10 @@ def render() -> str:
         add(f"    def {name}_(self) -> Self: ...")
     for table, inplace in ((_ops.BINARY, True), (_ops.BINARY_NO_INPLACE, False)):
         for name in table:
-            add(
-                f"    def {name}(self, *args: Any, default: Any = None, **kwargs: Any) -> Self: ..."
-            )
-            if inplace:
-                add(
-                    f"    def {name}_(self, *args: Any, default: Any = None, **kwargs: Any)"
-                    " -> Self: ..."
-                )
+            for method in (name, name + "_") if inplace else (name,):
+                add(_def(method, _params(getattr(TensorDictBase, method)), "Self"))
     for name in _ops.CASTS:
-        add(f"    def {name}(self) -> Self: ...")
+        add(_def(name, _params(getattr(TensorDictBase, name)), "Self"))
     for dunder in _ops.OPERATORS:
         ignore = "  # type: ignore[override]" if dunder in ("__eq__", "__ne__") else ""
         arg = "object" if ignore else "Any"
@@ -124,8 +118,8 @@ def render() -> str:
         add(f"    def {name}(self, dim: None = None) -> builtins.bool: ...")
         add("    @overload")
         add(f"    def {name}(self, dim: builtins.int) -> Self: ...")
-    add("    def rsub(self, other: Any, alpha: Any = 1) -> Self: ...")
-    add("    def clamp(self, min: Any = None, max: Any = None) -> Self: ...")
+    add(_def("rsub", _params(TensorDictBase.rsub), "Self"))  # type: ignore[attr-defined]
+    add(_def("clamp", _params(TensorDictBase.clamp), "Self"))  # type: ignore[attr-defined]
     add("    def zero_(self) -> Self: ...")
     add("    def fill_(self, key: Any, value: Any) -> Self: ...")
     add("    def detach(self) -> Self: ...")
@@ -149,16 +143,10 @@ def render() -> str:
     add("    @property")
     add("    def dtype(self) -> Any: ...")
     for name in _ops.QUANTIZED_CASTS:
-        add(
-            _def(
-                name,
-                ["self", "scale: builtins.float = ...", "zero_point: builtins.int = ..."],
-                "Self",
-            )
-        )
+        add(_def(name, _params(getattr(TensorDictBase, name)), "Self"))
     for name in _ops.PREDICATES:
         add(f"    def {name}(self) -> Self: ...")
-    add("    def type(self, dst_type: torch.dtype | builtins.str) -> Self: ...")
+    add(_def("type", _params(TensorDictBase.type), "Self"))  # type: ignore[attr-defined]
     for name in _ops_reduce.REDUCTIONS:
         _reduction_overloads(name, getattr(TensorDictBase, name), add)
     for name in _ops_reduce.CUMULATIVE:

@@ -4,7 +4,9 @@ on ``sys.path``; tests are collected with ``--import-mode=importlib``).
 * :func:`leaves` — ``{key tuple: value}`` of every leaf (non-tensors unwrapped);
 * :func:`assert_same` — two tensordicts hold the same batch size, keys and values;
 * :func:`snapshot` / :func:`assert_unchanged` — a refused call left a tensordict as it was;
+* :func:`tensor_leaves` — the same, tensors only;
 * :func:`check_leafwise` — a result holds ``fn(leaf)`` for every tensor leaf of its input;
+* :func:`non_tensor_containers` — the stored non-tensor containers (to test sharing);
 * :func:`make_any_td` / :data:`ANY_TD_KINDS` — the tensordicts of the ``any_td`` fixture:
   dense, nested, lazy stacks on dims 0 and 1, and an indexed view, each with non-tensors.
 """
@@ -87,6 +89,9 @@ def assert_same(
             assert actual.names == expected.names, path
             assert actual.device == expected.device, path
             assert list(actual.keys()) == list(expected.keys()), path
+        for key, sub in expected.items(include_nested=True):
+            if isinstance(sub, TensorDictBase):
+                assert actual.get(key).batch_size == sub.batch_size, (path, key)
         got = dict(actual.items(include_nested=True, leaves_only=True))
         want = dict(expected.items(include_nested=True, leaves_only=True))
         assert set(got) == set(want), (path, sorted(map(str, got)), sorted(map(str, want)))
@@ -119,33 +124,53 @@ def assert_unchanged(
         _same_value(got[key], value, key)
 
 
+def tensor_leaves(td: Any) -> dict[tuple[str, ...], torch.Tensor]:
+    """``{key tuple: tensor}`` for every tensor leaf of ``td`` (stacked for lazy stacks)."""
+    return leaves(td, tensors_only=True)
+
+
 def check_leafwise(
     result: Any,
     td: Any,
     fn: Any,
-    batch_size: Any = None,
+    batch_size: Any = "same",
     *,
+    keyed: bool = False,
     non_tensors: bool = True,
+    rtol: float = 0.0,
     atol: float = 0.0,
 ) -> None:
-    """``result[key] == fn(td[key])`` for every tensor leaf of ``td`` (shape, dtype and
-    values, NaN equal to NaN); the result's batch size is ``batch_size`` (default: that
-    of ``td``); with ``non_tensors`` the non-tensor leaves of ``td`` are in ``result``
-    with the same values."""
-    expected_bs = td.batch_size if batch_size is None else torch.Size(batch_size)
-    assert result.batch_size == expected_bs, (result.batch_size, expected_bs)
+    """``result[key] == fn(td[key])`` (``fn(key, td[key])`` with ``keyed``) for every tensor
+    leaf of ``td``: same shape, dtype and values (NaN equal to NaN; within ``rtol``/``atol``
+    when given).
+
+    The result's batch size is ``batch_size`` (``"same"``: that of ``td``; ``None``: not
+    checked), every container it holds (nested tensordict, non-tensor entry) has a batch
+    size starting with its holder's, and with ``non_tensors`` the non-tensor leaves of
+    ``td`` are in ``result`` with the same values.
+    """
+    if batch_size is not None:
+        expected_bs = td.batch_size if batch_size == "same" else torch.Size(batch_size)
+        assert result.batch_size == expected_bs, (result.batch_size, expected_bs)
     got = leaves(result)
-    for key, value in leaves(td, tensors_only=True).items():
-        want = fn(value)
+    expected = tensor_leaves(td)
+    assert set(tensor_leaves(result)) == set(expected), (sorted(got), sorted(expected))
+    for key, value in expected.items():
+        want = fn(key, value) if keyed else fn(value)
         assert key in got, key
         out = got[key]
         assert isinstance(out, torch.Tensor), key
         assert out.shape == want.shape, (key, out.shape, want.shape)
         assert out.dtype == want.dtype, (key, out.dtype, want.dtype)
-        if atol:
-            torch.testing.assert_close(out, want, atol=atol, rtol=1e-5, equal_nan=True)
+        if rtol or atol:
+            torch.testing.assert_close(out, want, atol=atol, rtol=rtol, equal_nan=True)
         else:
             assert torch.equal(out, want) or torch.allclose(out, want, equal_nan=True), key
+    for key, value in result.items(include_nested=True):
+        holder = result if not isinstance(key, tuple) else result.get(key[:-1])
+        if not isinstance(value, torch.Tensor):
+            n = holder.batch_dims
+            assert value.batch_size[:n] == holder.batch_size, (key, value.batch_size)
     if non_tensors:
         for key, value in leaves(td).items():
             if not isinstance(value, torch.Tensor):

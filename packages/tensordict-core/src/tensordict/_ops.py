@@ -21,8 +21,10 @@ from typing import Any
 
 import torch
 
+from tensordict._inplace import adopt
 from tensordict._keys import unravel_key
 from tensordict._shape import broadcastable_to, normalize_dim
+from tensordict._tree import leaf_items
 from tensordict.base import TensorDictBase, is_tensor_collection
 
 _Tensor = torch.Tensor
@@ -281,6 +283,50 @@ def _check_inplace(td: TensorDictBase, name: str, leaves: list, operands: list) 
                 )
 
 
+#: The parameters (after ``self``) of the binary methods, as the reference declares them.
+#: The parameters without a default are the operands (tensordicts matched by key, tensors
+#: or scalars); ``default`` fills the entries missing from a tensordict operand; the other
+#: keywords go to the torch op. Methods not listed take ``other, *, default=None``.
+BINARY_SIGNATURES: dict[str, str] = {
+    "add": "other, *, alpha=None, default=None",
+    "add_": "other, *, alpha=None",
+    "sub": "other, *, alpha=None, default=None",
+    "sub_": "other, alpha=None",
+    "clamp_min": "other, default=None",
+    "lerp": "end, weight",
+    "lerp_": "end, weight",
+    "addcmul": "other1, other2, *, value=1",
+    "addcmul_": "other1, other2, *, value=1",
+    "addcdiv": "other1, other2, value=1",
+    "addcdiv_": "other1, other2, *, value=1",
+    "mod": "other",
+}
+_INPLACE_SIGNATURE = "other"  # the in-place twins not listed above
+
+#: Ops whose ``torch._foreach_*`` kernels take the keywords (when the operands are lists).
+_FOREACH_KWARGS = frozenset({"add", "sub", "addcmul", "addcdiv"})
+
+
+def _signed(name: str, params: str, impl: Callable) -> Callable:
+    """``def name(self, <params>)`` calling ``impl(self, operands, default, kwargs)``.
+
+    Generated so that the method has the reference's real signature (introspection, IDEs,
+    keyword errors) without a per-call binding cost.
+    """
+    parsed = [p.strip() for p in params.split(",") if p.strip() and p.strip() != "*"]
+    operands = [p for p in parsed if "=" not in p]
+    options = [p.split("=")[0].strip() for p in parsed if "=" in p]
+    kwargs = ", ".join(f"{o!r}: {o}" for o in options if o != "default")
+    default = "default" if "default" in options else "None"
+    source = (
+        f"def {name}(self, {params}):\n"
+        f"    return impl(self, ({', '.join(operands)},), {default}, {{{kwargs}}})\n"
+    )
+    namespace: dict[str, Any] = {"impl": impl}
+    exec(source, namespace)  # noqa: S102 - source built from the table above
+    return namespace[name]  # type: ignore[no-any-return]
+
+
 def _make_binary(
     name: str, n_operands: int, with_inplace: bool
 ) -> tuple[Callable, Callable | None]:
@@ -293,26 +339,28 @@ def _make_binary(
         def op_(x: _Tensor, *args: Any, **kwargs: Any) -> _Tensor:
             return op(x, *args, out=x, **kwargs)
 
-    def gather(self: TensorDictBase, args: tuple, default: Any) -> tuple[list, list, bool]:
-        if len(args) < n_operands:
-            raise TypeError(f"{name}() takes {n_operands} operand(s), got {len(args)}.")
+    def gather(
+        self: TensorDictBase, args: tuple, default: Any, kwargs: dict
+    ) -> tuple[list, list, bool]:
         leaves = self._flat_tensors([])
-        operands = [_operands(self, a, leaves, default) for a in args[:n_operands]] + list(
-            args[n_operands:]
-        )
+        operands = [_operands(self, a, leaves, default) for a in args]
         # torch._foreach_* takes per-leaf lists or Python scalars, not broadcast tensors.
-        foreach_ok = all(isinstance(o, (list, int, float, bool)) for o in operands[:n_operands])
-        if name in ("lerp", "addcmul", "addcdiv"):
+        foreach_ok = all(isinstance(o, (list, int, float, bool)) for o in operands)
+        if default is not None:  # a default may put scalars inside the per-leaf lists
+            foreach_ok = foreach_ok and all(
+                isinstance(t, _Tensor) for o in operands if isinstance(o, list) for t in o
+            )
+        if name in ("lerp", "addcmul", "addcdiv") or kwargs:
             foreach_ok = foreach_ok and all(isinstance(o, list) for o in operands[:2])
+            foreach_ok = foreach_ok and (not kwargs or name in _FOREACH_KWARGS)
         return leaves, operands, foreach_ok
 
-    def method(
-        self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any
-    ) -> TensorDictBase:
-        leaves, operands, foreach_ok = gather(self, args, default)
+    def impl(self: TensorDictBase, args: tuple, default: Any, kwargs: dict) -> TensorDictBase:
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        leaves, operands, foreach_ok = gather(self, args, default, kwargs)
         try:
-            if fe is not None and foreach_ok and not kwargs and leaves:
-                results = fe(leaves, *operands)
+            if fe is not None and foreach_ok and leaves:
+                results = fe(leaves, *operands, **kwargs)
             else:
                 results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
         except RuntimeError as err:
@@ -323,14 +371,13 @@ def _make_binary(
             results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
         return self._rebuild(iter(results))
 
-    def method_(
-        self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any
-    ) -> TensorDictBase:
-        leaves, operands, foreach_ok = gather(self, args, default)
-        _check_inplace(self, name + "_", leaves, operands[:n_operands])
-        if fe_ is not None and foreach_ok and not kwargs and leaves:
+    def impl_(self: TensorDictBase, args: tuple, default: Any, kwargs: dict) -> TensorDictBase:
+        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        leaves, operands, foreach_ok = gather(self, args, default, kwargs)
+        _check_inplace(self, name + "_", leaves, operands)
+        if fe_ is not None and foreach_ok and leaves:
             try:
-                fe_(leaves, *operands)
+                fe_(leaves, *operands, **kwargs)
                 return self
             except RuntimeError:
                 if not _foreach_unsupported():
@@ -338,22 +385,37 @@ def _make_binary(
         _leafwise(lambda x, *o: op_(x, *o, **kwargs), leaves, operands)
         return self
 
+    default_params = ", ".join(["other", "other2"][:n_operands]) + ", *, default=None"
+    method = _signed(name, BINARY_SIGNATURES.get(name, default_params), impl)
     method.__doc__ = (
         f"Apply :func:`torch.{name}` leaf by leaf; operands may be tensordicts (matched by "
         "key), tensors or scalars."
     )
     if not with_inplace:
         return method, None
+    method_ = _signed(name + "_", BINARY_SIGNATURES.get(name + "_", _INPLACE_SIGNATURE), impl_)
     method_.__doc__ = f"In-place :meth:`{name}`."
     return method, method_
 
 
+def _cast(self: TensorDictBase, fn: Callable, cast_filter: Callable | None) -> TensorDictBase:
+    """Map ``fn`` over the tensor leaves, or over those where ``cast_filter(key, leaf)``."""
+    if cast_filter is None:
+        return self._map_tensors(fn)
+    keys = [k for k, v in leaf_items(self) if isinstance(v, _Tensor)]
+    leaves = self._flat_tensors([])
+    return self._rebuild(
+        iter([fn(x) if cast_filter(k, x) else x for k, x in zip(keys, leaves, strict=True)])
+    )
+
+
 def _make_cast(name: str, dtype: torch.dtype) -> Callable:
-    def method(self: TensorDictBase) -> TensorDictBase:
-        return self._map_tensors(lambda x: x.to(dtype))
+    def method(self: TensorDictBase, *, cast_filter: Callable | None = None) -> TensorDictBase:
+        return _cast(self, lambda x: x.to(dtype), cast_filter)
 
     method.__doc__ = (
-        f"Cast every tensor leaf to ``{dtype}``.\n\n"
+        f"Cast every tensor leaf to ``{dtype}``; with ``cast_filter``, only the leaves for "
+        "which ``cast_filter(key, leaf)`` is true (``key`` is a tuple).\n\n"
         "    >>> import torch\n"
         "    >>> from tensordict import TensorDict\n"
         f"    >>> TensorDict({{'a': torch.zeros(1)}}, [1]).{name}()['a'].dtype\n"
@@ -363,15 +425,24 @@ def _make_cast(name: str, dtype: torch.dtype) -> Callable:
 
 
 def _make_quantized(name: str, dtype: torch.dtype) -> Callable:
-    def method(self: TensorDictBase, scale: float = 1.0, zero_point: int = 0) -> TensorDictBase:
-        return self._map_tensors(
+    def method(
+        self: TensorDictBase,
+        *,
+        cast_filter: Callable | None = None,
+        scale: float = 1.0,
+        zero_point: int = 0,
+    ) -> TensorDictBase:
+        return _cast(
+            self,
             lambda x: torch.quantize_per_tensor(
                 x if x.dtype is torch.float32 else x.float(), scale, zero_point, dtype
-            )
+            ),
+            cast_filter,
         )
 
     method.__doc__ = (
-        f"Quantize every tensor leaf to ``{dtype}`` with :func:`torch.quantize_per_tensor`.\n\n"
+        f"Quantize every tensor leaf to ``{dtype}`` with :func:`torch.quantize_per_tensor` "
+        "(``scale``, ``zero_point``); ``cast_filter`` as for the other casts.\n\n"
         "    >>> import torch\n"
         "    >>> from tensordict import TensorDict\n"
         f"    >>> TensorDict({{'a': torch.ones(1)}}, [1]).{name}()['a'].dtype\n"
@@ -398,15 +469,18 @@ def _make_predicate(name: str) -> Callable:
     return method
 
 
-def _cast_type(self: TensorDictBase, dst_type: torch.dtype | str) -> TensorDictBase:
-    """Cast every tensor leaf with :meth:`torch.Tensor.type` (a dtype or a tensor type name).
+def _cast_type(
+    self: TensorDictBase, dst_type: torch.dtype | str, *, cast_filter: Callable | None = None
+) -> TensorDictBase:
+    """Cast every tensor leaf with :meth:`torch.Tensor.type` (a dtype or a tensor type name);
+    ``cast_filter(key, leaf)`` picks the leaves to cast.
 
     >>> import torch
     >>> from tensordict import TensorDict
     >>> TensorDict({"a": torch.zeros(1)}, [1]).type(torch.int64)["a"].dtype
     torch.int64
     """
-    return self._map_tensors(lambda x: x.type(dst_type))
+    return _cast(self, lambda x: x.type(dst_type), cast_filter)
 
 
 def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable:
@@ -448,8 +522,11 @@ def _pos(self: TensorDictBase) -> TensorDictBase:
     return self
 
 
-def rsub(self: TensorDictBase, other: Any, alpha: Any = 1) -> TensorDictBase:
-    """``other - alpha * self`` leaf by leaf.
+def rsub(
+    self: TensorDictBase, other: Any, *, alpha: Any = None, default: Any = None
+) -> TensorDictBase:
+    """``other - alpha * self`` leaf by leaf (``default`` fills entries missing from a
+    tensordict ``other``).
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -457,14 +534,18 @@ def rsub(self: TensorDictBase, other: Any, alpha: Any = 1) -> TensorDictBase:
     tensor([2., 2.])
     """
     leaves = self._flat_tensors([])
-    other = _operands(self, other, leaves)
+    other = _operands(self, other, leaves, default)
+    alpha = 1 if alpha is None else alpha
     return self._rebuild(
         iter(_leafwise(lambda x, o: torch.rsub(x, o, alpha=alpha), leaves, [other]))
     )
 
 
-def clamp(self: TensorDictBase, min: Any = None, max: Any = None) -> TensorDictBase:
-    """Clamp every leaf to ``[min, max]`` (either bound may be a tensordict).
+def clamp(
+    self: TensorDictBase, min: Any = None, max: Any = None, *, out: Any = None
+) -> TensorDictBase:
+    """Clamp every leaf to ``[min, max]`` (either bound may be a tensordict); with ``out``
+    the result is written into that tensordict, which is returned.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -473,7 +554,10 @@ def clamp(self: TensorDictBase, min: Any = None, max: Any = None) -> TensorDictB
     """
     leaves = self._flat_tensors([])
     lo, hi = _operands(self, min, leaves), _operands(self, max, leaves)
-    return self._rebuild(iter(_leafwise(lambda x, a, b: torch.clamp(x, a, b), leaves, [lo, hi])))
+    result = self._rebuild(iter(_leafwise(lambda x, a, b: torch.clamp(x, a, b), leaves, [lo, hi])))
+    if out is None:
+        return result
+    return out.copy_(result)  # type: ignore[no-any-return]
 
 
 def _reduce_bool(name: str) -> Callable:
@@ -555,9 +639,39 @@ def detach_(self: TensorDictBase) -> TensorDictBase:
     return self
 
 
-def contiguous(self: TensorDictBase) -> TensorDictBase:
-    """A tensordict with contiguous leaves (leaves already contiguous are shared)."""
-    return self._map_tensors(_Tensor.contiguous)
+def _canonical_strides(x: _Tensor) -> bool:
+    """Whether ``x`` has the row-major strides of its shape (size-1 dims included)."""
+    expected, stride = [], 1
+    for size in reversed(x.shape):
+        expected.append(stride)
+        stride *= size
+    return x.stride() == tuple(reversed(expected))
+
+
+def contiguous(
+    self: TensorDictBase, *, canonical: bool = False, inplace: bool = False
+) -> TensorDictBase:
+    """A tensordict with contiguous leaves (leaves already contiguous are shared).
+
+    With ``canonical=True`` a leaf whose strides are not exactly row-major (possible with
+    size-1 dimensions) is copied too; with ``inplace=True`` the tensordict keeps its
+    identity and its non-contiguous leaves are replaced by contiguous copies.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(a=torch.zeros(4, 3).T, batch_size=[3])
+    >>> td.contiguous(inplace=True) is td, td["a"].is_contiguous()
+    (True, True)
+    """
+    if canonical:
+
+        def fn(x: _Tensor) -> _Tensor:
+            return x if _canonical_strides(x) else x.clone(memory_format=torch.contiguous_format)
+    else:
+        fn = _Tensor.contiguous
+    if inplace:
+        return adopt(self, self._map_tensors(fn), "contiguous", keeps_structure=True)
+    return self._map_tensors(fn)
 
 
 def is_contiguous(self: TensorDictBase) -> bool:

@@ -32,7 +32,7 @@ from tensordict import _kinds
 from tensordict._dict_ops import write_inplace
 from tensordict._keys import unravel_key
 from tensordict._kinds import is_nested
-from tensordict._nontensor import NON_TENSOR, NonTensorData
+from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
 from tensordict.base import CHECKED_APPLY, DEFAULT_APPLY, NO_DEFAULT, ApplySpec, TensorDictBase
 
@@ -61,7 +61,13 @@ def carry_non_tensor(value: Any, batch_size: torch.Size, device: Any = None) -> 
     >>> out = carry_non_tensor(s, torch.Size([2]))
     >>> out is s, out.tolist()
     (False, ['a', 'b'])
+
+    A stack holds one value per element: for a result whose batch size is not a prefix of
+    its own (``apply`` with a new ``batch_size``) it is left out (``None``), as in the
+    reference library.
     """
+    if type(value) is NonTensorStack and value.batch_size[: len(batch_size)] != batch_size:
+        return None
     return value._with(batch_size, device)
 
 
@@ -314,8 +320,10 @@ class TreeMapOps:
                 vals = []
             if isinstance(value, NON_TENSOR):
                 if not inplace:
-                    result._tensordict[key] = value._with(result._batch_size, result._device)
-                    any_kept = True
+                    carried = carry_non_tensor(value, result._batch_size, result._device)
+                    if carried is not None:
+                        result._tensordict[key] = carried
+                        any_kept = True
                 continue
             leaf = (
                 is_leaf(type(value))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from concurrent.futures import Future
 from typing import Any, Literal, overload
 
 import torch
 
+from tensordict._futures import TensorDictFuture
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
 from tensordict._kinds import is_tensorclass
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
@@ -66,7 +66,7 @@ def _make_logger() -> logging.Logger:
 logger = _make_logger()
 
 
-def _dtype_of(args: tuple) -> torch.dtype | None:
+def _dtype_of(args: tuple[Any, ...]) -> torch.dtype | None:
     if not args:
         raise TypeError("the dtype predicates take the value to test as last argument.")
     return getattr(args[-1], "dtype", None) if isinstance(args[-1], torch.Tensor) else None
@@ -126,41 +126,6 @@ def is_integer(*args: Any) -> bool:
     )
 
 
-class TensorDictFuture:
-    """A tensordict whose leaves are still being written by worker threads.
-
-    Returned by the methods that accept ``return_early=True`` (``consolidate``, and
-    ``memmap``/``save`` in ``tensordict-memmap``); :meth:`result` waits for the writes
-    and returns the tensordict.
-
-    >>> from concurrent.futures import ThreadPoolExecutor
-    >>> import torch
-    >>> from tensordict import TensorDict
-    >>> td = TensorDict(a=torch.zeros(3))
-    >>> with ThreadPoolExecutor(1) as pool:
-    ...     future = TensorDictFuture([pool.submit(td["a"].fill_, 2.0)], td)
-    ...     future.result()["a"].tolist()
-    [2.0, 2.0, 2.0]
-    """
-
-    def __init__(self, futures: Sequence[Future], resulting_td: Any) -> None:
-        self.futures = list(futures)
-        self.resulting_td = resulting_td
-
-    def result(self) -> Any:
-        """Wait for every write (re-raising the first error) and return the tensordict."""
-        for future in self.futures:
-            future.result()
-        return self.resulting_td
-
-    def done(self) -> bool:
-        """Whether every write has finished."""
-        return all(future.done() for future in self.futures)
-
-    def __repr__(self) -> str:
-        return f"TensorDictFuture(pending={sum(not f.done() for f in self.futures)})"
-
-
 def _human_size(size: float) -> str:
     for unit in ("B", "KB", "MB", "GB", "TB"):
         if size < 1024 or unit == "TB":
@@ -169,7 +134,9 @@ def _human_size(size: float) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def print_directory_tree(path: str | os.PathLike, indent: str = "", display_metadata: bool = True) -> str:
+def print_directory_tree(
+    path: str | os.PathLike[str], indent: str = "", display_metadata: bool = True
+) -> str:
     """Log (at ``INFO``, with :data:`logger`) and return the tree of files under ``path``.
 
     Directories end with ``/`` and each level is indented by four more spaces after

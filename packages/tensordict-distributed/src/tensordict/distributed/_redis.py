@@ -187,7 +187,7 @@ class Connection:
         if self._writer is None:
             self._writer = self.client.register_script(_WRITE_RANGES)
         writer = self._writer
-        (status, bad), = self.run(lambda pipe: writer(keys=keys, args=args, client=pipe))
+        ((status, bad),) = self.run(lambda pipe: writer(keys=keys, args=args, client=pipe))
         if int(status) != 1:
             name = bad.decode() if isinstance(bad, bytes) else bad
             raise StoreDataLostError(

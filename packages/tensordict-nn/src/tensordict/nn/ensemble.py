@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from tensordict import TensorDict, TensorDictBase
-
+from tensordict.nn._wrappers import DelegatedKeys
 from tensordict.nn.common import TensorDictModuleBase
 from tensordict.nn.functional_modules import td_from_module
 from tensordict.nn.params import TensorDictParams
@@ -17,7 +17,7 @@ from tensordict.nn.params import TensorDictParams
 __all__ = ["EnsembleModule"]
 
 
-class EnsembleModule(TensorDictModuleBase):
+class EnsembleModule(DelegatedKeys):
     """Run ``num_copies`` copies of a tensordict module, each with its own parameters.
 
     The copies' parameters are stacked in ``params_td`` (a
@@ -41,43 +41,29 @@ class EnsembleModule(TensorDictModuleBase):
     torch.Size([4, 5, 2])
     """
 
-    def __init__(self, module: TensorDictModuleBase, num_copies: int, expand_input: bool = True) -> None:
+    def __init__(
+        self, module: TensorDictModuleBase, num_copies: int, expand_input: bool = True
+    ) -> None:
         super().__init__()
         if num_copies < 1:
             raise ValueError(f"EnsembleModule needs num_copies >= 1; got {num_copies}.")
-        params = td_from_module(module).detach()
+        params: Any = td_from_module(module).detach()
         stacked = params.expand(num_copies, *params.batch_size).clone()
         for i in range(num_copies):
             module.reset_parameters_recursive(stacked[i])
         # The template keeps the structure only: its own tensors move to the meta device.
         template = copy.deepcopy(module)
-        td_from_module(template).detach().to("meta").to_module(template, preserve_module_state=False)
+        meta: Any = td_from_module(template).detach()
+        meta.to("meta").to_module(template, preserve_module_state=False)
         self.module = template
         self.params_td = TensorDictParams(stacked)
         self.num_copies = num_copies
         self.expand_input = expand_input
 
-    @property
-    def in_keys(self) -> list[Any]:  # type: ignore[override]
-        return self.module.in_keys
+    def _key_owner(self) -> Any:
+        return self._modules["module"]
 
-    @in_keys.setter
-    def in_keys(self, value: Any) -> None:
-        self.module.in_keys = value
-
-    @property
-    def out_keys(self) -> list[Any]:  # type: ignore[override]
-        return self.module.out_keys
-
-    @out_keys.setter
-    def out_keys(self, value: Any) -> None:
-        self.module.out_keys = value
-
-    @property
-    def out_keys_source(self) -> list[Any]:
-        return self.module.out_keys_source
-
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def forward(self, tensordict: Any) -> TensorDictBase:
         """Run every copy; the result has a leading dimension of size ``num_copies``."""
         if self.expand_input:
             tensordict = tensordict.expand(self.num_copies, *tensordict.batch_size)
@@ -91,7 +77,9 @@ class EnsembleModule(TensorDictModuleBase):
         # nothing depends on how vmap handles tensordicts (nor on tracing it).
         param_keys = list(self.params_td.keys(True, True))
         param_leaves = [self.params_td.get(key) for key in param_keys]
-        in_keys = [k for k in tensordict.keys(True, True) if isinstance(tensordict.get(k), torch.Tensor)]
+        in_keys = [
+            k for k in tensordict.keys(True, True) if isinstance(tensordict.get(k), torch.Tensor)
+        ]
         in_leaves = [tensordict.get(key) for key in in_keys]
         inner_batch = tensordict.batch_size[1:]
         out_keys: list[Any] = []
@@ -105,11 +93,11 @@ class EnsembleModule(TensorDictModuleBase):
             return [out.get(key) for key in out_keys]
 
         leaves = torch.vmap(call_one, (0, 0))(param_leaves, in_leaves)
-        return TensorDict(
-            dict(zip(out_keys, leaves)), batch_size=[self.num_copies, *inner_batch]
-        )
+        return TensorDict(dict(zip(out_keys, leaves)), batch_size=[self.num_copies, *inner_batch])
 
-    def reset_parameters_recursive(self, parameters: TensorDictBase | None = None) -> TensorDictBase | None:
+    def reset_parameters_recursive(
+        self, parameters: TensorDictBase | None = None
+    ) -> TensorDictBase | None:
         """Re-initialise every copy (of ``parameters`` when given, else ``params_td``)."""
         target = self.params_td if parameters is None else parameters
         for i in range(target.batch_size[0]):
