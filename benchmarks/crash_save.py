@@ -1,11 +1,11 @@
 """Crash safety of saves: kill -9 a process overwriting a saved tensordict, then load it.
 
-Each trial saves a tensordict whose leaves all hold 0 ("old") to a folder, starts a
-second process that overwrites it with leaves holding 1 ("new") through
-``td.memmap(prefix)`` (or ``td.save(prefix)``), kills it with SIGKILL at a random
-instant during the save, and loads the folder in a fresh process. A load is
-``old``, ``new``, ``error`` (it raises: acceptable, nothing wrong is returned) or
-``wrong`` (it returns a mix of old and new leaves, or anything else).
+Each trial copies a saved tensordict whose leaves all hold 0 ("old"), starts a process
+that overwrites it with leaves holding 1 ("new") through ``td.memmap(prefix)`` (or
+``td.save(prefix)``), kills it with SIGKILL at a random instant during the save, and
+loads the folder in another process. A load is ``old``, ``new``, ``error`` (it raises:
+acceptable, nothing wrong is returned) or ``wrong`` (a mix of old and new leaves, a
+missing or mis-shaped leaf, or any other value).
 
     python benchmarks/crash_save.py --trials 100                       # this project
     python benchmarks/crash_save.py --trials 100 --python /work/refvenv/bin/python
@@ -13,7 +13,9 @@ instant during the save, and loads the folder in a fresh process. A load is
 
 ``--python`` runs the children with another interpreter (for instance one where the
 reference ``tensordict`` is installed): only public API is used, so both run the same
-code. Sizes are configurable (``--leaves``, ``--leaf-mb``).
+code. A server process imports torch and tensordict once and forks a fresh writer (and
+reader) per trial, so trials cost the save itself, not interpreter start-up. Sizes are
+configurable (``--leaves``, ``--leaf-mb``).
 """
 
 from __future__ import annotations
@@ -30,85 +32,126 @@ import tempfile
 import time
 from pathlib import Path
 
-WRITER = r"""
-import sys, time, torch
+SERVER = r"""
+import json, os, sys, time, torch
 from tensordict import TensorDict
-prefix, value, leaves, numel, op = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-td = TensorDict({f"leaf{i:03d}": torch.full((numel,), value) for i in range(leaves)}, batch_size=[])
-print("ready", flush=True)
-sys.stdin.readline()
-start = time.perf_counter()
-getattr(td, op)(prefix)
-print("done", time.perf_counter() - start, flush=True)
-"""
+leaves, numel, op = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 
-READER = r"""
-import sys, json, torch
-from tensordict import TensorDict
-prefix, leaves, numel = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-try:
-    td = TensorDict.load_memmap(prefix)
-except Exception as err:
-    print(json.dumps({"result": "error", "why": f"{type(err).__name__}: {err}"[:300]}))
-    sys.exit(0)
-seen = set()
-ok = True
-for i in range(leaves):
-    key = f"leaf{i:03d}"
-    if key not in td.keys():
-        ok = False
-        break
-    t = td.get(key)
-    if t.shape != torch.Size([numel]):
-        ok = False
-        break
-    values = torch.unique(torch.as_tensor(t)).tolist()
-    if len(values) != 1:
-        ok = False
-        break
-    seen.add(values[0])
-if not ok or len(seen) != 1 or len(td.keys()) != leaves:
-    print(json.dumps({"result": "wrong", "values": sorted(seen)}))
-else:
-    print(json.dumps({"result": {0.0: "old", 1.0: "new"}.get(seen.pop(), "wrong")}))
-"""
+def make(value):
+    return TensorDict({f"leaf{i:03d}": torch.full((numel,), value) for i in range(leaves)}, batch_size=[])
 
-
-def run_writer(python: str, prefix: Path, value: float, leaves: int, numel: int, op: str) -> subprocess.Popen:
-    proc = subprocess.Popen(
-        [python, "-c", WRITER, str(prefix), str(value), str(leaves), str(numel), op],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-    return proc
-
-
-def save_complete(python: str, prefix: Path, value: float, leaves: int, numel: int, op: str) -> float:
-    proc = run_writer(python, prefix, value, leaves, numel, op)
+def writer(prefix, value, go):
+    td = make(value)
+    os.write(go, b"r")
     start = time.perf_counter()
-    assert proc.stdin is not None
-    proc.stdin.write("go\n")
-    proc.stdin.flush()
-    assert proc.stdout is not None
-    line = proc.stdout.readline().split()
-    proc.wait()
-    if proc.returncode != 0 or not line or line[0] != "done":
-        raise RuntimeError(f"the writer failed (exit code {proc.returncode})")
-    del start
-    return float(line[1])
+    getattr(td, op)(prefix)
+    os.write(go, f"{time.perf_counter() - start}\n".encode())
+    os._exit(0)
+
+def reader(prefix):
+    try:
+        td = TensorDict.load_memmap(prefix)
+    except Exception as err:
+        return {"result": "error", "why": f"{type(err).__name__}: {err}"[:300]}
+    seen = set()
+    for i in range(leaves):
+        key = f"leaf{i:03d}"
+        if key not in td.keys():
+            return {"result": "wrong", "why": f"{key} missing"}
+        t = torch.as_tensor(td.get(key))
+        if t.shape != torch.Size([numel]):
+            return {"result": "wrong", "why": f"{key} has shape {list(t.shape)}"}
+        values = torch.unique(t).tolist()
+        if len(values) != 1:
+            return {"result": "wrong", "why": f"{key} holds {values[:4]}"}
+        seen.add(values[0])
+    if len(seen) != 1 or len(td.keys()) != leaves:
+        return {"result": "wrong", "why": f"leaves hold {sorted(seen)}"}
+    return {"result": {0.0: "old", 1.0: "new"}.get(seen.pop(), "wrong")}
+
+def fork_then(fn, *args):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            fn(*args, w)
+        finally:
+            os._exit(1)
+    os.close(w)
+    return pid, r
+
+def run_reader(prefix, out):
+    os.write(out, json.dumps(reader(prefix)).encode())
+    os._exit(0)
+
+print("ready", flush=True)
+for line in sys.stdin:
+    cmd, *rest = line.split()
+    if cmd == "write":  # fork a writer; report its pid once its data is built
+        prefix, value = rest[0], float(rest[1])
+        pid, r = fork_then(writer, prefix, value)
+        os.read(r, 1)
+        print(pid, flush=True)
+        pending = (pid, r)
+    elif cmd == "wait":  # reap the writer; report its save time (or "killed")
+        pid, r = pending
+        data = b""
+        while chunk := os.read(r, 64):
+            data += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        print(data.decode().strip() or "killed", flush=True)
+    elif cmd == "read":
+        pid, r = fork_then(run_reader, rest[0])
+        data = b""
+        while chunk := os.read(r, 4096):
+            data += chunk
+        os.close(r)
+        os.waitpid(pid, 0)
+        print(data.decode() or json.dumps({"result": "error", "why": "reader died"}), flush=True)
+"""
 
 
-def load_result(python: str, prefix: Path, leaves: int, numel: int) -> dict:
-    out = subprocess.run(
-        [python, "-c", READER, str(prefix), str(leaves), str(numel)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+class Server:
+    """The process that forks writers and readers (one interpreter start for all trials)."""
+
+    def __init__(self, python: str, leaves: int, numel: int, op: str) -> None:
+        self.proc = subprocess.Popen(
+            [python, "-c", SERVER, str(leaves), str(numel), op],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        if self._line() != "ready":
+            raise RuntimeError("the crash-test server did not start")
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().strip()
+
+    def _send(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text + "\n")
+        self.proc.stdin.flush()
+
+    def start_writer(self, prefix: Path, value: float) -> int:
+        self._send(f"write {prefix} {value}")
+        return int(self._line())
+
+    def wait_writer(self) -> float | None:
+        self._send("wait")
+        line = self._line()
+        return None if line == "killed" else float(line)
+
+    def read(self, prefix: Path) -> dict:
+        self._send(f"read {prefix}")
+        return json.loads(self._line())
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=60)
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -128,30 +171,35 @@ def main(argv: list[str] | None = None) -> dict:
     root = Path(tempfile.mkdtemp(prefix="crash-save-", dir=args.dir))
     counts = {"old": 0, "new": 0, "error": 0, "wrong": 0}
     examples: list[dict] = []
+    server = Server(args.python, args.leaves, numel, args.op)
     try:
         base = root / "base"
-        save_complete(args.python, base, 0.0, args.leaves, numel, args.op)
-        shutil.copytree(base, root / "timing")  # time an overwrite, as in the trials
-        duration = save_complete(args.python, root / "timing", 1.0, args.leaves, numel, args.op)
-        shutil.rmtree(root / "timing", ignore_errors=True)
+        server.start_writer(base, 0.0)
+        server.wait_writer()
+        durations = []
+        for i in range(2):  # time complete overwrites, as in the trials
+            shutil.copytree(base, root / f"timing{i}")
+            server.start_writer(root / f"timing{i}", 1.0)
+            durations.append(server.wait_writer() or 0.0)
+            shutil.rmtree(root / f"timing{i}", ignore_errors=True)
+        duration = max(durations)
         for trial in range(args.trials):
             prefix = root / f"trial{trial}"
             shutil.copytree(base, prefix)
-            proc = run_writer(args.python, prefix, 1.0, args.leaves, numel, args.op)
-            delay = rng.uniform(0.0, duration * 1.1)
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-            time.sleep(delay)
-            if proc.poll() is None:
-                os.kill(proc.pid, signal.SIGKILL)
-            proc.wait()
-            result = load_result(args.python, prefix, args.leaves, numel)
+            pid = server.start_writer(prefix, 1.0)
+            time.sleep(rng.uniform(0.0, duration * 1.5))
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            server.wait_writer()
+            result = server.read(prefix)
             counts[result["result"]] += 1
             if result["result"] in ("wrong", "error") and len(examples) < 5:
                 examples.append(result)
             shutil.rmtree(prefix, ignore_errors=True)
     finally:
+        server.close()
         shutil.rmtree(root, ignore_errors=True)
     report = {
         "python": args.python,

@@ -7,7 +7,7 @@ by leaf with :func:`assert_same_data`.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
@@ -26,7 +26,7 @@ class Batch(TensorClass):
 class Nested(TensorClass):
     X: torch.Tensor
     z: str
-    child: Optional["Nested"] = None
+    child: Nested | None = None
 
 
 def make_batch(batch: int = B) -> Batch:

@@ -87,7 +87,9 @@ def test_wrong_shape_names_the_field_and_both_shapes():
 
 def test_wrong_shaped_assignment_leaves_the_instance_unchanged(batch):
     before = batch.obs
-    with pytest.raises(RuntimeError, match=r"batch dimension mismatch for field 'obs'.*\(5, 3\).*\(4,\)"):
+    with pytest.raises(
+        RuntimeError, match=r"batch dimension mismatch for field 'obs'.*\(5, 3\).*\(4,\)"
+    ):
         batch.obs = torch.zeros(5, 3)
     assert batch.obs is before
     with pytest.raises(RuntimeError, match="batch dimension mismatch"):

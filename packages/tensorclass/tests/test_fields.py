@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import UserDict
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 import pytest
@@ -60,7 +60,7 @@ def test_non_tensor_values_stack_without_silent_collapse():
 
 def test_optional_and_any_fields():
     class Opt(TensorClass):
-        x: Optional[torch.Tensor] = None
+        x: torch.Tensor | None = None
         anything: Any = None
 
     obj = Opt(batch_size=[2])
@@ -123,7 +123,7 @@ def test_autocast_converts_to_the_annotation():
         td: TensorDict
         inner: Inner
         anything: Any
-        either: Optional[Inner] = None
+        either: Inner | None = None
 
     obj = Cast(
         t=1,
@@ -153,8 +153,8 @@ def test_autocast_converts_to_the_annotation():
 def test_autocast_nested_mapping_fills_missing_fields_with_none():
     class Node(TensorClass, autocast=True):
         t: torch.Tensor
-        child: Optional["Node"] = None
-        other: "Node" = None
+        child: Node | None = None
+        other: Node = None
 
     obj = Node(t=torch.zeros(()), other={"t": torch.ones(())})
     assert isinstance(obj.other, Node) and obj.other.child is None and obj.other.other is None
@@ -165,7 +165,7 @@ def test_tensor_only():
         a: torch.Tensor
         td: TensorDict
         raw: NonTensorData = None
-        c: Optional[torch.Tensor] = None
+        c: torch.Tensor | None = None
 
     locked = TensorDict(x=torch.ones(())).lock_()
     obj = Only(a=1, td=UserDict({"nested": locked, "u": UserDict({"t": torch.zeros(())})}))

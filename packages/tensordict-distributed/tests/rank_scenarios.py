@@ -299,6 +299,13 @@ def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
         td = nested(float(rank + 1)).exclude(("n", "done"))
         td.all_reduce()
         res["again"] = dump(td)
+        odd = (
+            TensorDict({"x": torch.ones(1, 2)}, [1, 2])
+            if rank == 0
+            else TensorDict({"x": torch.ones(2)}, [2])
+        )
+        odd.all_reduce()
+        res["same_numel"] = odd["x"].flatten().tolist()
         big = many_leaves(1000, float(rank))
         big.all_reduce()
         total = sum(range(world))
@@ -332,7 +339,27 @@ def scenario_tensorclass(rank: int, world: int) -> dict[str, Any]:
     return res
 
 
+def scenario_nccl(rank: int, world: int) -> dict[str, Any]:
+    """The same calls over nccl, one CUDA device per rank (buffers on the device)."""
+    device = torch.device("cuda", rank)
+    res: dict[str, Any] = {}
+    if rank == 0:
+        nested(1.0).to(device).send(1)
+        nested(2.0).to(device).init_remote(dst=1)
+    else:
+        td = nested(0.0).to(device)
+        td.recv(0)
+        res["recv"] = dump(td.cpu())
+        remote = TensorDict.from_remote_init(src=0, device=device)
+        res["remote"] = [dump(remote.cpu()), remote["obs"].device.type]
+    td = nested(float(rank + 1)).exclude(("n", "done")).to(device)
+    td.all_reduce()
+    res["all_reduce"] = dump(td.cpu())
+    return res
+
+
 SCENARIOS = {
+    "nccl": scenario_nccl,
     "p2p": scenario_p2p,
     "raw_group": scenario_raw_group,
     "dead_peer": scenario_dead_peer,
@@ -348,8 +375,10 @@ def main(scenario: str, rank: int, world: int, port: int, out_dir: str) -> None:
         res = SCENARIOS[scenario](rank, world)
         Path(out_dir, f"{scenario}-rank{rank}.json").write_text(json.dumps(res))
         return
+    if scenario == "nccl":
+        torch.cuda.set_device(rank)
     dist.init_process_group(
-        "gloo",
+        "nccl" if scenario == "nccl" else "gloo",
         init_method=f"tcp://127.0.0.1:{port}",
         rank=rank,
         world_size=world,

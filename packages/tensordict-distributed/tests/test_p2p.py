@@ -96,6 +96,18 @@ def test_tensorclass_instances_travel(run_ranks):
     assert receiver["broadcast_type"] == "Pair"
 
 
+@pytest.mark.cuda
+def test_nccl(run_ranks, scenarios):
+    if torch.cuda.device_count() < 2:
+        pytest.skip("nccl between two processes needs two CUDA devices")
+    _, receiver = run_ranks("nccl", 2)
+    assert receiver["recv"] == _ok(scenarios, 1.0)
+    assert receiver["remote"] == [_ok(scenarios, 2.0), "cuda"]
+    td = scenarios.nested(3.0).exclude(("n", "done"))
+    td.set_non_tensor("label", "v2.0")
+    assert receiver["all_reduce"] == scenarios.dump(td)
+
+
 # ---------------------------------------------------------------------- no processes
 @pytest.mark.parametrize("method", ["send", "isend", "recv", "irecv"])
 def test_peer_arguments_are_checked(method):

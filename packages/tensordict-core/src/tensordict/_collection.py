@@ -43,6 +43,7 @@ def wrapped(values: Sequence[Any]) -> tuple[list[Any], Callable[[Any], Any]] | N
     when every value is an instance of the same wrapping collection class; else ``None``.
 
     >>> from tensordict import TensorDict
+    >>> from tensordict._collection import wrapped
     >>> wrapped([TensorDict(), TensorDict()]) is None
     True
     """
@@ -59,6 +60,7 @@ def data_of(value: Any) -> Any:
     """The tensordict a wrapping collection holds (``value`` itself for anything else).
 
     >>> from tensordict import TensorDict
+    >>> from tensordict._collection import data_of
     >>> td = TensorDict()
     >>> data_of(td) is td
     True

@@ -40,6 +40,8 @@ __version__ = "0.1.0"
 
 _DISTRIBUTION = "tensorclass"
 
+from dataclasses import is_dataclass  # noqa: E402
+
 from tensordict.tensorclass._tensorclass import (  # noqa: E402
     TensorClass,
     from_dataclass,
@@ -47,8 +49,6 @@ from tensordict.tensorclass._tensorclass import (  # noqa: E402
     tensorclass,
 )
 from tensordict.tensorclass._typed import TypedTensorDict  # noqa: E402
-
-from dataclasses import is_dataclass  # noqa: E402
 
 __all__ = [
     "NO_DEFAULT",

@@ -93,16 +93,16 @@ _SKIPPED_MODULES = ("tensordict.tensorclass", "dataclasses", "abc", "typing", "t
 def defining_namespace() -> dict[str, Any]:
     """The local names of the code that defines the class being processed (a class made
     inside a function may be annotated with other local classes); empty at module level."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None:
         module = frame.f_globals.get("__name__", "")
         if not module.startswith(_SKIPPED_MODULES):
             return {} if frame.f_locals is frame.f_globals else dict(frame.f_locals)
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return {}
 
 
-def resolve_hints(cls: type, namespace: dict[str, Any] | None = None) -> dict[str, Any]:
+def resolve_hints(cls: Any, namespace: dict[str, Any] | None = None) -> dict[str, Any]:
     """The type hints of ``cls``'s annotations (its bases' included), names that cannot be
     evaluated yet mapped to ``_UNRESOLVED``. Names resolve in the class's module, then in
     ``namespace`` (see :func:`defining_namespace`); the class's own name resolves to
@@ -127,6 +127,11 @@ def resolve_hints(cls: type, namespace: dict[str, Any] | None = None) -> dict[st
                     ann = _UNRESOLVED
             hints[name] = _UNRESOLVED if isinstance(ann, str) else ann
     return hints
+
+
+def is_resolved(hint: Any) -> bool:
+    """Whether an annotation could be evaluated."""
+    return hint is not _UNRESOLVED
 
 
 def has_unresolved(hints: dict[str, Any]) -> bool:
@@ -183,11 +188,11 @@ def is_plain(hint: Any) -> bool:
     return all(_is_tensorish(m) for m in _members(hint))
 
 
-def check_tensor_only(cls: type, hints: dict[str, Any]) -> None:
+def check_tensor_only(cls: Any, hints: dict[str, Any]) -> None:
     """``tensor_only`` classes accept tensor, tensor-collection or non-tensor-data hints."""
     for name, hint in hints.items():
         ok = hint is not _UNRESOLVED and all(
-            _is_tensorish(m) or (_as_class(m) is not None and issubclass(_as_class(m), NonTensorData))
+            _is_tensorish(m) or issubclass(_as_class(m) or type(None), NonTensorData)
             for m in _members(hint)
         )
         if not ok:
@@ -200,10 +205,10 @@ def check_tensor_only(cls: type, hints: dict[str, Any]) -> None:
 # ----------------------------------------------------------------------------- casting
 
 
-def _to_mapping(value: Any) -> dict | None:
-    if isinstance(value, collections.abc.Mapping) and not isinstance(value, TensorDictBase):
-        return dict(value)
-    return None
+def _to_mapping(value: Any) -> dict[Any, Any] | None:
+    if isinstance(value, TensorDictBase) or not isinstance(value, collections.abc.Mapping):
+        return None
+    return dict(value)
 
 
 def _mapping_to_td(value: Any, batch_size: torch.Size, device: Any) -> TensorDict:
@@ -250,9 +255,11 @@ def _autocast_to(hint: Any) -> Callable[[Any, Any], Any] | None:
             value if isinstance(value, np.ndarray) else np.asarray(_py(value)), owner
         )
 
+    target: Any = cls
+
     def to_type(value: Any, owner: Any) -> Any:
-        if not isinstance(value, cls):
-            value = cls(_py(value))
+        if not isinstance(value, target):
+            value = target(_py(value))
         return _non_tensor(value, owner)
 
     return to_type
@@ -271,6 +278,18 @@ def _non_tensor(value: Any, owner: Any) -> Any:
     return NonTensorData(value, batch_size=owner.batch_size, device=owner.device)
 
 
+_SCALARS = (int, float, bool, complex)
+
+
+def _scalar(value: Any, owner: Any) -> Any:
+    """A Python number for a field annotated ``int``/``float``/``bool``: cast to a tensor
+    (as any number) when the batch size is empty, kept as it is when a 0-d tensor cannot
+    fit the batch size."""
+    if type(value) in _SCALARS and owner.batch_size:
+        return NonTensorData(value, batch_size=owner.batch_size, device=owner.device)
+    return value
+
+
 def _keep_castable(value: Any, owner: Any) -> Any:
     """``nocast``: numbers and arrays are stored as they are."""
     if isinstance(value, _CASTABLE):
@@ -284,8 +303,8 @@ def caster(flags: Flags, hint: Any) -> Callable[[Any, Any], Any] | None:
         return _keep_castable
     members = _members(hint)
     if flags.tensor_only:
-        cls = _as_class(members[0]) if len(members) == 1 else None
-        if cls is not None and issubclass(cls, NonTensorData):
+        only = _as_class(members[0]) if len(members) == 1 else None
+        if only is not None and issubclass(only, NonTensorData):
             return _non_tensor
         if any(
             (c := _as_class(m)) is not None
@@ -300,21 +319,25 @@ def caster(flags: Flags, hint: Any) -> Callable[[Any, Any], Any] | None:
             )
         return None
     if not flags.autocast:
-        cls = _as_class(hint)
-        if cls is not None and issubclass(cls, _CONTAINERS) and not issubclass(cls, TensorDictBase):
+        cls: Any = _as_class(hint)
+        if cls is not None and issubclass(cls, _CONTAINERS) and not _is_collection_type(cls):
             return _non_tensor  # a dict/list field keeps its value (not made a tensordict)
+        if members and all(_as_class(m) in _SCALARS for m in members):
+            return _scalar  # an int/float/bool field: a tensor when it fits the batch
         return None
-    if flags.autocast:
-        if _union_args(hint) is not None:  # unions are not converted: values kept as they are
+    if _union_args(hint) is not None:  # autocast: unions are not converted
 
-            def keep(value: Any, owner: Any) -> Any:
-                if isinstance(value, (torch.Tensor, TensorDictBase)):
-                    return value
-                return _non_tensor(value, owner)
+        def keep(value: Any, owner: Any) -> Any:
+            if isinstance(value, (torch.Tensor, TensorDictBase)):
+                return value
+            return _non_tensor(value, owner)
 
-            return keep
-        return _autocast_to(hint)
-    return None
+        return keep
+    return _autocast_to(hint)
+
+
+def _is_collection_type(cls: type) -> bool:
+    return issubclass(cls, TensorDictBase)
 
 
 # ----------------------------------------------------------------------------- reading
@@ -337,7 +360,8 @@ class PlainField:
     def __get__(self, obj: Any, cls: type | None = None) -> Any:
         if obj is None:
             if self.default is MISSING:
-                raise AttributeError(f"type object {cls.__name__!r} has no attribute {self.name!r}")
+                owner = getattr(cls, "__name__", "?")
+                raise AttributeError(f"type object {owner!r} has no attribute {self.name!r}")
             return self.default
         return obj._missing_field(self.name)
 
@@ -378,7 +402,7 @@ def keeps_wrapper(hint: Any) -> bool:
     return cls is not None and issubclass(cls, NonTensorData)
 
 
-def install_descriptors(cls: type, specs: dict[str, FieldSpec]) -> None:
+def install_descriptors(cls: Any, specs: dict[str, FieldSpec]) -> None:
     """Put the class attribute of every field on ``cls``.
 
     A plain field gets ``None``: CPython specialises the attribute read of an instance
@@ -396,7 +420,7 @@ def install_descriptors(cls: type, specs: dict[str, FieldSpec]) -> None:
             setattr(cls, name, ValueField(name, spec.default, spec.unwrap))
 
 
-def use_descriptors(cls: type) -> None:
+def use_descriptors(cls: Any) -> None:
     """Read the plain fields of ``cls`` through :class:`PlainField` (see
     :func:`install_descriptors`)."""
     cls._descriptors = True
@@ -405,11 +429,10 @@ def use_descriptors(cls: type) -> None:
             setattr(cls, name, PlainField(name, spec.default))
 
 
-def upgrade(cls: type, name: str) -> None:
+def upgrade(cls: Any, name: str) -> None:
     """A plain field was given a non-tensor value (a ``torch.Tensor`` field set to a
     string, say): read it through a :class:`ValueField` from now on."""
     spec = cls._field_specs[name]
     spec.plain = spec.fast = False
     cls._fast_set = frozenset(n for n in cls._fast_set if n != name)
     setattr(cls, name, ValueField(name, spec.default, spec.unwrap))
-

@@ -120,7 +120,7 @@ def rewrap(self: Any, result: Any) -> Any:
     return result
 
 
-def _wrap_for(cls: type, result: Any) -> Any:
+def _wrap_for(cls: Any, result: Any) -> Any:
     t = type(result)
     if t is _TD or t is _LAZY:
         return cls._rewrap(result)
@@ -129,7 +129,7 @@ def _wrap_for(cls: type, result: Any) -> Any:
     return result
 
 
-def _unwrap_args(args: tuple) -> tuple:
+def _unwrap_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(_unwrap_arg(a) for a in args)
 
 
@@ -160,8 +160,8 @@ def _method(name: str, wrap: bool) -> Callable[..., Any]:
     return forward
 
 
-def _classmethod(name: str) -> classmethod:
-    def forward(cls: type, *args: Any, **kwargs: Any) -> Any:
+def _classmethod(name: str) -> classmethod[Any, Any, Any]:
+    def forward(cls: Any, *args: Any, **kwargs: Any) -> Any:
         if args:
             args = _unwrap_args(args)
         return _wrap_for(cls, getattr(_TD, name)(*args, **kwargs))
@@ -186,7 +186,7 @@ def _property(name: str, prop: property) -> property:
     return property(fget, fset, doc=prop.__doc__)
 
 
-def _defined_by(cls: type, name: str) -> Any:
+def _defined_by(cls: Any, name: str) -> Any:
     """The attribute ``name`` as stored in the class dictionary that provides it."""
     for klass in cls.__mro__:
         if name in klass.__dict__:
@@ -207,7 +207,7 @@ def forwarded_names(source: type = TensorDict) -> Iterable[str]:
             yield name
 
 
-def install(cls: type, source: type = TensorDict) -> None:
+def install(cls: Any, source: type = TensorDict) -> None:
     """Put a forwarder on ``cls`` for every attribute of :func:`forwarded_names`, unless
     ``cls`` defines it already."""
     for name in forwarded_names(source):

@@ -24,12 +24,13 @@ RESERVED: frozenset[str] = frozenset(
     if not (n.startswith("__") and n.endswith("__")) and n not in {"data", "grad"}
 ) | {"_tensordict", "_non_tensordict"}
 
-def _initvars(cls: type) -> list[dataclasses.Field]:
-    kind = dataclasses._FIELD_INITVAR  # type: ignore[attr-defined]
-    return [f for f in cls.__dataclass_fields__.values() if f._field_type is kind]  # type: ignore[attr-defined]
+
+def _initvars(cls: Any) -> list[dataclasses.Field[Any]]:
+    kind = getattr(dataclasses, "_FIELD_INITVAR")  # noqa: B009 - private to dataclasses
+    return [f for f in cls.__dataclass_fields__.values() if getattr(f, "_field_type") is kind]  # noqa: B009
 
 
-def _is_data_descriptor(cls: type, name: str) -> bool:
+def _is_data_descriptor(cls: Any, name: str) -> bool:
     """Whether a base of ``cls`` (beyond the user's classes) has a data descriptor
     ``name`` (a property such as ``batch_size``), which a field must override with a data
     descriptor of its own."""
@@ -39,7 +40,7 @@ def _is_data_descriptor(cls: type, name: str) -> bool:
     return False
 
 
-def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
+def process(cls: Any, flags: Flags, *, unwrap: bool) -> None:
     """Make ``cls`` (a subclass of the wrapper base) a class with fields, in place."""
     flags.check(cls.__name__)
     previous = cls.__dict__.get("_field_specs")
@@ -70,25 +71,25 @@ def process(cls: type, flags: Flags, *, unwrap: bool) -> None:
     if "__init__" not in vars(cls) or getattr(vars(cls)["__init__"], "_generated", False):
         init = make_init(cls, cls._field_specs, _initvars(cls))
         init._generated = True  # type: ignore[attr-defined]
-        cls.__init__ = init  # type: ignore[misc]
+        cls.__init__ = init
     else:
         cls._init_names = tuple(f.name for f in fields if f.init)
     cls._run_post_init = hasattr(cls, "__post_init__")
     cls._post_init_on_rebuild = cls._run_post_init and not flags.skip_post_init_on_rebuild
-    cls.__hash__ = object.__hash__ if flags.frozen else None  # type: ignore[assignment]
+    cls.__hash__ = object.__hash__ if flags.frozen else None
     cls.__expected_keys__ = frozenset(cls._field_specs)
     register_class(cls)  # loaders find it by name, without importing anything
     _register_pytree(cls)
 
 
-def refresh_hints(cls: type) -> None:
+def refresh_hints(cls: Any) -> None:
     """Evaluate the annotations that named something not defined yet (see :func:`process`)."""
     hints = _fields.resolve_hints(cls, cls._pending_namespace)
     cls._pending_namespace = None
     _build_specs(cls, cls._flags, hints, cls._unwrap_values)
 
 
-def _build_specs(cls: type, flags: Flags, hints: dict[str, Any], unwrap: bool) -> None:
+def _build_specs(cls: Any, flags: Flags, hints: dict[str, Any], unwrap: bool) -> None:
     """The field specs, the class attributes that read fields, the fast-path sets."""
     fields = dataclasses.fields(cls)
     specs: dict[str, FieldSpec] = {}
@@ -103,6 +104,7 @@ def _build_specs(cls: type, flags: Flags, hints: dict[str, Any], unwrap: bool) -
             cast=_fields.caster(flags, hint),
             unwrap=unwrap and not (flags.tensor_only and _fields.keeps_wrapper(hint)),
         )
+    _publish_hints(cls, fields, hints)
     cls._field_specs = specs
     cls._flags = flags
     for name in _fields.FLAG_NAMES:
@@ -118,7 +120,25 @@ def _build_specs(cls: type, flags: Flags, hints: dict[str, Any], unwrap: bool) -
     )
 
 
-def _register_pytree(cls: type) -> None:
+def _publish_hints(
+    cls: Any, fields: tuple[dataclasses.Field[Any], ...], hints: dict[str, Any]
+) -> None:
+    """Write the evaluated annotations back (``Field.type`` and the ``__annotations__`` of
+    the class that declares each field), so that ``typing.get_type_hints`` and
+    ``dataclasses.fields`` give types, also for names local to the defining function."""
+    for f in fields:
+        hint = hints.get(f.name)
+        if hint is None or not isinstance(f.type, str) or not _fields.is_resolved(hint):
+            continue
+        f.type = hint
+        for klass in cls.__mro__:
+            own = klass.__dict__.get("__annotations__")
+            if own is not None and isinstance(own.get(f.name), str):
+                own[f.name] = hint
+                break
+
+
+def _register_pytree(cls: Any) -> None:
     """Make the class a pytree node (one child: its tensordict), for ``torch.vmap``,
     ``tree_map`` and compiled code."""
     if cls in pytree.SUPPORTED_NODES:
@@ -130,5 +150,5 @@ def _flatten(obj: Any) -> tuple[list[Any], Any]:
     return [obj._tensordict], None
 
 
-def _unflatten(cls: type, children: Any, context: Any) -> Any:
+def _unflatten(cls: Any, children: Any, context: Any) -> Any:
     return cls._rewrap(children[0])

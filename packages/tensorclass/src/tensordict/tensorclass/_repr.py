@@ -42,7 +42,9 @@ def _block(obj: Any, indent: str) -> tuple[str, bool, bool]:
             text = leaf_repr(value)
             any_tensor = True
             shared_all = shared_all and (shared or value.is_cuda)
-        elif getattr(type(value), "_rewrap", None) is not None and hasattr(type(value), "_field_specs"):
+        elif getattr(type(value), "_rewrap", None) is not None and hasattr(
+            type(value), "_field_specs"
+        ):
             text, sub_shared, sub_any = _block(value, inner)
             any_tensor = any_tensor or sub_any
             shared_all = shared_all and (sub_shared or not sub_any)

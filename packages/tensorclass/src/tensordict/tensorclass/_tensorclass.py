@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 import torch
 from typing_extensions import dataclass_transform
 
-from tensordict.tensorclass import _process
+from tensordict.tensorclass import _process, _state
 from tensordict.tensorclass._fields import FLAG_NAMES, Flags
 from tensordict.tensorclass._repr import tensorclass_repr
 from tensordict.tensorclass._typing import (
@@ -22,14 +23,12 @@ from tensordict.tensorclass._typing import (
 from tensordict.tensorclass._wrapper import _Wrapper
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Sequence
-
-    from typing_extensions import Self
+    pass
 
 _T = TypeVar("_T", bound=type)
 
 
-class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):
+class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: ignore[misc]
     """Base class of dataclasses of tensors: subclass it and annotate the fields.
 
     Instances behave like a :class:`~tensordict.TensorDict` (every method, operator and
@@ -87,7 +86,7 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):
             for name in FLAG_NAMES:
                 setattr(cls, f"_{name}", getattr(flags, name))
             return
-        if flags.frozen and not base.frozen and parent._is_tensorclass:
+        if flags.frozen and not base.frozen and getattr(parent, "_is_tensorclass", False):
             raise TypeError(
                 f"{cls.__name__}: a frozen tensorclass cannot subclass the non-frozen "
                 f"tensorclass {parent.__name__}."
@@ -95,7 +94,7 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):
         _process.process(cls, flags, unwrap=True)
         cls._is_tensorclass = True
 
-    def __class_getitem__(cls, options: Any) -> type:
+    def __class_getitem__(cls, options: Any) -> type:  # type: ignore[override]
         names = (options,) if isinstance(options, str) else tuple(options)
         for name in names:
             if name not in FLAG_NAMES or name == "cast_filter":
@@ -182,7 +181,53 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):
         self._relink()
         return self
 
-    def select(self, *keys: Any, inplace: bool = False, strict: bool = True, as_tensordict: bool = False) -> Any:
+    def state_dict(
+        self,
+        destination: dict[str, Any] | None = None,
+        prefix: str = "",
+        keep_vars: bool = False,
+        flatten: bool = True,
+    ) -> OrderedDict[str, Any]:
+        """The tensors in a flat ``OrderedDict`` (``"."``-joined keys) with a ``_metadata``
+        attribute holding each level's batch size, device, class name and non-tensor
+        values, as ``torch.nn.Module.state_dict`` lays it out (``flatten=False``: nested).
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Pair(TensorClass):
+        ...     a: torch.Tensor
+        ...     name: str
+        >>> sd = Pair(a=torch.zeros(2), name="p", batch_size=[2]).state_dict()
+        >>> list(sd), sd._metadata[""]["_non_tensor"]
+        (['a'], {'name': 'p'})
+        """
+        return _state.state_dict(self, destination, prefix, keep_vars, flatten)
+
+    def load_state_dict(
+        self,
+        state_dict: dict[str, Any],
+        strict: bool = True,
+        assign: bool = False,
+        from_flatten: bool | None = None,
+    ) -> Any:
+        """Load a state dict made by :meth:`state_dict` (either layout, or the legacy
+        ``{"_tensordict": ..., "_non_tensordict": ...}`` one) into this instance: tensors
+        are copied into the existing entries. An unexpected key raises ``KeyError`` and a
+        value that does not fit raises ``RuntimeError``, before anything is written.
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Pair(TensorClass):
+        ...     a: torch.Tensor
+        >>> p = Pair(a=torch.zeros(2), batch_size=[2])
+        >>> p.load_state_dict(Pair(a=torch.ones(2), batch_size=[2]).state_dict()).a
+        tensor([1., 1.])
+        """
+        return _state.load_state_dict(self, state_dict, strict, assign, from_flatten)
+
+    def select(
+        self, *keys: Any, inplace: bool = False, strict: bool = True, as_tensordict: bool = False
+    ) -> Any:
         """The same class with only the fields in ``keys`` (the others read ``None``), or
         with ``as_tensordict=True`` a :class:`~tensordict.TensorDict` of those entries.
 
@@ -220,7 +265,7 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):
         return out if as_tensordict else type(self)._rewrap(out)
 
 
-_OPTION_CLASSES: dict[tuple, type] = {}
+_OPTION_CLASSES: dict[tuple[Any, ...], type] = {}
 
 
 @overload
@@ -236,7 +281,7 @@ def tensorclass(
     shadow: bool = False,
     tensor_only: bool = False,
     skip_post_init_on_rebuild: bool = False,
-    cast_filter: Callable | None = None,
+    cast_filter: Callable[..., bool] | None = None,
     kw_only: bool = False,
 ) -> Callable[[_T], _T]: ...
 @dataclass_transform(field_specifiers=(dataclasses.field, dataclasses.Field))
@@ -250,7 +295,7 @@ def tensorclass(
     shadow: bool = False,
     tensor_only: bool = False,
     skip_post_init_on_rebuild: bool = False,
-    cast_filter: Callable | None = None,
+    cast_filter: Callable[..., bool] | None = None,
     kw_only: bool = False,
 ) -> Any:
     """Make a class with annotated fields a tensorclass (see :class:`TensorClass`).
@@ -329,7 +374,9 @@ def _make_tensorclass(klass: type, options: dict[str, Any]) -> type:
     if "__init__" in vars(klass):
         namespace["__init__"] = vars(klass)["__init__"]
     options = {k: v for k, v in options.items() if v}
-    return type(klass)(klass.__name__, (klass, TensorClass), namespace, **options)
+    metaclass: Any = type(klass)
+    made: type = metaclass(klass.__name__, (klass, TensorClass), namespace, **options)
+    return made
 
 
 def is_tensorclass(obj: Any) -> bool:
@@ -369,6 +416,7 @@ def from_dataclass(
     a new tensorclass, with the instance's field values.
 
     >>> import dataclasses, torch
+    >>> from tensordict import from_dataclass
     >>> @dataclasses.dataclass
     ... class Obs:
     ...     pixels: torch.Tensor
@@ -395,8 +443,7 @@ def from_dataclass(
         return _class_from_dataclass(obj, options, inplace)
     if not dataclasses.is_dataclass(obj):
         raise TypeError(
-            f"from_dataclass expects a dataclass or a dataclass instance, got "
-            f"{type(obj).__name__}."
+            f"from_dataclass expects a dataclass or a dataclass instance, got {type(obj).__name__}."
         )
     if is_tensorclass(obj):
         return obj
@@ -418,6 +465,7 @@ def _class_from_dataclass(cls: type, options: dict[str, Any], keep_name: bool) -
     }
     for f in dataclasses.fields(cls):
         if f.default is not dataclasses.MISSING or f.default_factory is not dataclasses.MISSING:
-            namespace[f.name] = dataclasses.field(default=f.default, default_factory=f.default_factory)
+            namespace[f.name] = dataclasses.field(
+                default=f.default, default_factory=f.default_factory
+            )
     return type(name, (TensorClass,), namespace, **{k: v for k, v in options.items() if v})
-

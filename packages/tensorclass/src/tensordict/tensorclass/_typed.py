@@ -13,9 +13,6 @@ import dataclasses
 import warnings
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import torch
-from typing_extensions import dataclass_transform
-
 from tensordict import TensorDictBase
 from tensordict.tensorclass import _forward, _process
 from tensordict.tensorclass._fields import MISSING, Flags
@@ -29,15 +26,13 @@ from tensordict.tensorclass._typing import (
 from tensordict.tensorclass._wrapper import _Wrapper
 
 if TYPE_CHECKING:  # pragma: no cover
-    from collections.abc import Sequence
-
-    from typing_extensions import Self
+    pass
 
 _OPTIONS = ("shadow", "frozen")
 _IGNORED = ("autocast", "nocast", "tensor_only")
 
 
-class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):
+class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  # type: ignore[misc]
     """A :class:`~tensordict.TensorDictBase` whose fields are declared as annotations.
 
     .. warning:: Experimental: the API can change in a minor release.
@@ -97,7 +92,7 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):
             return
         _process.process(cls, flags, unwrap=False)
 
-    def __class_getitem__(cls, options: Any) -> type:
+    def __class_getitem__(cls, options: Any) -> type:  # type: ignore[override]
         names = (options,) if isinstance(options, str) else tuple(options)
         for name in names:
             if name not in _OPTIONS:
@@ -159,9 +154,9 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):
                 )
         return cls._wrap_checked(td)
 
-    _from_tensordict = from_tensordict
+    _from_tensordict = from_tensordict  # type: ignore[assignment]
 
 
-_OPTION_CLASSES: dict[tuple, type] = {}
+_OPTION_CLASSES: dict[tuple[Any, ...], type] = {}
 
 TypedTensorDict._flags = Flags(kw_only=True)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
+from collections.abc import Callable, Iterator, Sequence
 from types import FunctionType
-from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
@@ -30,13 +30,14 @@ _TD = TensorDict
 _Tensor = torch.Tensor
 _Size = torch.Size
 _FACTORY = object()  # default of a field with a default_factory in the generated __init__
-_MEMMAP_FORWARDERS: tuple[tuple[str, str], ...] = ()  # filled below from core's table
 
 
-def _memmap_rows() -> tuple[tuple[str, str, str], ...]:
+def _sibling_rows() -> tuple[tuple[str, str, str, str], ...]:
+    """Core's forwarder rows: the methods other distributions implement (memmap, nn,
+    distributed). Those receive the instance itself, so that they can record its class."""
     from tensordict._forwarders import FORWARDERS
 
-    return tuple((name, hook, kind) for name, sub, hook, kind, _ in FORWARDERS if sub == "memmap")
+    return tuple((name, sub, hook, kind) for name, sub, hook, kind, _ in FORWARDERS)
 
 
 class _Wrapper(TensorDictBase):
@@ -44,7 +45,10 @@ class _Wrapper(TensorDictBase):
 
     __slots__ = ("_tensordict", "_deleted")
 
-    _tensordict: TensorDictBase
+    #: The wrapped tensordict (dense, or any other backend: lazy stack, HDF5 ...).
+    _tensordict: Any
+    #: Names of the fields deleted from this instance (``del obj.field``).
+    _deleted: frozenset[str]
     _field_specs: ClassVar[dict[str, FieldSpec]] = {}
     _flags: ClassVar[Flags] = Flags()
     _init_names: ClassVar[tuple[str, ...]] = ()
@@ -64,6 +68,10 @@ class _Wrapper(TensorDictBase):
     _unwrap_values: ClassVar[bool] = True
     #: What the class is called in messages ("tensorclass", "typed tensordict").
     _kind: ClassVar[str] = "tensorclass"
+
+    if TYPE_CHECKING:
+
+        def __post_init__(self, *initvars: Any) -> None: ...
 
     # ------------------------------------------------------------------ linking
     def _link(self, td: TensorDictBase) -> None:
@@ -85,7 +93,7 @@ class _Wrapper(TensorDictBase):
                 object.__setattr__(self, "__dict__", store)
             self._check_plain(store)
 
-    def _check_plain(self, store: dict) -> None:
+    def _check_plain(self, store: dict[str, Any]) -> None:
         cls = type(self)
         for name in cls._plain_names:
             value = store.get(name)
@@ -121,11 +129,11 @@ class _Wrapper(TensorDictBase):
     # ------------------------------------------------------------------ construction
     def _init_fields(
         self,
-        values: tuple,
+        values: tuple[Any, ...],
         batch_size: Any,
         device: Any,
         names: Any,
-        initvars: tuple = (),
+        initvars: tuple[Any, ...] = (),
     ) -> None:
         """The body of the generated ``__init__``."""
         cls = type(self)
@@ -177,7 +185,7 @@ class _Wrapper(TensorDictBase):
             self.__post_init__(*initvars)
 
     @classmethod
-    def _from_fields(cls, mapping: dict, batch_size: Any, device: Any) -> Any:
+    def _from_fields(cls, mapping: dict[str, Any], batch_size: Any, device: Any) -> Any:
         """An instance from a mapping of field values (autocast of nested tensorclasses):
         each value is cast like an assignment; fields left out read ``None``."""
         obj = object.__new__(cls)
@@ -290,7 +298,7 @@ class _Wrapper(TensorDictBase):
     # ------------------------------------------------------------------ data access
     @property
     def _is_locked(self) -> bool:  # type: ignore[override]
-        return self._tensordict._is_locked
+        return bool(self._tensordict._is_locked)
 
     @property
     def _non_tensordict(self) -> dict[str, Any]:
@@ -300,7 +308,7 @@ class _Wrapper(TensorDictBase):
         return {}
 
     @classmethod
-    def fields(cls) -> tuple[dataclasses.Field, ...]:
+    def fields(cls) -> tuple[dataclasses.Field[Any], ...]:
         """The dataclass fields of the class.
 
         >>> import torch
@@ -317,7 +325,7 @@ class _Wrapper(TensorDictBase):
     def from_tensordict(
         cls,
         tensordict: TensorDictBase,
-        non_tensordict: dict | None = None,
+        non_tensordict: dict[str, Any] | None = None,
         safe: bool | None = None,
     ) -> Any:
         """An instance of the class around ``tensordict`` (not copied: writes are shared).
@@ -357,7 +365,8 @@ class _Wrapper(TensorDictBase):
         >>> type(Pair(a=torch.zeros(2)).to_tensordict()).__name__
         'TensorDict'
         """
-        return self._tensordict.to_tensordict(retain_none=retain_none)
+        out: TensorDict = self._tensordict.to_tensordict(retain_none=retain_none)
+        return out
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, index: Any) -> Any:
@@ -394,22 +403,22 @@ class _Wrapper(TensorDictBase):
         self._tensordict[key] = value
         self._relink()
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Any]:
         if not self.batch_dims:
             raise TypeError(
                 f"iteration over a {type(self).__name__} with no batch dimension "
                 "(batch_size=torch.Size([]))."
             )
-        return iter(self.unbind(0))
+        return iter(_forward._wrap_for(type(self), self._tensordict.unbind(0)))
 
     # ------------------------------------------------------------------ torch, copy, pickle
     @classmethod
     def __torch_function__(
         cls,
-        func: Callable,
-        types: tuple,
-        args: tuple = (),
-        kwargs: dict | None = None,
+        func: Callable[..., Any],
+        types: tuple[type, ...],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
     ) -> Any:
         for t in types:
             if t is not cls and issubclass(t, _Wrapper):  # two classes: no common result
@@ -429,14 +438,14 @@ class _Wrapper(TensorDictBase):
     def __copy__(self) -> Any:
         return type(self)._rewrap(self._tensordict.copy())
 
-    def __deepcopy__(self, memo: dict) -> Any:
+    def __deepcopy__(self, memo: dict[str, Any]) -> Any:
         return type(self)._rewrap(self._tensordict.clone())
 
-    def __reduce__(self) -> tuple:
+    def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild, (type(self), self._tensordict))
 
 
-def _shape_error(cls: type, name: str, value: Any, batch_size: torch.Size) -> RuntimeError:
+def _shape_error(cls: Any, name: str, value: Any, batch_size: torch.Size) -> RuntimeError:
     return RuntimeError(
         f"batch dimension mismatch for field {name!r} of {cls.__name__}: the value has shape "
         f"{tuple(value.shape)} but its leading dimensions must equal the batch_size="
@@ -444,7 +453,7 @@ def _shape_error(cls: type, name: str, value: Any, batch_size: torch.Size) -> Ru
     )
 
 
-def _rebuild(cls: type, td: TensorDictBase) -> Any:
+def _rebuild(cls: Any, td: TensorDictBase) -> Any:
     """Unpickling: the class around its unpickled tensordict."""
     return cls._wrap_checked(td)
 
@@ -458,16 +467,23 @@ def _unwrap_deep(value: Any) -> Any:
     return value
 
 
-def _memmap_method(name: str, hook: str, kind: str) -> Any:
-    """A memmap/save/load method that hands the instance itself (not its tensordict) to
-    ``tensordict-memmap``, so that the class can be recorded, and wraps what comes back."""
+def _sibling_method(name: str, subpackage: str, hook: str, kind: str) -> Any:
+    """A method that another distribution implements (``memmap``, ``save``, ``load``,
+    ``broadcast`` ...): it receives the instance itself (not its tensordict), so that the
+    class can be recorded, and what comes back is wrapped like any other result."""
     from tensordict import _siblings
 
     what = f"TensorClass.{name}"
+    if kind == "property":
+
+        def getter(self: Any) -> Any:
+            return _siblings.forward(subpackage, hook, what, self)
+
+        return property(getter, doc=f"Provided by the {subpackage!r} distribution.")
     if kind == "method":
 
         def method(self: Any, *args: Any, **kwargs: Any) -> Any:
-            result = _siblings.forward("memmap", hook, what, self, *args, **kwargs)
+            result = _siblings.forward(subpackage, hook, what, self, *args, **kwargs)
             if result is self or result is self._tensordict:
                 self._relink()
                 return self
@@ -477,22 +493,24 @@ def _memmap_method(name: str, hook: str, kind: str) -> Any:
         return method
 
     def class_method(cls: Any, *args: Any, **kwargs: Any) -> Any:
-        result = _siblings.forward("memmap", hook, what, *args, **kwargs)
+        result = _siblings.forward(subpackage, hook, what, *args, **kwargs)
         return result if isinstance(result, cls) else _forward._wrap_for(cls, result)
 
     class_method.__name__ = name
     return classmethod(class_method)
 
 
-for _name, _hook, _kind in _memmap_rows():
-    setattr(_Wrapper, _name, _memmap_method(_name, _hook, _kind))
+for _name, _sub, _hook, _kind in _sibling_rows():
+    setattr(_Wrapper, _name, _sibling_method(_name, _sub, _hook, _kind))
 _forward.install(_Wrapper)
 
 
 # ----------------------------------------------------------------------------- __init__
 
 
-def make_init(cls: type, specs: dict[str, FieldSpec], initvars: Sequence[dataclasses.Field]) -> Callable:
+def make_init(
+    cls: Any, specs: dict[str, FieldSpec], initvars: Sequence[dataclasses.Field[Any]]
+) -> Callable[..., Any]:
     """The generated ``__init__``: the fields (in order, keyword-only ones after ``*``),
     then ``batch_size``, ``device`` and ``names``."""
     positional: list[str] = []
@@ -531,7 +549,7 @@ def make_init(cls: type, specs: dict[str, FieldSpec], initvars: Sequence[datacla
     args = ", ".join(m if m in meta else "None" for m in ("batch_size", "device", "names"))
     src = f"def __init__({params}):\n    self._init_fields({values}, {args}, {extra})\n"
     exec(src, namespace)  # noqa: S102 - generated from the class's own field names
-    init = namespace["__init__"]
+    init: Callable[..., Any] = namespace["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
     init.__module__ = cls.__module__
     cls._init_names = tuple(field_names)

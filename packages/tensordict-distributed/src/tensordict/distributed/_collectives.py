@@ -6,7 +6,7 @@ and one data buffer (three collectives in all, whatever the number of leaves); a
 that cannot encode its tensordict says so in its header and every rank raises.
 
 ``reduce`` and ``all_reduce`` first compare a 32-byte fingerprint of every rank's tensor
-leaves (keys, shapes, dtypes) with one small ``all_gather``: ranks whose tensordicts
+leaves (keys, dtypes, numbers of elements) with one small ``all_gather``: ranks whose tensordicts
 differ would otherwise hand the backend buffers of different sizes, which gloo answers
 by aborting the process. On a mismatch every rank raises ``ValueError`` naming the
 differences. Then the leaves go in buckets, one per dtype and device by default (or of
@@ -205,7 +205,10 @@ def _tensor_leaves(td: Any, path: _Path = ()) -> Iterator[tuple[_Path, torch.Ten
 
 
 def _signature(leaves: list[tuple[_Path, torch.Tensor]]) -> list[Any]:
-    return [[list(p), str(t.dtype), list(t.shape)] for p, t in leaves]
+    """What ranks must agree on: each leaf's key, dtype and number of elements (the
+    reduction is element-wise in memory order, so shapes may differ, e.g. ``(1, 2)`` and
+    ``(2,)``, as with ``torch.distributed`` itself)."""
+    return [[list(p), str(t.dtype), t.numel()] for p, t in leaves]
 
 
 def _check_same_leaves(
@@ -245,7 +248,7 @@ def _check_same_leaves(
                     f"{_fmt(path)}: rank {ranks[0]} has {_leaf(a)}, rank {r} {_leaf(b)}"
                 )
     raise ValueError(
-        f"{what}: the ranks' tensordicts differ (keys, shapes and dtypes of the tensor "
+        f"{what}: the ranks' tensordicts differ (keys, dtypes and sizes of the tensor "
         f"leaves must be the same on every rank); nothing was reduced. {_wire.problems_text(problems)}"
     )
 
@@ -259,7 +262,7 @@ def _fmt(path: _Path) -> str:
 def _leaf(entry: Any) -> str:
     if entry is None:
         return "no such leaf"
-    return f"dtype {entry[0].removeprefix('torch.')} shape {tuple(entry[1])}"
+    return f"dtype {entry[0].removeprefix('torch.')} and {entry[1]} elements"
 
 
 def _span(tensors: list[torch.Tensor]) -> torch.Tensor | None:

@@ -106,10 +106,14 @@ def _remember_sent(td: Any, sent: _Sent) -> None:
 
 
 def resolve_tensorclass(name: Any) -> type:
-    """The tensorclass named ``"module:QualName"``, from a module imported already."""
-    if not isinstance(name, str) or ":" not in name:
+    """The tensorclass named ``"module:QualName"`` (or ``"module.ClassName"``), from a
+    module imported already."""
+    if not isinstance(name, str) or not (":" in name or "." in name):
         raise ValueError(f"the description names an invalid tensorclass {name!r}.")
-    module_name, qualname = name.split(":", 1)
+    if ":" in name:
+        module_name, qualname = name.split(":", 1)
+    else:  # "module.ClassName", as the reference library writes it
+        module_name, _, qualname = name.rpartition(".")
     module = sys.modules.get(module_name)
     if module is None:
         raise ValueError(

@@ -276,8 +276,18 @@ class PersistentTensorDict(TensorDictBase):
             yield key, "non_tensor"
 
     def _shapes(self) -> list[tuple[int, ...]]:
+        """Shapes of every dataset under this group (nested groups included)."""
         h5py = _h5py()
-        return [tuple(obj.shape) for obj in self._group.values() if isinstance(obj, h5py.Dataset)]
+        shapes: list[tuple[int, ...]] = []
+
+        def visit(_: str, obj: Any) -> None:
+            if isinstance(obj, h5py.Dataset) and not (
+                h5py.check_string_dtype(obj.dtype) is not None or obj.dtype.kind in "SOU"
+            ):
+                shapes.append(tuple(obj.shape))
+
+        self._group.visititems(visit)
+        return shapes
 
     def _check_batch(self, batch: torch.Size) -> None:
         h5py = _h5py()

@@ -144,28 +144,26 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         value = prob[-1].num_samples if prob else None
         return () if value is None else value
 
+    def _keys_of_prob_modules(self, attribute: str) -> list[Any]:
+        keys: list[Any] = []
+        for module in self._prob_modules():
+            keys += [k for k in getattr(module, attribute) if k not in keys]
+        return keys
+
     @property
     def dist_params_keys(self) -> list[Any]:
         """The keys of the distribution parameters of the probabilistic modules."""
-        keys: list[Any] = []
-        for module in self._prob_modules():
-            keys += [k for k in module.dist_params_keys if k not in keys]
-        return keys
+        return self._keys_of_prob_modules("dist_params_keys")
 
     @property
     def dist_sample_keys(self) -> list[Any]:
         """The keys the probabilistic modules write their samples to."""
-        keys: list[Any] = []
-        for module in self._prob_modules():
-            keys += [k for k in module.dist_sample_keys if k not in keys]
-        return keys
+        return self._keys_of_prob_modules("dist_sample_keys")
 
     @property
     def log_prob_keys(self) -> list[Any]:
-        keys: list[Any] = []
-        for module in self._prob_modules():
-            keys += [k for k in module.log_prob_keys if k not in keys]
-        return keys
+        """The keys the probabilistic modules write log-probabilities to."""
+        return self._keys_of_prob_modules("log_prob_keys")
 
     @property
     def log_prob_key(self) -> Any:

@@ -14,12 +14,14 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules import module as _torch_module
 
 from tensordict import TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
 from tensordict._nontensor import NON_TENSOR
 from tensordict.nn._keys import IGNORE, as_key_list, select_keys
 from tensordict.nn.dispatch import tensordict_entry
+from tensordict.nn.utils import _SKIP_EXISTING
 
 # Also importable from here (defined elsewhere): TensorDictModuleWrapper, WrapModule,
 # as_tensordict_module, dispatch, make_tensordict.
@@ -37,6 +39,23 @@ _MISS = object()
 
 def _indent(text: str) -> str:
     return text.replace("\n", "\n    ")
+
+
+def _hooks_or_tracing(module: nn.Module) -> bool:
+    """Whether a call must go through ``nn.Module.__call__`` (hooks, jit tracing, or a
+    ``module.compile()``-d call); otherwise ``forward`` can be called directly."""
+    return bool(
+        module._forward_hooks
+        or module._forward_pre_hooks
+        or module._backward_hooks
+        or module._backward_pre_hooks
+        or _torch_module._global_forward_hooks
+        or _torch_module._global_forward_pre_hooks
+        or _torch_module._global_backward_hooks
+        or _torch_module._global_backward_pre_hooks
+        or module.__dict__.get("_compiled_call_impl") is not None
+        or torch._C._get_tracing_state()
+    )
 
 
 class TensorDictModuleBase(nn.Module):
@@ -68,6 +87,13 @@ class TensorDictModuleBase(nn.Module):
             if value is not None and not isinstance(value, property):
                 setattr(cls, f"_{name}_default", value)
                 delattr(cls, name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # nn.Module.__call__ costs two Python frames even without hooks: skip it when
+        # nothing (hook, tracer, compiled call) would see the difference.
+        if _hooks_or_tracing(self):
+            return nn.Module.__call__(self, *args, **kwargs)
+        return self.forward(*args, **kwargs)
 
     # ------------------------------------------------------------------ keys
     def _keys_attr(self, name: str) -> list[Any]:
@@ -218,6 +244,22 @@ class TensorDictModuleBase(nn.Module):
         if not fields:
             return f"{type(self).__name__}()"
         return f"{type(self).__name__}(\n    " + ",\n    ".join(fields) + ")"
+
+
+def forward_attribute(module: nn.Module, name: str, child: str) -> Any:
+    """``nn.Module.__getattr__``, then the attribute of the wrapped ``child`` (an
+    ``nn.Module`` child or a plain attribute); dunder names are never forwarded."""
+    try:
+        return nn.Module.__getattr__(module, name)
+    except AttributeError:
+        if name.startswith("__"):
+            raise
+        inner = module.__dict__.get("_modules", {}).get(child)
+        if inner is None:
+            inner = module.__dict__.get(child)
+        if inner is None:
+            raise
+        return getattr(inner, name)
 
 
 def _is_collection(value: Any) -> bool:
@@ -478,18 +520,21 @@ class TensorDictModule(TensorDictModuleBase):
                 tensordict_out.set(key, results[i])
         return tensordict_out
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # The hot path: a dense tensordict, no hook, forward not overridden, skip-existing
+        # off: straight to the body of forward (no entry wrapper, no nn.Module.__call__).
+        if (
+            args
+            and type(args[0]) is TensorDict
+            and type(self).forward is _TDM_FORWARD
+            and not _SKIP_EXISTING.get()
+            and not _hooks_or_tracing(self)
+        ):
+            return _TDM_FORWARD_BODY(self, *args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
     def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            if name.startswith("__"):
-                raise
-            module = self.__dict__.get("_modules", {}).get("module")
-            if module is None:
-                module = self.__dict__.get("module")
-            if module is None:
-                raise
-            return getattr(module, name)
+        return forward_attribute(self, name, "module")
 
     def _repr_fields(self) -> list[str]:
         fields = super()._repr_fields()
@@ -497,6 +542,9 @@ class TensorDictModule(TensorDictModuleBase):
             fields.insert(0, f"module={self.__dict__['module']!r}")
         return fields
 
+
+_TDM_FORWARD = TensorDictModule.forward
+_TDM_FORWARD_BODY = TensorDictModule.forward.__wrapped__  # type: ignore[attr-defined]
 
 # Re-exported here, where the reference library defines them.
 from tensordict import make_tensordict as make_tensordict  # noqa: E402

@@ -9,6 +9,7 @@ from typing import Any
 import torch
 
 from tensordict import TensorDict, TensorDictBase
+from tensordict.nn._wrappers import DelegatedKeys
 from tensordict.nn.common import TensorDictModuleBase
 from tensordict.nn.functional_modules import td_from_module
 from tensordict.nn.params import TensorDictParams
@@ -16,7 +17,7 @@ from tensordict.nn.params import TensorDictParams
 __all__ = ["EnsembleModule"]
 
 
-class EnsembleModule(TensorDictModuleBase):
+class EnsembleModule(DelegatedKeys):
     """Run ``num_copies`` copies of a tensordict module, each with its own parameters.
 
     The copies' parameters are stacked in ``params_td`` (a
@@ -59,25 +60,8 @@ class EnsembleModule(TensorDictModuleBase):
         self.num_copies = num_copies
         self.expand_input = expand_input
 
-    @property
-    def in_keys(self) -> list[Any]:
-        return self.module.in_keys
-
-    @in_keys.setter
-    def in_keys(self, value: Any) -> None:
-        self.module.in_keys = value
-
-    @property
-    def out_keys(self) -> list[Any]:
-        return self.module.out_keys
-
-    @out_keys.setter
-    def out_keys(self, value: Any) -> None:
-        self.module.out_keys = value
-
-    @property
-    def out_keys_source(self) -> list[Any]:
-        return self.module.out_keys_source
+    def _key_owner(self) -> Any:
+        return self._modules["module"]
 
     def forward(self, tensordict: Any) -> TensorDictBase:
         """Run every copy; the result has a leading dimension of size ``num_copies``."""

@@ -90,7 +90,11 @@ def td_from_module(
     >>> params["0", "weight"] is model[0].weight
     True
     """
-    td: TensorDictBase = _module_td(module, use_state_dict, filter_empty)
+    return _finish(_module_td(module, use_state_dict, filter_empty), as_module, lock)
+
+
+def _finish(td: TensorDictBase, as_module: bool, lock: bool) -> TensorDictBase:
+    """``td`` as a TensorDictParams (``as_module``), locked (``lock``)."""
     if as_module:
         from tensordict.nn.params import TensorDictParams
 
@@ -199,13 +203,7 @@ def from_modules(
     else:
         tds = [_module_td(m, use_state_dict, True) for m in modules]
         td = TensorDict(_stack_stores(tds, expand_identical, ()), batch_size=[len(modules)])
-    if as_module:
-        from tensordict.nn.params import TensorDictParams
-
-        td = TensorDictParams(td, no_convert=True)
-    if lock:
-        td.lock_()  # type: ignore[attr-defined]
-    return td
+    return _finish(td, as_module, lock)
 
 
 # --------------------------------------------------------------------------- to_module

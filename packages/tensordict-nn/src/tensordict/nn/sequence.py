@@ -70,18 +70,19 @@ class TensorDictSequential(TensorDictModuleBase):
 
     def __init__(
         self,
-        *modules: Callable[[TensorDictBase], TensorDictBase] | dict,
+        *modules: Callable[[TensorDictBase], TensorDictBase] | dict[str, Any],
         partial_tolerant: bool = False,
         selected_out_keys: list[NestedKey] | None = None,
         inplace: bool | str | None = None,
     ) -> None:
         super().__init__()
         if len(modules) == 1 and isinstance(modules[0], dict):
-            self.module = nn.ModuleDict(
+            container: nn.Module = nn.ModuleDict(
                 OrderedDict((name, _as_td_module(m)) for name, m in modules[0].items())
             )
         else:
-            self.module = nn.ModuleList([_as_td_module(m) for m in modules])
+            container = nn.ModuleList([_as_td_module(m) for m in modules])
+        self.module = container
         self.partial_tolerant = partial_tolerant
         if isinstance(inplace, str) and inplace != "empty":
             raise ValueError(f"inplace must be True, False, 'empty' or None; got {inplace!r}.")
@@ -91,13 +92,13 @@ class TensorDictSequential(TensorDictModuleBase):
             self.select_out_keys(*as_key_list(selected_out_keys, "selected_out_keys"))
 
     # ------------------------------------------------------------------ container
-    def _module_list(self) -> list[nn.Module]:
-        container = self._modules["module"]
+    def _module_list(self) -> list[Any]:
+        container: Any = self._modules["module"]
         if isinstance(container, nn.ModuleDict):
             return list(container.values())
         return list(container)
 
-    def _new_like(self, modules: list[nn.Module], names: list[str] | None) -> TensorDictSequential:
+    def _new_like(self, modules: list[Any], names: list[str] | None) -> TensorDictSequential:
         """A sequence of the same kind with ``modules`` (named ``names`` for a dict)."""
         args: Any = (OrderedDict(zip(names, modules)),) if names is not None else modules
         return TensorDictSequential(
@@ -105,14 +106,15 @@ class TensorDictSequential(TensorDictModuleBase):
         )
 
     def _names(self) -> list[str] | None:
-        container = self._modules["module"]
+        container: Any = self._modules["module"]
         return list(container.keys()) if isinstance(container, nn.ModuleDict) else None
 
     def __len__(self) -> int:
-        return len(self._modules["module"])
+        container: Any = self._modules["module"]
+        return len(container)
 
     def __getitem__(self, index: int | slice | str) -> Any:
-        container = self._modules["module"]
+        container: Any = self._modules["module"]
         if isinstance(index, str):
             return container[index]
         if isinstance(index, slice):
@@ -123,7 +125,7 @@ class TensorDictSequential(TensorDictModuleBase):
         return self._module_list()[index]
 
     def __setitem__(self, index: int | str, module: Any) -> None:
-        container = self._modules["module"]
+        container: Any = self._modules["module"]
         module = _as_td_module(module)
         if isinstance(container, nn.ModuleDict):
             name = index if isinstance(index, str) else list(container.keys())[index]
@@ -132,7 +134,7 @@ class TensorDictSequential(TensorDictModuleBase):
             container[index] = module
 
     def __delitem__(self, index: int | slice | str) -> None:
-        container = self._modules["module"]
+        container: Any = self._modules["module"]
         if isinstance(container, nn.ModuleDict) and not isinstance(index, str):
             names = list(container.keys())[index]
             for name in [names] if isinstance(names, str) else names:
@@ -142,9 +144,9 @@ class TensorDictSequential(TensorDictModuleBase):
 
     # ------------------------------------------------------------------ keys
     @property
-    def in_keys(self) -> list[Any]:  # type: ignore[override]
+    def in_keys(self) -> list[Any]:
         """The inputs that no earlier module of the sequence produces."""
-        explicit = self.__dict__.get("_in_keys")
+        explicit: list[Any] | None = self.__dict__.get("_in_keys")
         if explicit is not None:
             return explicit
         produced: set[Any] = set()
@@ -162,7 +164,7 @@ class TensorDictSequential(TensorDictModuleBase):
 
     @property
     def out_keys_source(self) -> list[Any]:
-        explicit = self.__dict__.get("_out_keys")
+        explicit: list[Any] | None = self.__dict__.get("_out_keys")
         if explicit is not None:
             return explicit
         keys: list[Any] = []
@@ -173,9 +175,9 @@ class TensorDictSequential(TensorDictModuleBase):
         return keys
 
     @property
-    def out_keys(self) -> list[Any]:  # type: ignore[override]
+    def out_keys(self) -> list[Any]:
         """Every output, or the selected ones after :meth:`select_out_keys`."""
-        selected = self.__dict__.get("_selected_out_keys")
+        selected: list[Any] | None = self.__dict__.get("_selected_out_keys")
         return self.out_keys_source if selected is None else selected
 
     @out_keys.setter
@@ -233,8 +235,8 @@ class TensorDictSequential(TensorDictModuleBase):
         ['b', 'c']
         """
         modules = self._module_list()
-        names = self._names() or [None] * len(modules)
-        pairs: list[tuple[Any, nn.Module]] = list(zip(names, modules))
+        names: list[Any] = self._names() or [None] * len(modules)
+        pairs: list[tuple[Any, Any]] = list(zip(names, modules))
         if in_keys is not None:
             tainted = set(as_key_list(list(in_keys), "in_keys"))
             kept = []
@@ -271,7 +273,7 @@ class TensorDictSequential(TensorDictModuleBase):
         return self._new_like([m for _, m in pairs], kept_names)
 
     # ------------------------------------------------------------------ call
-    def _run_module(self, module: nn.Module, td: TensorDictBase, **kwargs: Any) -> Any:
+    def _run_module(self, module: Any, td: Any, **kwargs: Any) -> Any:
         if not self.partial_tolerant:
             return module(td, **kwargs)
         keys = module.in_keys
@@ -282,16 +284,16 @@ class TensorDictSequential(TensorDictModuleBase):
                 if _has_keys(member, keys):
                     result = self._run_module(module, member, **kwargs)
                     if result is not member:
-                        member.update(result)
+                        member.update(result)  # type: ignore[attr-defined]
         return td
 
     @tensordict_entry(auto_batch_size=False)
     def forward(
         self,
-        tensordict: TensorDictBase,
-        tensordict_out: TensorDictBase | None = None,
+        tensordict: Any,
+        tensordict_out: Any = None,
         **kwargs: Any,
-    ) -> TensorDictBase:
+    ) -> Any:
         """Run every module in order; return the tensordict (see ``inplace``)."""
         inplace = self.inplace
         if tensordict_out is not None or inplace is False or isinstance(inplace, str):

@@ -28,10 +28,17 @@ def _is_tensorclass_type(cls: Any) -> bool:
 
 
 def _field_types(cls: type) -> dict[str, Any]:
+    """The resolved type of each field (classes defined in a function included: the
+    tensorclass machinery records the hints it resolved where the class was defined)."""
     try:
-        return typing.get_type_hints(cls)
+        hints = typing.get_type_hints(cls)
     except Exception:
-        return dict(getattr(cls, "__annotations__", {}))
+        hints = {}
+    for name, spec in (getattr(cls, "_field_specs", None) or {}).items():
+        hint = getattr(spec, "hint", None)
+        if isinstance(hint, type):
+            hints.setdefault(name, hint)
+    return hints
 
 
 def _leaf_keys(cls: type, prefix: tuple[str, ...] = ()) -> list[Any]:

@@ -165,12 +165,7 @@ class CompositeDistribution(D.Distribution):
         """One ``<name>_log_prob`` entry per distribution (and, when ``include_sum`` or
         :func:`~tensordict.nn.composite_lp_aggregate`, their sum at ``log_prob_key``)."""
         out = TensorDict(batch_size=sample.batch_size)
-        total = None
-        for name, dist in self.dists.items():
-            lp = dist.log_prob(sample.get(name))
-            out.set(suffixed(name, "_log_prob"), lp)
-            part = _sum_beyond(lp, sample.ndim)
-            total = part if total is None else total + part
+        total = self._log_probs_into(sample, out)
         if include_sum if include_sum is not None else composite_lp_aggregate():
             out.set(self.log_prob_key, total)
         return out
@@ -181,14 +176,19 @@ class CompositeDistribution(D.Distribution):
         When aggregating, the per-distribution entries are also written into ``sample``.
         """
         if composite_lp_aggregate():
-            total = None
-            for name, dist in self.dists.items():
-                lp = dist.log_prob(sample.get(name))
-                sample.set(suffixed(name, "_log_prob"), lp)
-                part = _sum_beyond(lp, sample.ndim)
-                total = part if total is None else total + part
-            return total  # type: ignore[return-value]
+            return self._log_probs_into(sample, sample)
         return self.log_prob_composite(sample, include_sum=False)
+
+    def _log_probs_into(self, sample: TensorDictBase, out: TensorDictBase) -> torch.Tensor:
+        """Write each ``<name>_log_prob`` of ``sample`` into ``out``; return their sum
+        (each summed over its dimensions beyond the sample's batch)."""
+        total: Any = None
+        for name, dist in self.dists.items():
+            lp = dist.log_prob(sample.get(name))
+            out.set(suffixed(name, "_log_prob"), lp)
+            part = _sum_beyond(lp, sample.ndim)
+            total = part if total is None else total + part
+        return total  # type: ignore[no-any-return]
 
     def entropy(self, samples_mc: int = 1) -> TensorDictBase | torch.Tensor:  # type: ignore[override]
         """The entropy of each distribution (a Monte-Carlo estimate with ``samples_mc``
