@@ -273,7 +273,12 @@ def test_from_list_bad_input():
     with pytest.raises(TypeError, match="expects a list, got dict"):
         TensorDict.from_list({"a": 1})
     with pytest.raises(RuntimeError, match="'a'"):
-        TensorDict.from_list([{"a": torch.zeros(2)}, {"a": torch.zeros(3)}])
+        TensorDict.from_list([{"a": torch.zeros(2)}, {"a": torch.zeros(3)}], lazy=False)
+    ragged = TensorDict.from_list([{"a": torch.zeros(2)}, {"a": torch.zeros(3)}])
+    assert type(ragged).__name__ == "LazyStackedTensorDict"  # lazy=None: lazy when needed
+    assert type(TensorDict.from_list([{"a": 0}, {"a": 1}], lazy=True)).__name__ == (
+        "LazyStackedTensorDict"
+    )
 
 
 # ---------------------------------------------------------------------- tolist / numpy

@@ -29,23 +29,24 @@ def test_get_nested(td):
     assert td.get(("n", "b")) is td["n"]["b"]
 
 
-def test_get_missing_without_default_raises_keyerror(td):
-    with pytest.raises(KeyError, match="missing"):
-        td.get("missing")
+def test_get_missing_without_default_gives_none_and_indexing_raises(td):
+    assert td.get("missing") is None  # the reference's default since its 0.7
     with pytest.raises(KeyError, match="missing"):
         td["missing"]
 
 
-def test_get_missing_nested_raises_keyerror(td):
-    with pytest.raises(KeyError, match="zz"):
-        td.get(("n", "zz"))
+def test_get_missing_nested_gives_none_and_indexing_raises(td):
+    assert td.get(("n", "zz")) is None
     with pytest.raises(KeyError, match="zz"):
         td["n", "m", "zz"]
 
 
-def test_get_through_a_tensor_raises_keyerror(td):
+def test_get_through_a_tensor_raises_keyerror_and_valueerror(td):
     with pytest.raises(KeyError):
         td.get(("a", "b"))
+    with pytest.raises(ValueError, match="'a' is a Tensor"):
+        td.get(("a", "b"))
+    assert td.get(("a", "b"), 3) == 3
 
 
 def test_get_with_default(td):
@@ -59,14 +60,14 @@ def test_get_with_default(td):
 
 
 def test_get_defaults_to_none_switch(td):
-    assert get_defaults_to_none() is False
+    assert get_defaults_to_none() is True
     try:
-        set_get_defaults_to_none(True)
-        assert td.get("missing") is None
-    finally:
         set_get_defaults_to_none(False)
-    with pytest.raises(KeyError):
-        td.get("missing")
+        with pytest.raises(KeyError):
+            td.get("missing")
+    finally:
+        set_get_defaults_to_none(True)
+    assert td.get("missing") is None
 
 
 # ---------------------------------------------------------------- set

@@ -742,7 +742,7 @@ def _parse_json(blob: bytes, where: str) -> dict[str, Any]:
 
 
 def from_consolidated(
-    source: str | Path | torch.Tensor,
+    filename: str | Path | torch.Tensor,
     metadata: dict[str, Any] | None = None,
     *,
     allow_pickle: bool = False,
@@ -754,8 +754,9 @@ def from_consolidated(
     there) are refused unless ``allow_pickle=True`` here too.
 
     Args:
-        source: the ``uint8`` buffer (``td._consolidated["storage"]``), or the path of a
-            file written by ``td.consolidate(filename)`` (memory-mapped, not read).
+        filename: the path of a file written by ``td.consolidate(filename)``
+            (memory-mapped, not read), or the ``uint8`` buffer
+            (``td._consolidated["storage"]``).
         metadata: the metadata dict (``td._consolidated["metadata"]``); needed unless the
             buffer carries it (``consolidate(metadata=True)``, and every file).
         allow_pickle: accept non-tensor values stored pickled.
@@ -772,13 +773,13 @@ def from_consolidated(
     >>> from_consolidated(td.consolidate(metadata=True)._consolidated["storage"])["a"]
     tensor([0, 1, 2])
     """
-    if isinstance(source, _Tensor):
-        if source.dtype != torch.uint8 or source.ndim != 1:
+    if isinstance(filename, _Tensor):
+        if filename.dtype != torch.uint8 or filename.ndim != 1:
             raise TypeError(
                 f"from_consolidated: the buffer must be a 1-d uint8 tensor, got dtype "
-                f"{source.dtype} and shape {tuple(source.shape)}."
+                f"{filename.dtype} and shape {tuple(filename.shape)}."
             )
-        buffer = source
+        buffer = filename
         if buffer.storage_offset() % ALIGN or not buffer.is_contiguous():
             buffer = buffer.clone()  # leaf views need aligned offsets
         if metadata is None:
@@ -788,11 +789,11 @@ def from_consolidated(
             blob = buffer[start : start + length].cpu().numpy().tobytes()
             metadata = _parse_json(blob, "the buffer")
         return _rebuild(buffer, metadata, allow_pickle=allow_pickle)
-    if not isinstance(source, (str, Path)):
+    if not isinstance(filename, (str, Path)):
         raise TypeError(
-            f"from_consolidated expects a uint8 tensor or a file path, got {type(source).__name__}."
+            f"from_consolidated expects a uint8 tensor or a file path, got {type(filename).__name__}."
         )
-    path = Path(source)
+    path = Path(filename)
     if not path.is_file():
         raise FileNotFoundError(f"from_consolidated: no file at {str(path)!r}.")
     total = path.stat().st_size

@@ -318,14 +318,19 @@ class ConversionOps:
         )
 
     def to_dict(
-        self, *, retain_none: bool = True, convert_tensors: bool = False, tolist: bool = False
+        self,
+        *,
+        retain_none: bool = True,
+        convert_tensors: bool = False,
+        tolist_first: bool = False,
     ) -> dict[str, Any]:
         """The content as nested plain dicts; non-tensor entries as their values.
 
         Args:
             retain_none: keep entries whose value is ``None`` (else drop them).
             convert_tensors: turn tensors into (nested) Python lists.
-            tolist: same as ``convert_tensors``.
+            tolist_first: convert nested tensordicts with :meth:`tolist`, so that one with
+                batch dimensions becomes a list of dicts (one per element).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -335,7 +340,6 @@ class ConversionOps:
         >>> td.to_dict(convert_tensors=True)
         {'a': [0.0, 0.0], 'b': {'c': 'text'}}
         """
-        convert_tensors = convert_tensors or tolist
         out: dict[str, Any] = {}
         for key, value in _store(self).items():
             if isinstance(value, _Tensor):
@@ -346,6 +350,8 @@ class ConversionOps:
                 out[key] = value.data
             elif is_non_tensor(value):
                 out[key] = value.tolist()
+            elif tolist_first and hasattr(value, "tolist"):
+                out[key] = value.tolist(convert_tensors=convert_tensors)
             elif hasattr(value, "to_dict"):
                 out[key] = value.to_dict(retain_none=retain_none, convert_tensors=convert_tensors)
             elif value is None and not retain_none:
@@ -376,6 +382,7 @@ class ConversionOps:
         convert_nodes: bool = True,
         convert_tensors: bool = False,
         tolist_first: bool = False,
+        as_linked_list: bool = False,
     ) -> Any:
         """Nested Python lists over the batch dimensions, one dict per batch element.
 
@@ -386,6 +393,8 @@ class ConversionOps:
             convert_nodes: if ``False``, the elements are tensordicts instead of dicts.
             convert_tensors: turn the tensors into Python lists and numbers.
             tolist_first: accepted for compatibility (the result is the same).
+            as_linked_list: accepted for compatibility; a plain list is returned (writes
+                into it do not reach the tensordict).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -605,18 +614,21 @@ class ConversionOps:
     @classmethod
     def from_list(
         cls,
-        input_list: Sequence[Any],
+        input: Sequence[Any],
         *,
         auto_batch_size: bool | None = None,
         batch_size: Sequence[int] | torch.Size | int | None = None,
         device: torch.device | str | int | None = None,
         batch_dims: int | None = None,
         names: Sequence[str | None] | None = None,
+        lazy: bool | None = None,
     ) -> TensorDict:
         """Stack a (nested) list of tensordicts or dicts into one tensordict.
 
         Each level of list nesting adds a leading batch dimension; dicts (and other
-        collections) are converted as by :meth:`from_any` first.
+        collections) are converted as by :meth:`from_any` first. ``lazy=True`` stacks
+        lazily, ``False`` densely; ``None`` densely when the elements have the same keys
+        and shapes, lazily otherwise.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -628,12 +640,13 @@ class ConversionOps:
                 [2, 3]])
         """
         return from_list(
-            input_list,
+            input,
             auto_batch_size=auto_batch_size,
             batch_size=batch_size,
             device=device,
             batch_dims=batch_dims,
             names=names,
+            lazy=lazy,
         )
 
     # -------------------------------------------------------------- numpy struct arrays
@@ -826,27 +839,30 @@ def from_list(
     device: torch.device | str | int | None = None,
     batch_dims: int | None = None,
     names: Sequence[str | None] | None = None,
+    lazy: bool | None = None,
 ) -> TensorDict:
     """The body of :meth:`TensorDictBase.from_list` (see there)."""
     what = "TensorDict.from_list"
     auto = _auto(what, auto_batch_size, batch_dims, batch_size)
     if not isinstance(input_list, (list, tuple)):
         raise TypeError(f"{what} expects a list, got {type(input_list).__name__}.")
-    out = _stack_list(input_list, device, ())
+    out = _stack_list(input_list, device, (), lazy)
     if batch_size is not None:
         out.batch_size = batch_size  # type: ignore[assignment]
     return _finish(out, auto, batch_dims, names)
 
 
-def _stack_list(items: Sequence[Any], device: Any, path: tuple[int, ...]) -> TensorDict:
-    from tensordict._functional import stack
+def _stack_list(
+    items: Sequence[Any], device: Any, path: tuple[int, ...], lazy: bool | None = None
+) -> TensorDict:
+    from tensordict._functional import lazy_stack, maybe_dense_stack, stack
 
     if not items:
         return _tensordict_cls()(batch_size=[0], device=device)
     tds = []
     for i, item in enumerate(items):
         if isinstance(item, list):
-            tds.append(_stack_list(item, device, path + (i,)))
+            tds.append(_stack_list(item, device, path + (i,), lazy))
             continue
         td = convert(item, (), device)
         if not is_tensor_collection(td) or is_non_tensor(td):
@@ -858,7 +874,9 @@ def _stack_list(items: Sequence[Any], device: Any, path: tuple[int, ...]) -> Ten
         if device is not None and td.device != torch.device(device):
             td = td.to(device)
         tds.append(td)
-    return stack(tds, 0)
+    if lazy is None:
+        return maybe_dense_stack(tds, 0)  # type: ignore[return-value]
+    return lazy_stack(tds, 0) if lazy else stack(tds, 0)
 
 
 def make_tensordict(

@@ -143,6 +143,6 @@ class DeviceOps:
             return self
         return out
 
-    def pin_memory_(self, num_threads: int | None = None) -> TensorDict:
+    def pin_memory_(self, num_threads: int = 0) -> TensorDict:
         """In-place :meth:`pin_memory`."""
         return self.pin_memory(num_threads, inplace=True)

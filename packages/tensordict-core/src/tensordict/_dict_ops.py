@@ -26,6 +26,17 @@ _Tensor = torch.Tensor
 _MISSING: Any = object()
 
 
+def with_entries(source: Any, kwargs: dict[str, Any]) -> Any:
+    """The source of ``update(source, **kwargs)``: the keyword entries on top of it."""
+    if not kwargs:
+        if source is None:
+            raise TypeError("update() needs a dict or tensordict, or entries as keywords.")
+        return source
+    if source is None:
+        return kwargs
+    return {**{k: source[k] for k in source.keys()}, **kwargs}
+
+
 class DictOps:
     """Mixin: dict-style operations of :class:`~tensordict.TensorDict`.
 
@@ -34,7 +45,7 @@ class DictOps:
 
     def update(
         self,
-        input_dict_or_td: Any,
+        input_dict_or_td: Any = None,
         clone: bool = False,
         inplace: bool = False,
         *,
@@ -43,6 +54,7 @@ class DictOps:
         is_leaf: Callable | None = None,
         update_batch_size: bool = False,
         ignore_lock: bool = False,
+        **kwargs: Any,
     ) -> TensorDict:
         """Write every entry of a dict or tensordict into this one; nested ones merge.
 
@@ -56,6 +68,7 @@ class DictOps:
         >>> list(td.keys(True, True, sort=True))
         [('a', 'b'), ('a', 'c'), 'd']
         """
+        input_dict_or_td = with_entries(input_dict_or_td, kwargs)
         if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
             self.batch_size = input_dict_or_td.batch_size
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
@@ -115,11 +128,12 @@ class DictOps:
 
     def update_(
         self,
-        input_dict_or_td: Any,
+        input_dict_or_td: Any = None,
         clone: bool = False,
         *,
         non_blocking: bool = False,
         keys_to_update: Sequence[NestedKey] | None = None,
+        **kwargs: Any,
     ) -> TensorDict:
         """Copy every entry of ``input_dict_or_td`` in place into existing entries.
 
@@ -130,6 +144,7 @@ class DictOps:
         >>> a
         tensor([1., 1.])
         """
+        input_dict_or_td = with_entries(input_dict_or_td, kwargs)
         source = input_dict_or_td
         keys = (
             source.keys(True, True)
@@ -170,8 +185,16 @@ class DictOps:
             write_inplace(unravel_key(path), target, value, non_blocking)
         return self
 
-    def select(self, *keys: NestedKey, inplace: bool = False, strict: bool = True) -> TensorDict:
+    def select(
+        self,
+        *keys: NestedKey,
+        inplace: bool = False,
+        strict: bool = True,
+        as_tensordict: bool = False,
+    ) -> TensorDict:
         """A tensordict with only ``keys`` (entries are shared, not copied).
+
+        ``as_tensordict`` matters for tensorclasses only (a tensordict is returned).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -399,9 +422,12 @@ class DictOps:
         *,
         batch_size: Sequence[int] | None = None,
         device: Any = NO_DEFAULT,
-        names: Any = None,
+        names: Any = NO_DEFAULT,
     ) -> TensorDict:
         """A tensordict with the same metadata and no entries (``recurse`` keeps nested ones).
+
+        ``batch_size``, ``device`` and ``names`` replace those of the tensordict when given
+        (``names=None`` drops the names).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -422,11 +448,10 @@ class DictOps:
                         else None,
                         device=device,
                     )
-        keep_names = (
-            names
-            if names is not None
-            else (self._names if len(bs) == len(self._batch_size) else None)
-        )
+        if names is NO_DEFAULT:
+            keep_names = self._names if len(bs) == len(self._batch_size) else None
+        else:
+            keep_names = names
         return self._new_unsafe(out, bs, dev, keep_names and list(keep_names))
 
     def is_empty(self) -> bool:

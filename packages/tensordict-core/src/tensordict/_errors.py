@@ -8,6 +8,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from tensordict.base import TensorDictBase
 
 
+class KeyThroughLeafError(KeyError, ValueError):
+    """A nested key runs through a leaf (``("a", "b")`` where ``"a"`` is a tensor).
+
+    Both a ``KeyError`` (the key is not there) and a ``ValueError`` (what the reference
+    raises), so that either ``except`` clause catches it.
+    """
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return str(self.args[0]) if self.args else ""
+
+
 def lock_error(key: object, what: str = "add") -> RuntimeError:
     """The error for adding/removing keys of a locked tensordict."""
     return RuntimeError(

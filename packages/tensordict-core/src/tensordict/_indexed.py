@@ -77,13 +77,13 @@ class IndexedOps:
     def update_at_(
         self,
         input_dict_or_td: Mapping[Any, Any] | TensorDictBase,
-        index: Any,
+        idx: Any,
         clone: bool = False,
         *,
         non_blocking: bool = False,
         keys_to_update: Sequence[NestedKey] | None = None,
     ) -> Self:
-        """Write every leaf of ``input_dict_or_td`` in place at ``index`` of the entry
+        """Write every leaf of ``input_dict_or_td`` in place at ``idx`` of the entry
         with the same key. All keys must exist; all values are checked before writing.
 
         Non-tensor leaves are written as in :meth:`set_at_`; on a lazy stack the writes
@@ -103,7 +103,7 @@ class IndexedOps:
                 continue
             if clone and isinstance(value, _Tensor):
                 value = value.clone()
-            _plan_leaf(self, path, value, index, plan, non_blocking, "update_at_")
+            _plan_leaf(self, path, value, idx, plan, non_blocking, "update_at_")
         for write in plan:
             write()
         return self
@@ -138,10 +138,12 @@ class IndexedOps:
         _check_at(path, target, value, index)
         plan.append(lambda: _write_at(target, value, index, non_blocking))
 
-    def copy_(self, tensor: Mapping[Any, Any] | TensorDictBase, non_blocking: bool = False) -> Self:
-        """Copy ``tensor`` (a tensordict or dict) into the matching entries, in place.
+    def copy_(
+        self, tensordict: Mapping[Any, Any] | TensorDictBase, non_blocking: bool = False
+    ) -> Self:
+        """Copy ``tensordict`` (a tensordict or dict) into the matching entries, in place.
 
-        Same as :meth:`update_`; every key of ``tensor`` must exist here.
+        Same as :meth:`update_`; every key of ``tensordict`` must exist here.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -149,12 +151,18 @@ class IndexedOps:
         >>> td.copy_(TensorDict({"a": torch.ones(2)}, [2]))["a"]
         tensor([1., 1.])
         """
-        return self.update_(tensor, non_blocking=non_blocking)  # type: ignore[attr-defined,no-any-return]
+        return self.update_(tensordict, non_blocking=non_blocking)  # type: ignore[attr-defined,no-any-return]
 
     def copy_at_(
-        self, tensordict: Mapping[Any, Any] | TensorDictBase, idx: Any, non_blocking: bool = False
+        self,
+        tensordict: Mapping[Any, Any] | TensorDictBase,
+        idx: Any,
+        non_blocking: bool = False,
+        *,
+        fast: bool = True,
     ) -> Self:
-        """Copy ``tensordict`` in place at index ``idx`` (same as :meth:`update_at_`).
+        """Copy ``tensordict`` in place at index ``idx`` (same as :meth:`update_at_`;
+        ``fast`` is accepted for compatibility).
 
         >>> import torch
         >>> from tensordict import TensorDict

@@ -63,15 +63,15 @@ def bind(**kinds: type) -> None:
         globals()[name] = cls
 
 
-def is_tensor_collection(obj: Any) -> bool:
-    """Whether ``obj`` (an instance or a class) is a tensordict-like collection.
+def is_tensor_collection(datatype: Any) -> bool:
+    """Whether ``datatype`` (an instance or a class) is a tensordict-like collection.
 
     >>> import torch
     >>> from tensordict import TensorDict
     >>> is_tensor_collection(TensorDict()), is_tensor_collection(torch.zeros(1))
     (True, False)
     """
-    cls = obj if isinstance(obj, type) else type(obj)
+    cls = datatype if isinstance(datatype, type) else type(datatype)
     return issubclass(cls, (Base, *NON_TENSOR)) or getattr(cls, "_is_tensorclass", False) is True
 
 

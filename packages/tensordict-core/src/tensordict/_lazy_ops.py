@@ -18,7 +18,7 @@ import torch
 
 from tensordict import _kinds
 from tensordict._consolidate import consolidated_to
-from tensordict._dict_ops import write_inplace
+from tensordict._dict_ops import with_entries, write_inplace
 from tensordict._errors import lock_error
 from tensordict._inplace import check as check_inplace
 from tensordict._keys import unravel_key
@@ -452,7 +452,7 @@ class LazyMemberOps:
     # ------------------------------------------------------------------ dict-like
     def update(
         self,
-        input_dict_or_td: Any,
+        input_dict_or_td: Any = None,
         clone: bool = False,
         inplace: bool = False,
         *,
@@ -461,6 +461,7 @@ class LazyMemberOps:
         is_leaf: Callable | None = None,
         update_batch_size: bool = False,
         ignore_lock: bool = False,
+        **kwargs: Any,
     ) -> Any:
         """Write every entry of a dict or tensordict (of the stack's batch size) into the
         members; all members are checked before any is written.
@@ -471,6 +472,7 @@ class LazyMemberOps:
         >>> lazy.update({"b": torch.ones(3, 2)})["b"].shape
         torch.Size([3, 2])
         """
+        input_dict_or_td = with_entries(input_dict_or_td, kwargs)
         source = input_dict_or_td
         if not isinstance(source, TensorDictBase):
             source = _kinds.Dense(source, batch_size=self._batch_size)
@@ -499,13 +501,15 @@ class LazyMemberOps:
 
     def update_(
         self,
-        input_dict_or_td: Any,
+        input_dict_or_td: Any = None,
         clone: bool = False,
         *,
         non_blocking: bool = False,
         keys_to_update: Sequence[Any] | None = None,
+        **kwargs: Any,
     ) -> Any:
         """Copy every entry of ``input_dict_or_td`` in place into the members' entries."""
+        input_dict_or_td = with_entries(input_dict_or_td, kwargs)
         source = input_dict_or_td
         if not isinstance(source, TensorDictBase):
             source = _kinds.Dense(source, batch_size=self._batch_size)
@@ -533,7 +537,9 @@ class LazyMemberOps:
             td.update_(part, clone, non_blocking=non_blocking, keys_to_update=keys_to_update)
         return self
 
-    def select(self, *keys: Any, inplace: bool = False, strict: bool = True) -> Any:
+    def select(
+        self, *keys: Any, inplace: bool = False, strict: bool = True, as_tensordict: bool = False
+    ) -> Any:
         """A lazy stack of the members restricted to ``keys`` (entries shared).
 
         >>> from tensordict import TensorDict, lazy_stack
@@ -620,14 +626,19 @@ class LazyMemberOps:
         *,
         batch_size: Sequence[int] | None = None,
         device: Any = NO_DEFAULT,
-        names: Any = None,
+        names: Any = NO_DEFAULT,
     ) -> Any:
         """A lazy stack of the members' :meth:`~TensorDict.empty` (same batch size)."""
         if batch_size is not None:
             return _kinds.Dense(
-                batch_size=batch_size, device=None if device is NO_DEFAULT else device
+                batch_size=batch_size,
+                device=None if device is NO_DEFAULT else device,
+                names=None if names is NO_DEFAULT else names,
             )
-        return self._from_members([td.empty(recurse, device=device) for td in self.tensordicts])
+        out = self._from_members([td.empty(recurse, device=device) for td in self.tensordicts])
+        if names is not NO_DEFAULT:
+            out.names = names
+        return out
 
     def is_empty(self) -> bool:
         """Whether no member has a leaf."""
@@ -699,7 +710,9 @@ class LazyMemberOps:
         self.names = names_l
         return self
 
-    def auto_batch_size_(self, batch_dims: int | None = None) -> Any:
+    def auto_batch_size_(
+        self, batch_dims: int | None = None, keep_compliant_size: bool = False
+    ) -> Any:
         """Grow (or cut to ``batch_dims``) the batch size to what every member's entries
         share; the stack dimension is always kept.
 
@@ -809,7 +822,7 @@ class LazyMemberOps:
         results = [td.pin_memory(num_threads, inplace=inplace) for td in self.tensordicts]
         return self if inplace else self._from_members(results)
 
-    def pin_memory_(self, num_threads: int | None = None) -> Any:
+    def pin_memory_(self, num_threads: int = 0) -> Any:
         """In-place :meth:`pin_memory`."""
         return self.pin_memory(num_threads, inplace=True)
 

@@ -110,15 +110,15 @@ class NonTensorData:
         )
 
 
-def is_non_tensor(obj: Any) -> bool:
-    """Whether ``obj`` (an instance or a class) is a non-tensor leaf.
+def is_non_tensor(data: Any) -> bool:
+    """Whether ``data`` (an instance or a class) is a non-tensor leaf.
 
     >>> is_non_tensor(NonTensorData("a")), is_non_tensor(NonTensorStack("a", "b"))
     (True, True)
     >>> is_non_tensor(1), is_non_tensor(MetaData)
     (False, True)
     """
-    cls = obj if isinstance(obj, type) else type(obj)
+    cls = data if isinstance(data, type) else type(data)
     return issubclass(cls, NON_TENSOR)
 
 

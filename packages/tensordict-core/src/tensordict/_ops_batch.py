@@ -508,7 +508,7 @@ def new_tensor(
     dtype: torch.dtype | None = None,
     device: Any = NO_DEFAULT,
     requires_grad: bool = False,
-    pin_memory: bool = False,
+    pin_memory: bool | None = None,
 ) -> TensorDictBase:
     """A tensordict with the structure of this one whose leaves are copies of ``data``.
 

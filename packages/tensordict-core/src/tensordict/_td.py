@@ -19,7 +19,7 @@ from tensordict import _kinds
 from tensordict._consolidate import ConsolidateOps
 from tensordict._device_ops import DeviceOps
 from tensordict._dict_ops import DictOps, write_inplace
-from tensordict._errors import lock_error, missing_key
+from tensordict._errors import KeyThroughLeafError, lock_error, missing_key
 from tensordict._index import index_names, indexed_batch_size, normalize_index
 from tensordict._indexed import IndexedOps
 from tensordict._key_sets import KeySetOps
@@ -431,7 +431,7 @@ class TensorDict(
                 if isinstance(td, TensorDictBase):  # a lazy stack: it reads the rest
                     return td._get_tuple(key[i:], default)
                 if default is NO_DEFAULT:
-                    raise KeyError(
+                    raise KeyThroughLeafError(
                         f"key {unravel_key(key)!r} not found: {unravel_key(key[:i])!r} is a "
                         f"{type(td).__name__}, not a tensordict."
                     )
@@ -854,10 +854,15 @@ class TensorDict(
                 value.lock_() if locked else value.unlock_()
 
     # ------------------------------------------------------------------ batch size
-    def auto_batch_size_(self, batch_dims: int | None = None) -> TensorDict:
-        """Set the batch size to the longest leading shape all entries share.
+    def auto_batch_size_(
+        self, batch_dims: int | None = None, keep_compliant_size: bool = False
+    ) -> TensorDict:
+        """Set the batch size to the longest leading shape all entries share (at most
+        ``batch_dims`` dimensions).
 
-        Nested tensordicts get their own (longer) batch size first.
+        Nested tensordicts get their own (longer) batch size first; with
+        ``keep_compliant_size=True`` one that already has ``batch_dims`` batch dimensions
+        or more keeps its batch size.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -872,7 +877,12 @@ class TensorDict(
             if isinstance(value, NonTensorData):
                 continue
             if isinstance(value, TensorDict):
-                value.auto_batch_size_(batch_dims)
+                if not (
+                    keep_compliant_size
+                    and batch_dims is not None
+                    and len(value._batch_size) >= batch_dims
+                ):
+                    value.auto_batch_size_(batch_dims, keep_compliant_size)
                 shape = list(value._batch_size)
             elif isinstance(value, TensorDictBase):
                 shape = list(value.batch_size)

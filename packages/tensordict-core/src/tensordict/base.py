@@ -10,6 +10,7 @@ from tables by :mod:`tensordict._ops`) the families of tensor methods.
 from __future__ import annotations
 
 import enum
+import os
 import sys
 from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from tensordict import _forwarders, _kinds, _siblings
 from tensordict._attrs import AttrsOps
 from tensordict._collection import TensorCollection
 from tensordict._convert import ConversionOps, to_dense
-from tensordict._errors import lock_error, missing_key
+from tensordict._errors import KeyThroughLeafError, lock_error, missing_key
 from tensordict._gather import GatherOps
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
 from tensordict._kinds import is_tensor_collection as is_tensor_collection
@@ -58,7 +59,16 @@ class _NoDefault(enum.Enum):
 #: Sentinel for "argument not given" (``None`` is a meaningful default in several places).
 NO_DEFAULT: Any = _NoDefault.NO_DEFAULT
 
-_GET_DEFAULTS_TO_NONE = False
+#: The keyword options of a lazy stack's ``get`` (ignored by other tensordicts).
+_RAGGED_OPTIONS = frozenset(
+    {"as_list", "as_padded_tensor", "as_nested_tensor", "layout", "padding_side", "padding_value"}
+)
+
+_GET_DEFAULTS_TO_NONE = os.environ.get("TD_GET_DEFAULTS_TO_NONE", "1").strip().lower() not in (
+    "0",
+    "false",
+    "no",
+)
 
 
 @dataclass(frozen=True)
@@ -279,9 +289,11 @@ class TensorDictBase(
     def get(self, key: NestedKey, *args: Any, **kwargs: Any) -> Any:
         """Return the value at ``key``; ``default`` is returned when it is missing.
 
-        Without a default a missing key raises :class:`KeyError` (see
-        :func:`~tensordict.set_get_defaults_to_none`). Non-tensor values come back as
-        the stored Python object.
+        Without a default a missing key gives ``None`` (as in the reference; see
+        :func:`~tensordict.set_get_defaults_to_none` to raise ``KeyError`` instead), but a
+        nested key that runs through a leaf raises (a ``KeyError`` that is also a
+        ``ValueError``). Non-tensor values come back as the stored Python object. The
+        ragged options of a lazy stack's ``get`` (``as_list`` …) are accepted and ignored.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -296,11 +308,23 @@ class TensorDictBase(
             if len(args) > 1 or kwargs:
                 raise TypeError("get() takes a key and at most one default.")
         elif kwargs:
-            default = kwargs.pop("default")
-            if kwargs:
-                raise TypeError(f"get() got unexpected keyword(s) {list(kwargs)}.")
+            unknown = [k for k in kwargs if k != "default" and k not in _RAGGED_OPTIONS]
+            if unknown:
+                raise TypeError(f"get() got unexpected keyword(s) {unknown}.")
+            default = kwargs.get("default", None if _GET_DEFAULTS_TO_NONE else NO_DEFAULT)
+        elif _GET_DEFAULTS_TO_NONE:  # missing: None; through a leaf: raise
+            try:
+                if type(key) is str:
+                    value = self._get_str(key, NO_DEFAULT)
+                else:
+                    value = self._get_tuple(_key_tuple(key), NO_DEFAULT)
+            except KeyThroughLeafError:
+                raise
+            except KeyError:
+                return None
+            return value.data if type(value) in DATA_TYPES else value
         else:
-            default = None if _GET_DEFAULTS_TO_NONE else NO_DEFAULT
+            default = NO_DEFAULT
         if type(key) is str:
             value = self._get_str(key, default)
         else:
@@ -852,19 +876,23 @@ def _key_tuple(key: Any) -> tuple:
     return (key,) if type(key) is str else key
 
 
-def set_get_defaults_to_none(value: bool = True) -> None:
-    """Make ``td.get(missing_key)`` return ``None`` instead of raising ``KeyError``.
+def set_get_defaults_to_none(set_to_none: bool = True) -> None:
+    """Choose what ``td.get(missing_key)`` does: return ``None`` (``True``, the default
+    since the reference's 0.7) or raise ``KeyError`` (``False``). The initial mode comes
+    from ``$TD_GET_DEFAULTS_TO_NONE`` (``0`` for the old behaviour).
 
     >>> from tensordict import TensorDict, get_defaults_to_none
     >>> set_get_defaults_to_none(True); TensorDict().get("x") is None
     True
     >>> set_get_defaults_to_none(False); get_defaults_to_none()
     False
+    >>> set_get_defaults_to_none(True)
     """
     global _GET_DEFAULTS_TO_NONE
-    _GET_DEFAULTS_TO_NONE = bool(value)
+    _GET_DEFAULTS_TO_NONE = bool(set_to_none)
 
 
-def get_defaults_to_none() -> bool:
-    """Whether ``td.get(missing_key)`` returns ``None`` (see :func:`set_get_defaults_to_none`)."""
+def get_defaults_to_none(set_to_none: bool = True) -> bool:
+    """Whether ``td.get(missing_key)`` returns ``None`` (see :func:`set_get_defaults_to_none`;
+    the argument is accepted for compatibility and ignored)."""
     return _GET_DEFAULTS_TO_NONE

@@ -580,7 +580,7 @@ class TensorDictStore(TensorDictBase):
 
     def __getitem__(self, index: Any) -> Any:
         if is_key(index):
-            return self.get(index)
+            return self.get(index, NO_DEFAULT)  # a missing key raises, as td[key] does
         plan = self._row_plan(index)
         if plan is None:
             return self.to_local()[index]

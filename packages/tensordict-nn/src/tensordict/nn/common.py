@@ -19,6 +19,7 @@ from torch.nn.modules import module as _torch_module
 from tensordict import TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
 from tensordict._nontensor import NON_TENSOR
+from tensordict.base import NO_DEFAULT
 from tensordict.nn._keys import IGNORE, as_key_list, select_keys
 from tensordict.nn.dispatch import tensordict_entry
 from tensordict.nn.utils import _SKIP_EXISTING
@@ -418,7 +419,9 @@ class TensorDictModule(TensorDictModuleBase):
         get_kwargs = self.__dict__["get_kwargs"]
         if self.__dict__["strict"]:
             try:
-                return [tensordict.get(key, **get_kwargs) for key in self._keys_attr("_in_keys")]
+                # a missing key must raise, whatever get()'s default-to-None mode
+                kwargs = {"default": NO_DEFAULT, **get_kwargs}
+                return [tensordict.get(key, **kwargs) for key in self._keys_attr("_in_keys")]
             except KeyError as err:
                 raise KeyError(
                     f"{_MISSING_INPUTS}: {err.args[0] if err.args else err} "
