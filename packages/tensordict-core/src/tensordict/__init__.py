@@ -40,15 +40,18 @@ from tensordict._collection import TensorCollection
 from tensordict._consolidate import from_consolidated
 from tensordict._convert import fromkeys, make_tensordict
 from tensordict._functional import cat, dense_stack_tds, lazy_stack, maybe_dense_stack, stack
+from tensordict._grouping import collate, group_by
 from tensordict._key_sets import merge_tensordicts
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
 from tensordict._kinds import is_tensorclass
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorStack, is_non_tensor
-from tensordict._pad import pad, pad_sequence
+from tensordict._pack import PackLayout
+from tensordict._pad import pad, pad_sequence, unpad_sequence
 from tensordict._printoptions import get_printoptions, set_printoptions
 from tensordict._repr import td_repr as _td_repr
+from tensordict._repr_parse import parse_tensor_dict_string
 from tensordict._td import TensorDict
 from tensordict._testing import assert_allclose_td, assert_close
 from tensordict.base import (
@@ -73,7 +76,33 @@ TensorDictBase.__repr__ = _td_repr  # type: ignore[method-assign,assignment]
 _pytree.register_defaults()
 
 # Top-level conversions (the classmethods of TensorDict, bound).
-from_dict = TensorDict.from_dict
+
+
+def from_dict(
+    d: Any,
+    *,
+    auto_batch_size: bool | None = None,
+    batch_dims: int | None = None,
+    device: Any = None,
+    batch_size: Any = None,
+    names: Any = None,
+) -> TensorDict:
+    """A tensordict from a (nested) dictionary (see :meth:`TensorDict.from_dict`).
+
+    >>> import torch
+    >>> from_dict({"a": torch.zeros(3, 2)}, auto_batch_size=True).batch_size
+    torch.Size([3, 2])
+    """
+    return TensorDict.from_dict(
+        d,
+        auto_batch_size=auto_batch_size,
+        batch_dims=batch_dims,
+        device=device,
+        batch_size=batch_size,
+        names=names,
+    )
+
+
 from_any = TensorDict.from_any
 from_namedtuple = TensorDict.from_namedtuple
 from_tuple = TensorDict.from_tuple
@@ -88,12 +117,14 @@ __all__ = [
     "NonTensorData",
     "NonTensorStack",
     "TensorDict",
+    "PackLayout",
     "TensorAttrs",
     "TensorCollection",
     "TensorDictBase",
     "assert_allclose_td",
     "assert_close",
     "cat",
+    "collate",
     "dense_stack_tds",
     "from_any",
     "from_consolidated",
@@ -105,6 +136,7 @@ __all__ = [
     "fromkeys",
     "get_defaults_to_none",
     "get_printoptions",
+    "group_by",
     "is_batchedtensor",
     "is_bool",
     "is_floating",
@@ -120,6 +152,7 @@ __all__ = [
     "merge_tensordicts",
     "pad",
     "pad_sequence",
+    "parse_tensor_dict_string",
     "set_get_defaults_to_none",
     "set_lazy_legacy",
     "set_printoptions",
@@ -127,6 +160,7 @@ __all__ = [
     "unravel_key",
     "unravel_key_list",
     "unravel_key_to_tuple",
+    "unpad_sequence",
     "utils",
 ]
 

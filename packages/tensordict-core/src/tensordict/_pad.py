@@ -365,3 +365,90 @@ def _valid_mask(nt: _Tensor) -> _Tensor:
     while full.ndim > ragged + 1:
         full = full.any(-1)
     return full  # type: ignore[no-any-return]
+
+
+def _run(mask_row: _Tensor, pad_dim: int, key: Any) -> tuple[int, int]:
+    """``(start, length)`` of the one run of ``True`` of a mask row along ``pad_dim``."""
+    m = mask_row.movedim(pad_dim, 0) if mask_row.ndim > pad_dim else mask_row
+    m = m.reshape(m.shape[0], -1).any(-1) if m.ndim > 1 else m
+    where = m.nonzero().flatten().tolist()
+    if not where:
+        return 0, 0
+    start, stop = where[0], where[-1] + 1
+    if len(where) != stop - start:
+        raise ValueError(
+            f"unpad_sequence: the valid positions of entry {unravel_key(key)!r} are not one "
+            f"contiguous run along pad_dim={pad_dim} (positions {where})."
+        )
+    return start, stop - start
+
+
+def unpad_sequence(
+    padded: TensorDictBase, mask: TensorDictBase | _Tensor | None = None, *, pad_dim: int = 0
+) -> Any:
+    """Split a batch made by :func:`pad_sequence` back into its samples (a lazy stack).
+
+    ``mask`` marks the valid positions: a tensordict of masks laid out as the ``"masks"``
+    entry that ``pad_sequence(..., return_mask=True)`` writes, or one boolean tensor of
+    shape ``[len(padded), max_len]`` for every entry; by default the ``"masks"`` entry of
+    ``padded`` (left out of the result). Each sample keeps, in every entry, the valid run
+    of positions along ``pad_dim`` (counted in the samples' dims); the entries are views.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> tds = [TensorDict(a=torch.arange(n), batch_size=[n]) for n in (3, 5)]
+    >>> samples = unpad_sequence(pad_sequence(tds, return_mask=True, padding_side="left"))
+    >>> [s["a"].tolist() for s in samples.tensordicts]
+    [[0, 1, 2], [0, 1, 2, 3, 4]]
+    """
+    if not padded.batch_dims:
+        raise ValueError("unpad_sequence: the padded tensordict has no batch dimension.")
+    if mask is None:
+        if "masks" not in padded.keys():
+            raise ValueError(
+                "unpad_sequence: no mask given and no 'masks' entry (pass return_mask=True to "
+                "pad_sequence, or mask=...)."
+            )
+        mask = padded.get("masks")
+        padded = padded.exclude("masks")  # type: ignore[attr-defined]
+    n = padded.batch_size[0]
+    if isinstance(mask, _Tensor) and (mask.ndim != 2 or mask.shape[0] != n):
+        raise ValueError(
+            f"unpad_sequence: a tensor mask must have shape [{n}, max_len], got "
+            f"{tuple(mask.shape)}."
+        )
+    samples = []
+    for i in range(n):
+        row = padded[i]
+        member_dims = row.batch_dims
+        cuts = {}
+        for key, value in leaf_items(row):
+            if not isinstance(value, _Tensor):
+                continue
+            if isinstance(mask, _Tensor):
+                m = mask[i]
+            else:
+                if key not in mask.keys(include_nested=True):
+                    raise KeyError(f"unpad_sequence: the masks have no entry {unravel_key(key)!r}.")
+                m = mask.get(key)[i]
+            cuts[key] = _run(m, pad_dim, key)
+        if pad_dim < member_dims:  # a batch dim: the sample's batch size shrinks too
+            runs = set(cuts.values())
+            if len(runs) > 1:
+                raise ValueError(
+                    f"unpad_sequence: along the batch dim pad_dim={pad_dim} the entries of "
+                    f"sample {i} have different valid runs {sorted(runs)}."
+                )
+            start, length = runs.pop() if runs else (0, row.batch_size[pad_dim])
+            samples.append(row.narrow(pad_dim, start, length))
+            continue
+        sample = row.copy()
+        for key, (start, length) in cuts.items():
+            sample._set_tuple(
+                key,
+                row._get_tuple(key, None).narrow(pad_dim, start, length),
+                inplace=False,
+                validated=True,
+            )
+        samples.append(sample)
+    return _kinds.Lazy(*samples, stack_dim=0)

@@ -22,6 +22,7 @@ import torch
 from tensordict import _forwarders, _kinds, _siblings
 from tensordict._attrs import AttrsOps
 from tensordict._collection import TensorCollection
+from tensordict._compat_ops import CompatOps
 from tensordict._convert import ConversionOps, to_dense
 from tensordict._errors import KeyThroughLeafError, lock_error, missing_key
 from tensordict._gather import GatherOps
@@ -130,7 +131,7 @@ def _abstract(td: Any) -> str:
 
 
 class TensorDictBase(
-    ConversionOps, LeafTensorOps, AttrsOps, GatherOps, TensorCollection, _TableMethods
+    ConversionOps, LeafTensorOps, AttrsOps, GatherOps, CompatOps, TensorCollection, _TableMethods
 ):
     """Abstract base of every tensordict: a dict of tensors with a common batch shape.
 

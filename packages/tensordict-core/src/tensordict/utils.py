@@ -15,6 +15,7 @@ from tensordict._kinds import is_tensorclass
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
 from tensordict._nontensor import is_non_tensor
 from tensordict._printoptions import get_printoptions, set_printoptions
+from tensordict._repr_parse import parse_tensor_dict_string
 from tensordict._testing import assert_allclose_td, assert_close
 from tensordict.base import TensorDictBase, is_tensor_collection
 
@@ -38,6 +39,7 @@ __all__ = [
     "isin",
     "lazy_legacy",
     "logger",
+    "parse_tensor_dict_string",
     "print_directory_tree",
     "remove_duplicates",
     "set_lazy_legacy",
