@@ -203,6 +203,8 @@ def lint(session: nox.Session) -> None:
     session.run("python", "tools/check_versions.py")
     session.run("python", "tools/gen_table_stubs.py", "--check")
     session.run("python", "tools/check_imports.py")
+    # public names and signatures against the reference's (core's; siblings listed as skipped)
+    session.run("python", "tools/check_signatures.py")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")  # files: [tool.mypy] in pyproject.toml

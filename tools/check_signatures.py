@@ -1,7 +1,8 @@
 """Compare the installed ``tensordict`` with the reference API's names and signatures.
 
-The reference list is ``reference/api-signatures.md`` in the shared folder beside the
-repository (every public name of the reference 0.15, with its ``inspect.signature``). For
+The reference list is ``tools/reference/api-signatures.md``, a copy of the project's
+``reference/api-signatures.md`` (every public name of the reference 0.15, with its
+``inspect.signature``). For
 every listed name this checks that the installed object exists, is of the same kind
 (class, function, property, classmethod ...), and takes the same parameters: names, kinds
 (positional or keyword-only), order of the positional ones, and defaults. Annotations are
@@ -40,14 +41,10 @@ CORE = "tensordict-core"
 
 
 def _default_reference() -> Path:
+    """``$TENSORDICT_API_SIGNATURES``, or the copy of the reference's list kept in
+    ``tools/reference/`` (so that the check runs on a clean clone)."""
     env = os.environ.get("TENSORDICT_API_SIGNATURES")
-    if env:
-        return Path(env)
-    for base in (ROOT, *ROOT.parents):
-        candidate = base / "shared" / "reference" / "api-signatures.md"
-        if candidate.exists():
-            return candidate
-    return ROOT.parent / "shared" / "reference" / "api-signatures.md"
+    return Path(env) if env else ROOT / "tools" / "reference" / "api-signatures.md"
 
 
 #: Top-level ``tensordict.<name>`` owned by a sibling distribution.
@@ -548,10 +545,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {len(stale)} allowlist line(s) match nothing any more (remove them):")
         for line in stale:
             print(f"  {line}")
-    checked = sum(len(v) for v in report.differences.values())
+    found = sum(len(v) for v in report.differences.values())
     print(
         f"check_signatures: {failing} new difference(s) in {', '.join(args.fail_on)}"
-        f" ({checked} in all, {len(matched)} allowlisted)"
+        f" ({found} in all, {len(matched)} allowlisted)"
     )
     return 1 if failing else 0
 

@@ -481,10 +481,38 @@ def _signature(name: str, spec: Reduction) -> inspect.Signature:
             annotation="int | tuple[int, ...] | str | None",
         )
     )
-    params.append(P("keepdim", P.POSITIONAL_OR_KEYWORD, default=False, annotation="bool"))
+    keepdim = NO_DEFAULT if name in KEEPDIM_NO_DEFAULT else False
+    params.append(P("keepdim", P.POSITIONAL_OR_KEYWORD, default=keepdim, annotation="bool"))
     params += [P(n, P.KEYWORD_ONLY, default=d, annotation=a) for n, d, a in spec.kwargs]
     params.append(P("reduce", P.KEYWORD_ONLY, default=None, annotation="bool | None"))
+    if name in KEY_TRANSFORM:
+        params.append(
+            P("key_transform", P.KEYWORD_ONLY, default=None, annotation="Callable | None")
+        )
     return inspect.Signature(params)
+
+
+#: reductions whose ``keepdim`` defaults to ``NO_DEFAULT`` (meaning ``False``), and those
+#: taking ``key_transform`` (applied to the name of every entry of the result), as in the
+#: reference.
+KEEPDIM_NO_DEFAULT = frozenset(
+    {"sum", "nansum", "mean", "nanmean", "prod", "std", "var", "quantile"}
+)
+KEY_TRANSFORM = frozenset({"sum", "mean", "std", "var", "quantile", "norm"})
+
+
+def _rename_levels(td: Any, fn: Callable[[str], str]) -> Any:
+    """``td`` with ``fn`` applied to the name of every entry, at every level."""
+    members = _kinds.lazy_members(td)
+    if members is not None:
+        return _kinds.Lazy(*[_rename_levels(m, fn) for m in members], stack_dim=td.stack_dim)
+    if not isinstance(td, _kinds.Dense):
+        return td
+    store = {
+        fn(k): _rename_levels(v, fn) if isinstance(v, _kinds.Base) else v
+        for k, v in td._tensordict.items()
+    }
+    return td._new_unsafe(store, td._batch_size, td._device, td._names)
 
 
 def _doc(name: str, spec: Reduction) -> str:
@@ -526,6 +554,7 @@ def _make_reduction(name: str, spec: Reduction) -> Callable:
         "dim": None if spec.none_is_batch else NO_DEFAULT,
         "keepdim": False,
         **{n: d for n, d, _ in spec.kwargs},
+        **({"key_transform": None} if name in KEY_TRANSFORM else {}),
     }
     allowed = set(pos) | set(defaults)
 
@@ -546,7 +575,13 @@ def _make_reduction(name: str, spec: Reduction) -> Callable:
                 raise TypeError(f"{name}() missing required argument {n!r}.")
         dim = kw.pop("dim")
         keepdim = kw.pop("keepdim")
-        return _reduce(self, name, spec, dim, keepdim, reduce, kw)
+        if keepdim is NO_DEFAULT:
+            keepdim = False
+        key_transform = kw.pop("key_transform", None)
+        result = _reduce(self, name, spec, dim, keepdim, reduce, kw)
+        if key_transform is not None and isinstance(result, TensorDictBase):
+            return _rename_levels(result, key_transform)
+        return result
 
     method.__name__ = method.__qualname__ = name
     method.__signature__ = _signature(name, spec)  # type: ignore[attr-defined]

@@ -244,6 +244,7 @@ class TableMethods:
         *,
         dtype: torch.dtype | None = ...,
         reduce: Literal[True],
+        key_transform: Callable | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def sum(
@@ -253,6 +254,7 @@ class TableMethods:
         *,
         dtype: torch.dtype | None = ...,
         reduce: Literal[False] | None = ...,
+        key_transform: Callable | None = ...,
     ) -> Self: ...
     @overload
     def nansum(
@@ -280,6 +282,7 @@ class TableMethods:
         *,
         dtype: torch.dtype | None = ...,
         reduce: Literal[True],
+        key_transform: Callable | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def mean(
@@ -289,6 +292,7 @@ class TableMethods:
         *,
         dtype: torch.dtype | None = ...,
         reduce: Literal[False] | None = ...,
+        key_transform: Callable | None = ...,
     ) -> Self: ...
     @overload
     def nanmean(
@@ -334,6 +338,7 @@ class TableMethods:
         *,
         correction: builtins.int | builtins.float = ...,
         reduce: Literal[True],
+        key_transform: Callable | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def std(
@@ -343,6 +348,7 @@ class TableMethods:
         *,
         correction: builtins.int | builtins.float = ...,
         reduce: Literal[False] | None = ...,
+        key_transform: Callable | None = ...,
     ) -> Self: ...
     @overload
     def var(
@@ -352,6 +358,7 @@ class TableMethods:
         *,
         correction: builtins.int | builtins.float = ...,
         reduce: Literal[True],
+        key_transform: Callable | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def var(
@@ -361,6 +368,7 @@ class TableMethods:
         *,
         correction: builtins.int | builtins.float = ...,
         reduce: Literal[False] | None = ...,
+        key_transform: Callable | None = ...,
     ) -> Self: ...
     @overload
     def amax(
@@ -455,6 +463,7 @@ class TableMethods:
         p: builtins.float = ...,
         dtype: torch.dtype | None = ...,
         reduce: Literal[True],
+        key_transform: Callable | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def norm(
@@ -465,6 +474,7 @@ class TableMethods:
         p: builtins.float = ...,
         dtype: torch.dtype | None = ...,
         reduce: Literal[False] | None = ...,
+        key_transform: Callable | None = ...,
     ) -> Self: ...
     @overload
     def quantile(
@@ -475,6 +485,7 @@ class TableMethods:
         *,
         interpolation: builtins.str = ...,
         reduce: Literal[True],
+        key_transform: Callable | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def quantile(
@@ -485,6 +496,7 @@ class TableMethods:
         *,
         interpolation: builtins.str = ...,
         reduce: Literal[False] | None = ...,
+        key_transform: Callable | None = ...,
     ) -> Self: ...
     def cummax(
         self,

@@ -65,6 +65,9 @@ _RAGGED_OPTIONS = frozenset(
     {"as_list", "as_padded_tensor", "as_nested_tensor", "layout", "padding_side", "padding_value"}
 )
 
+#: Keywords of the reference's multithreaded ``apply`` (accepted; one thread maps here).
+_APPLY_THREAD_KWARGS = frozenset({"num_threads", "checked", "pool", "call_on_unbatched"})
+
 _GET_DEFAULTS_TO_NONE = os.environ.get("TD_GET_DEFAULTS_TO_NONE", "1").strip().lower() not in (
     "0",
     "false",
@@ -204,8 +207,12 @@ class TensorDictBase(
     # ------------------------------------------------------------------ shape info
     @property
     def shape(self) -> torch.Size:
-        """Alias of :attr:`batch_size`."""
+        """Alias of :attr:`batch_size` (settable too)."""
         return self.batch_size
+
+    @shape.setter
+    def shape(self, value: Sequence[int]) -> None:
+        self.batch_size = value  # type: ignore[misc]
 
     @property
     def batch_dims(self) -> int:
@@ -523,7 +530,9 @@ class TensorDictBase(
         inplace: bool = False,
         default: Any = NO_DEFAULT,
         filter_empty: bool | None = None,
+        propagate_lock: bool = False,
         call_on_nested: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
         out: TensorDictBase | None = None,
         **constructor_kwargs: Any,
     ) -> Self:
@@ -535,7 +544,10 @@ class TensorDictBase(
         instead of recursing. Non-tensor entries are carried into the result (in their
         own containers), ``fn`` is not applied to them. On a lazy stack the result is a
         lazy stack of the members' results (``others`` are split along the stack
-        dimension).
+        dimension). ``propagate_lock`` locks the result when this tensordict is locked.
+        The reference's multithreading keywords (``num_threads``, ``checked``) are
+        accepted; the leaves are mapped in this thread. ``is_leaf`` only takes its default
+        (tensors are the leaves).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -548,9 +560,11 @@ class TensorDictBase(
         tensor([2, 2])
         """
         if constructor_kwargs:
-            raise TypeError(
-                f"apply() got unexpected keyword arguments {sorted(constructor_kwargs)}."
-            )
+            unknown = set(constructor_kwargs) - _APPLY_THREAD_KWARGS
+            if unknown:
+                raise TypeError(f"apply() got unexpected keyword arguments {sorted(unknown)}.")
+        if is_leaf is not None and is_leaf is not _kinds.is_leaf_default:
+            raise NotImplementedError("apply(is_leaf=...): only the default leaves are supported.")
         if (
             device is NO_DEFAULT
             and not inplace
@@ -571,6 +585,8 @@ class TensorDictBase(
             fn, *others, spec=spec, batch_size=batch_size, names=names, out=out
         )
         assert result is not None  # only nested levels are dropped (filter_empty)
+        if propagate_lock and not inplace and result is not self and self.is_locked:
+            result.lock_()  # type: ignore[attr-defined]
         return result
 
     def apply_(self, fn: Callable[..., Any], *others: TensorDictBase, **kwargs: Any) -> Self:
@@ -596,9 +612,12 @@ class TensorDictBase(
         inplace: bool = False,
         default: Any = NO_DEFAULT,
         filter_empty: bool | None = None,
+        propagate_lock: bool = False,
         call_on_nested: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
         out: TensorDictBase | None = None,
         prefix: tuple[str, ...] = (),
+        **constructor_kwargs: Any,
     ) -> Self | None:
         """Like :meth:`apply`, but ``fn(key, value, *other_values)`` also gets the key.
 
@@ -611,6 +630,13 @@ class TensorDictBase(
         >>> out["a"], out["b", "c"]
         (tensor(1.), tensor(2.))
         """
+        unknown = set(constructor_kwargs) - _APPLY_THREAD_KWARGS
+        if unknown:
+            raise TypeError(f"named_apply() got unexpected keyword arguments {sorted(unknown)}.")
+        if is_leaf is not None and is_leaf is not _kinds.is_leaf_default:
+            raise NotImplementedError(
+                "named_apply(is_leaf=...): only the default leaves are supported."
+            )
         spec = ApplySpec(
             device=device,
             inplace=inplace,
@@ -620,9 +646,12 @@ class TensorDictBase(
             named=True,
             nested_keys=nested_keys,
         )
-        return self._apply_nest(
+        result = self._apply_nest(
             fn, *others, spec=spec, batch_size=batch_size, names=names, prefix=prefix, out=out
         )
+        if propagate_lock and result is not None and not inplace and self.is_locked:
+            result.lock_()  # type: ignore[attr-defined]
+        return result
 
     # ------------------------------------------------------------------ stacks, non-tensors
     @classmethod
