@@ -65,8 +65,7 @@ def encode_key(key: str, *, robust: bool = True, directory: bool = False) -> str
     if key in (".", ".."):
         return "%2E" * len(key)
     out = "".join(
-        _escape_char(c) if (ord(c) <= 0x20 or ord(c) == 0x7F or c in _SPECIAL) else c
-        for c in key
+        _escape_char(c) if (ord(c) <= 0x20 or ord(c) == 0x7F or c in _SPECIAL) else c for c in key
     )
     if directory and (out in RESERVED_DIR_NAMES or out.endswith(".memmap")):
         out = out[:-1] + _escape_char(out[-1])
@@ -201,7 +200,7 @@ def syncfs(path: Path) -> bool:
         return False
     fd = os.open(path, os.O_RDONLY)
     try:
-        return _LIBC.syncfs(fd) == 0
+        return bool(_LIBC.syncfs(fd) == 0)
     finally:
         os.close(fd)
 

@@ -456,9 +456,7 @@ class MemoryMappedTensor(torch.Tensor):
                 f"from_handler: the shared memory holds {handler.size} bytes but dtype "
                 f"{dtype} and shape {shape} need {needed}."
             )
-        out = cls._wrap(
-            _view_of_storage(handler.storage, dtype, shape), None, handler, shape, "r+"
-        )
+        out = cls._wrap(_view_of_storage(handler.storage, dtype, shape), None, handler, shape, "r+")
         return out[index] if index is not None else out
 
     @classmethod
@@ -578,7 +576,9 @@ class MemoryMappedTensor(torch.Tensor):
         return cls._allocate(shape, parse_dtype(dtype), filename, existsok, fill=fill)
 
     @classmethod
-    def empty_like(cls, input: torch.Tensor, *, filename: Path | str | None = None) -> MemoryMappedTensor:
+    def empty_like(
+        cls, input: torch.Tensor, *, filename: Path | str | None = None
+    ) -> MemoryMappedTensor:
         """A new tensor of ``input``'s shape and dtype.
 
         >>> import torch
@@ -589,7 +589,9 @@ class MemoryMappedTensor(torch.Tensor):
         return cls.from_tensor(input, filename=filename, copy_data=False, copy_existing=True)
 
     @classmethod
-    def zeros_like(cls, input: torch.Tensor, *, filename: Path | str | None = None) -> MemoryMappedTensor:
+    def zeros_like(
+        cls, input: torch.Tensor, *, filename: Path | str | None = None
+    ) -> MemoryMappedTensor:
         """A new zero-filled tensor of ``input``'s shape and dtype.
 
         >>> import torch
@@ -600,7 +602,9 @@ class MemoryMappedTensor(torch.Tensor):
         return cls._like(input, filename, 0)
 
     @classmethod
-    def ones_like(cls, input: torch.Tensor, *, filename: Path | str | None = None) -> MemoryMappedTensor:
+    def ones_like(
+        cls, input: torch.Tensor, *, filename: Path | str | None = None
+    ) -> MemoryMappedTensor:
         """A new tensor of ones of ``input``'s shape and dtype.
 
         >>> import torch
@@ -624,7 +628,9 @@ class MemoryMappedTensor(torch.Tensor):
         return cls._like(input, filename, fill_value)
 
     @classmethod
-    def _like(cls, input: torch.Tensor, filename: Path | str | None, fill: Any) -> MemoryMappedTensor:
+    def _like(
+        cls, input: torch.Tensor, filename: Path | str | None, fill: Any
+    ) -> MemoryMappedTensor:
         shape = input._nested_tensor_size() if input.is_nested else input.shape
         return cls._allocate(shape, input.dtype, filename, False, fill=fill)
 
@@ -683,7 +689,15 @@ class MemoryMappedTensor(torch.Tensor):
             nbytes = self.untyped_storage().nbytes()
             return (
                 _rebuild_from_file,
-                (self._filename, self._mode, self.dtype, nbytes, geometry, nested, self._parent_shape),
+                (
+                    self._filename,
+                    self._mode,
+                    self.dtype,
+                    nbytes,
+                    geometry,
+                    nested,
+                    self._parent_shape,
+                ),
             )
         if self._handler is not None:
             return (

@@ -70,8 +70,7 @@ def save(
     )
     if compression is not None and not is_archive:
         raise ValueError(
-            "compression is only supported for archives (a prefix ending in .tdz, or "
-            "archive=True)."
+            "compression is only supported for archives (a prefix ending in .tdz, or archive=True)."
         )
     if target is None:
         if archive:
@@ -229,7 +228,6 @@ def _run_jobs(
 ) -> None:
     total = sum(job.nbytes for job in jobs)
     with Bar(total, "saving", wants_bar(progress, total)) as bar:
-
         base = str(root)
 
         def run(job: Job) -> None:
