@@ -220,7 +220,7 @@ def is_memmap(obj: Any) -> bool:
     """Whether a tensor is a :class:`MemoryMappedTensor`, or every tensor of a collection is.
 
     >>> import torch
-    >>> from tensordict import MemoryMappedTensor, TensorDict
+    >>> from tensordict import MemoryMappedTensor, TensorDict, is_memmap
     >>> is_memmap(MemoryMappedTensor.zeros(2)), is_memmap(torch.zeros(2))
     (True, False)
     >>> is_memmap(TensorDict({"a": torch.zeros(2)}, [2]).memmap_())

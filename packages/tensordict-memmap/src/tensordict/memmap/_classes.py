@@ -52,6 +52,7 @@ def register_class(cls: type) -> type:
     through ``tensordict._class_registry``).
 
     >>> from tensordict import TensorDict
+    >>> from tensordict.memmap import register_class
     >>> class MyTD(TensorDict):
     ...     pass
     >>> register_class(MyTD) is MyTD

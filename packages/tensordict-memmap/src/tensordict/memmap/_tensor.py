@@ -238,7 +238,7 @@ class MemoryMappedTensor(torch.Tensor):
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     t = MemoryMappedTensor.from_tensor(torch.arange(4.0), filename=os.path.join(tmp, "x.memmap"))
     ...     view = t[1:3]                       # a view that still knows its file
-    ...     view.fill_(7.0)                     # writes reach the file
+    ...     _ = view.fill_(7.0)                 # writes reach the file
     ...     again = pickle.loads(pickle.dumps(t))  # the file name travels, not the data
     ...     print(again, view.filename == t.filename, type(t + 1).__name__)
     MemoryMappedTensor([0., 7., 7., 3.]) True Tensor
