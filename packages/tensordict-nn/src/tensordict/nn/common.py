@@ -508,7 +508,8 @@ class TensorDictModule(TensorDictModuleBase):
                 tensordict_out = tensordict.empty()  # type: ignore[attr-defined]
             else:
                 tensordict_out = inplace
-        return self._write(tensordict_out, results)
+        written: TensorDictBase = self._write(tensordict_out, results)
+        return written
 
     def _write(self, tensordict_out: Any, results: tuple[Any, ...]) -> Any:
         if type(tensordict_out) is TensorDict:
