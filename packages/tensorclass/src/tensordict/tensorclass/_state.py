@@ -107,8 +107,10 @@ def load_state_dict(
         return obj
     metadata = getattr(state_dict, "_metadata", None) or {}
     plan: list[tuple[Any, str, Any]] = []
-    flat = from_flatten if from_flatten is not None else not any(
-        isinstance(v, dict) for v in state_dict.values()
+    flat = (
+        from_flatten
+        if from_flatten is not None
+        else not any(isinstance(v, dict) for v in state_dict.values())
     )
     if flat:
         nested: dict[str, Any] = {}
@@ -172,4 +174,3 @@ def _plan(
     for name, value in non_tensor.items():
         if value is not None:
             plan.append((obj, name, value))
-
