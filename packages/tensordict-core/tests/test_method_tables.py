@@ -863,8 +863,8 @@ def test_lazy_stacks():
         check_leafwise(call(lazy), call(dense), lambda k, x: x)
     close(lazy.std(reduce=True), dense.std(reduce=True))
     nested = TensorDict({"l": lazy}, [2, 2])
-    want = TensorDict({"l": dense}, [2, 2]).sum(1, reduce=True)
-    close(nested.sum(dim=1, reduce=True), want)
+    want = TensorDict({"l": dense}, [2, 2]).sum("feature", reduce=True)
+    close(nested.sum(dim="feature", reduce=True), want)
     lazy.masked_fill_(torch.tensor([True, False]), -1.0)
     assert (members[0]["a"] == -1).all() and (members[1]["a"] != -1).all()
 
