@@ -21,7 +21,7 @@ wrapper's type back.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 
 class TensorCollection:
@@ -35,7 +35,7 @@ class TensorCollection:
 
     #: True for collections that wrap a tensordict (tensorclasses): they hold it in
     #: ``_tensordict`` and their class method ``_rewrap(td)`` builds an instance around one.
-    _wraps_tensordict: bool = False
+    _wraps_tensordict: ClassVar[bool] = False
 
 
 def wrapped(values: Sequence[Any]) -> tuple[list[Any], Callable[[Any], Any]] | None:

@@ -246,7 +246,8 @@ def _autocast_to(hint: Any) -> Callable[[Any, Any], Any] | None:
             if mapping is None:
                 return value
             if rewrap:  # a tensorclass: its own constructor casts the fields
-                return cls._from_fields(mapping, owner.batch_size, owner.device)
+                maker: Any = cls  # a tensorclass (not typed as one here)
+                return maker._from_fields(mapping, owner.batch_size, owner.device)
             return TensorDict(mapping, batch_size=owner.batch_size, device=owner.device)
 
         return to_collection
