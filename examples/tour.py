@@ -202,7 +202,39 @@ else:
     assert torch.allclose(normalised["x"], _normalise(dataset)["x"], atol=1e-5)
     print(f"map over {dataset.shape[0]} rows in 2 worker processes: same result as in one")
 
-section("12. Sibling distributions plug into the same namespace")
+section("12. Typed batches: a tensorclass (dataclass fields, TensorDict behaviour)")
+if importlib.util.find_spec("tensordict.tensorclass") is None:
+    print("tensorclass is not installed (pip install tensorclass)")
+else:
+    from tensordict import TensorClass
+
+    class Transition(TensorClass):
+        observation: torch.Tensor
+        action: torch.Tensor
+        reward: torch.Tensor
+        env_name: str = "CartPole"
+
+    batch = Transition(
+        observation=rollout["observation"],
+        action=rollout["action"],
+        reward=rollout["next", "reward"],
+        batch_size=rollout.batch_size,
+        names=rollout.names,
+    )
+    first_steps = batch[:2]  # indexing, shape ops, torch.* and .to() keep the class
+    assert type(first_steps) is Transition and first_steps.observation.shape == (2, N_ENVS, 3)
+    assert type(torch.stack([batch, batch])) is Transition
+    assert batch.to(torch.float64).observation.dtype == torch.float64
+    assert batch.reshape(-1)[3].env_name == "CartPole"  # non-tensor fields read as values
+    assert batch.observation is rollout["observation"]  # a field is the stored tensor
+    try:
+        batch.reward = torch.zeros(N_STEPS + 1, N_ENVS, 1)
+    except RuntimeError as err:  # the field, both shapes; the batch is left unchanged
+        print("wrong shape:", err)
+    assert batch.reward is rollout["next", "reward"]
+    print(f"{type(batch).__name__}{tuple(batch.batch_size)}: fields {[f.name for f in Transition.fields()]}")
+
+section("13. Sibling distributions plug into the same namespace")
 for subpackage, dist, what in [
     (
         "tensordict.memmap",
@@ -219,7 +251,7 @@ for subpackage, dist, what in [
         "tensordict-distributed",
         "td.send()/recv(), collectives, td.map(), TensorDictStore",
     ),
-    ("tensordict.tensorclass", "tensorclass", "@tensorclass"),
+    ("tensordict.tensorclass", "tensorclass", "@tensorclass, TensorClass, TypedTensorDict"),
 ]:
     installed = importlib.util.find_spec(subpackage) is not None
     print(f"{dist:24s} {'installed' if installed else 'not installed':14s} -> {what}")

@@ -7,6 +7,7 @@ import copy
 import dataclasses
 import pickle
 
+import pytest
 import torch
 from tc_helpers import Batch, Nested, assert_same_data, make_batch
 from torch.utils._pytree import tree_flatten, tree_map
@@ -56,8 +57,6 @@ def test_stacking_different_classes_raises_type_error(batch):
         obs: torch.Tensor
 
     other = Other(obs=torch.zeros(4, 3), batch_size=[4])
-    import pytest
-
     with pytest.raises(TypeError, match="no implementation found|Multiple dispatch failed"):
         torch.stack([batch, other])
 
@@ -115,10 +114,65 @@ def test_consolidate_and_pickle_the_consolidated(batch):
 
 def test_state_dict_roundtrip(nested):
     sd = nested.state_dict()
+    assert list(sd) == ["X", "child.X"] and sd["X"] is not nested.X
+    assert sd._metadata[""] == {
+        "batch_size": torch.Size([3, 4]),
+        "device": None,
+        "_type": "Nested",
+        "_non_tensor": {"z": "outer"},
+    }
+    assert sd._metadata["child"]["_non_tensor"] == {"z": "inner", "child": None}
     target = nested.clone().zero_()
-    target.load_state_dict(sd)
-    assert torch.equal(target.X, nested.X) and torch.equal(target.child.X, nested.child.X)
-    assert type(target.child) is Nested
+    target.z = target.child.z = "changed"
+    x = target.X
+    assert target.load_state_dict(sd) is target
+    assert target.X is x and torch.equal(x, nested.X)  # copied in place
+    assert torch.equal(target.child.X, nested.child.X) and type(target.child) is Nested
+    assert target.z == "outer" and target.child.z == "inner"
+    nested_sd = nested.state_dict(flatten=False)
+    assert list(nested_sd) == ["X", "child"] and list(nested_sd["child"]) == ["X"]
+    target.zero_()
+    target.load_state_dict(nested_sd)
+    assert torch.equal(target.child.X, nested.child.X)
+
+
+def test_state_dict_bad_input_changes_nothing(nested):
+    target = nested.clone().zero_()
+    sd = nested.state_dict()
+    sd["unknown"] = torch.zeros(())
+    with pytest.raises(KeyError, match="Key 'unknown' wasn't expected"):
+        target.load_state_dict(sd)
+    del sd["unknown"]
+    sd["child.X"] = torch.zeros(2)
+    with pytest.raises(RuntimeError, match=r"'child.X' has shape \(2,\)"):
+        target.load_state_dict(sd)
+    assert (target.X == 0).all()  # the valid entry was not written either
+
+
+def test_legacy_state_dict_layout():
+    class Pair(TensorClass):
+        x: torch.Tensor
+        y: torch.Tensor
+
+    p = Pair(x=torch.zeros(3), y=torch.zeros(3))
+    legacy = {
+        "_tensordict": {
+            "x": torch.ones(3),
+            "y": torch.full((3,), 2.0),
+            "__batch_size": torch.Size([]),
+            "__device": None,
+        },
+        "_non_tensordict": {},
+    }
+    p.load_state_dict(legacy)
+    assert p.x.tolist() == [1.0] * 3 and p.y.tolist() == [2.0] * 3
+
+
+def test_tensordict_holding_a_tensorclass_state_dict(batch):
+    td = TensorDict(b=batch, batch_size=[4])
+    target = TensorDict(b=batch.clone().zero_(), batch_size=[4])
+    target.load_state_dict(td.state_dict())
+    assert torch.equal(target["b"].obs, batch.obs) and type(target["b"]) is Batch
 
 
 def test_from_dataclass_class_and_instance():

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 import torch
 
 from tensordict import _kinds, _legacy
-from tensordict._collection import wrapped
+from tensordict._collection import data_of, wrapped
 from tensordict._nontensor import (
     NON_TENSOR,
     NonTensorData,
@@ -151,7 +151,7 @@ def _combine_all(list_of_tensordicts: Sequence[TensorDictBase], op: str, dim: in
     """The body of :func:`stack` and :func:`cat`: validate, combine entries, keep names."""
     inner = wrapped(list_of_tensordicts)
     if inner is not None:  # tensorclasses: combine their data, give the same class back
-        target = getattr(out, "_tensordict", out) if inner[1] is getattr(out, "_rewrap", 0) else out
+        target = data_of(out) if type(out) is type(list_of_tensordicts[0]) else out
         result = _combine_all(inner[0], op, dim, target)
         return out if out is not None else inner[1](result)
     tds = _as_dense(list_of_tensordicts)
@@ -551,9 +551,7 @@ def lazy_stack(
         return NonTensorStack(*items, stack_dim=dim)
     inner = wrapped(items)
     if inner is not None:  # tensorclasses: a lazy stack of their data, in the same class
-        return inner[1](
-            lazy_stack(inner[0], dim, out=getattr(out, "_tensordict", out), **kwargs)
-        )
+        return inner[1](lazy_stack(inner[0], dim, out=getattr(out, "_tensordict", out), **kwargs))
     result = _kinds.Lazy(
         *items,
         stack_dim=dim,

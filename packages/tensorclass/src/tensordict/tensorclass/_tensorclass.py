@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 import torch
 from typing_extensions import dataclass_transform
 
-from tensordict.tensorclass import _process
+from tensordict.tensorclass import _process, _state
 from tensordict.tensorclass._fields import FLAG_NAMES, Flags
 from tensordict.tensorclass._repr import tensorclass_repr
 from tensordict.tensorclass._typing import (
@@ -94,24 +95,8 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
         cls._is_tensorclass = True
 
     def __class_getitem__(cls, options: Any) -> type:  # type: ignore[override]
-        names = (options,) if isinstance(options, str) else tuple(options)
-        for name in names:
-            if name not in FLAG_NAMES or name == "cast_filter":
-                raise TypeError(
-                    f"TensorClass[...] takes option names among {list(FLAG_NAMES[:-2])}, "
-                    f"got {name!r}."
-                )
-        key = (cls, tuple(sorted(set(names))))
-        made = _OPTION_CLASSES.get(key)
-        if made is None:
-            made = type(
-                f"{cls.__name__}_{'_'.join(key[1])}",
-                (cls,),
-                {"__slots__": (), "_options_only": True, "__module__": cls.__module__},
-                **{n: True for n in key[1]},
-            )
-            _OPTION_CLASSES[key] = made
-        return made
+        names = tuple(n for n in FLAG_NAMES if n != "cast_filter")
+        return _process.options_class(cls, options, names)
 
     def __repr__(self) -> str:
         return tensorclass_repr(self)
@@ -180,6 +165,50 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
         self._relink()
         return self
 
+    def state_dict(
+        self,
+        destination: dict[str, Any] | None = None,
+        prefix: str = "",
+        keep_vars: bool = False,
+        flatten: bool = True,
+    ) -> OrderedDict[str, Any]:
+        """The tensors in a flat ``OrderedDict`` (``"."``-joined keys) with a ``_metadata``
+        attribute holding each level's batch size, device, class name and non-tensor
+        values, as ``torch.nn.Module.state_dict`` lays it out (``flatten=False``: nested).
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Pair(TensorClass):
+        ...     a: torch.Tensor
+        ...     name: str
+        >>> sd = Pair(a=torch.zeros(2), name="p", batch_size=[2]).state_dict()
+        >>> list(sd), sd._metadata[""]["_non_tensor"]
+        (['a'], {'name': 'p'})
+        """
+        return _state.state_dict(self, destination, prefix, keep_vars, flatten)
+
+    def load_state_dict(
+        self,
+        state_dict: dict[str, Any],
+        strict: bool = True,
+        assign: bool = False,
+        from_flatten: bool | None = None,
+    ) -> Any:
+        """Load a state dict made by :meth:`state_dict` (either layout, or the legacy
+        ``{"_tensordict": ..., "_non_tensordict": ...}`` one) into this instance: tensors
+        are copied into the existing entries. An unexpected key raises ``KeyError`` and a
+        value that does not fit raises ``RuntimeError``, before anything is written.
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Pair(TensorClass):
+        ...     a: torch.Tensor
+        >>> p = Pair(a=torch.zeros(2), batch_size=[2])
+        >>> p.load_state_dict(Pair(a=torch.ones(2), batch_size=[2]).state_dict()).a
+        tensor([1., 1.])
+        """
+        return _state.load_state_dict(self, state_dict, strict, assign, from_flatten)
+
     def select(
         self, *keys: Any, inplace: bool = False, strict: bool = True, as_tensordict: bool = False
     ) -> Any:
@@ -218,9 +247,6 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
             self._relink()
             return self
         return out if as_tensordict else type(self)._rewrap(out)
-
-
-_OPTION_CLASSES: dict[tuple[Any, ...], type] = {}
 
 
 @overload
@@ -371,6 +397,7 @@ def from_dataclass(
     a new tensorclass, with the instance's field values.
 
     >>> import dataclasses, torch
+    >>> from tensordict import from_dataclass
     >>> @dataclasses.dataclass
     ... class Obs:
     ...     pixels: torch.Tensor

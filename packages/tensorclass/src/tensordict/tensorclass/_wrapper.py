@@ -49,6 +49,7 @@ class _Wrapper(TensorDictBase):
     _tensordict: Any
     #: Names of the fields deleted from this instance (``del obj.field``).
     _deleted: frozenset[str]
+    _wraps_tensordict: ClassVar[bool] = True  # (see tensordict._collection)
     _field_specs: ClassVar[dict[str, FieldSpec]] = {}
     _flags: ClassVar[Flags] = Flags()
     _init_names: ClassVar[tuple[str, ...]] = ()
