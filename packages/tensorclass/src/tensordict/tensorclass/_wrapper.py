@@ -534,7 +534,7 @@ def _install_casts() -> None:
 
     for name in (*CASTS, *QUANTIZED_CASTS):
         setattr(_Wrapper, name, _cast_method(name))
-    _Wrapper.to = _to  # type: ignore[method-assign]
+    setattr(_Wrapper, "to", _to)  # noqa: B010 - installed like the other forwarders
 
 
 for _name, _sub, _hook, _kind in _sibling_rows():
