@@ -369,6 +369,26 @@ class _Wrapper(TensorDictBase):
         out: TensorDict = self._tensordict.to_tensordict(retain_none=retain_none)
         return out
 
+    def from_dict_instance(self, input_dict: Any, *args: Any, **kwargs: Any) -> Any:
+        """An instance of the class from a dict shaped like this instance (nested entries
+        rebuilt by their own ``from_dict_instance``); fields are cast by the class rules.
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Count(TensorClass, autocast=True):
+        ...     n: int
+        >>> Count(n=1).from_dict_instance({"n": 5}).n
+        5
+        """
+        out = type(self)._wrap_checked(
+            self._tensordict.from_dict_instance(input_dict, *args, **kwargs)
+        )
+        for name, spec in type(self)._field_specs.items():
+            value = input_dict.get(name) if hasattr(input_dict, "get") else None
+            if spec.cast is not None and value is not None and not isinstance(value, dict):
+                setattr(out, name, value)
+        return out
+
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, index: Any) -> Any:
         if type(index) is str or (type(index) is tuple and index and type(index[0]) is str):
