@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import _kinds
+from tensordict._collection import data_of, wrapped
 from tensordict._functional import stack
 from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
@@ -164,6 +165,18 @@ def pad_sequence(
     tds = list(list_of_tensordicts)
     if not tds:
         raise ValueError("pad_sequence needs at least one tensordict.")
+    inner = wrapped(tds)
+    if inner is not None:  # tensorclasses: pad their data, give the same class back
+        result = pad_sequence(
+            inner[0],
+            pad_dim,
+            padding_value,
+            data_of(out) if out is not None else None,
+            return_mask,
+            padding_side,
+            device=device,
+        )
+        return out if out is not None else inner[1](result)
     if padding_side not in ("right", "left"):
         raise ValueError(
             f"pad_sequence: padding_side must be 'right' or 'left', got {padding_side!r}."

@@ -369,6 +369,26 @@ class _Wrapper(TensorDictBase):
         out: TensorDict = self._tensordict.to_tensordict(retain_none=retain_none)
         return out
 
+    def from_dict_instance(self, input_dict: Any, *args: Any, **kwargs: Any) -> Any:
+        """An instance of the class from a dict shaped like this instance (nested entries
+        rebuilt by their own ``from_dict_instance``); fields are cast by the class rules.
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Count(TensorClass, autocast=True):
+        ...     n: int
+        >>> Count(n=1).from_dict_instance({"n": 5}).n
+        5
+        """
+        out = type(self)._wrap_checked(
+            self._tensordict.from_dict_instance(input_dict, *args, **kwargs)
+        )
+        for name, spec in type(self)._field_specs.items():
+            value = input_dict.get(name) if hasattr(input_dict, "get") else None
+            if spec.cast is not None and value is not None and not isinstance(value, dict):
+                setattr(out, name, value)
+        return out
+
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, index: Any) -> Any:
         if type(index) is str or (type(index) is tuple and index and type(index[0]) is str):
@@ -501,8 +521,45 @@ def _sibling_method(name: str, subpackage: str, hook: str, kind: str) -> Any:
     return classmethod(class_method)
 
 
+def _cast_method(name: str) -> Callable[..., Any]:
+    """A dtype shorthand (``float()``, ``bfloat16()`` ...) whose ``cast_filter`` defaults to
+    the class's (see the ``cast_filter`` option)."""
+
+    def method(self: Any, **kwargs: Any) -> Any:
+        if "cast_filter" not in kwargs and type(self)._flags.cast_filter is not None:
+            kwargs["cast_filter"] = type(self)._flags.cast_filter
+        return _forward.rewrap(self, getattr(self._tensordict, name)(**kwargs))
+
+    method.__name__ = name
+    method.__doc__ = f"``{name}()`` of the data; ``cast_filter`` defaults to the class option."
+    return method
+
+
+def _to(self: Any, *args: Any, cast_filter: Any = MISSING, **kwargs: Any) -> Any:
+    """``to(...)`` of the data. A dtype cast applies only to the leaves ``cast_filter(key,
+    leaf)`` selects; ``cast_filter`` defaults to the class option (``None``: every leaf)."""
+    if cast_filter is MISSING:
+        cast_filter = type(self)._flags.cast_filter
+    td = self._tensordict
+    dtype = kwargs.get("dtype", args[0] if args and isinstance(args[0], torch.dtype) else None)
+    if cast_filter is None or dtype is None or len(args) + len(kwargs) != 1:
+        return _forward.rewrap(self, td.to(*args, **kwargs))
+    from tensordict._ops import _cast
+
+    return _forward.rewrap(self, _cast(td, lambda x: x.to(dtype), cast_filter))
+
+
+def _install_casts() -> None:
+    from tensordict._ops import CASTS, QUANTIZED_CASTS
+
+    for name in (*CASTS, *QUANTIZED_CASTS):
+        setattr(_Wrapper, name, _cast_method(name))
+    setattr(_Wrapper, "to", _to)  # noqa: B010 - installed like the other forwarders
+
+
 for _name, _sub, _hook, _kind in _sibling_rows():
     setattr(_Wrapper, _name, _sibling_method(_name, _sub, _hook, _kind))
+_install_casts()
 _forward.install(_Wrapper)
 
 
