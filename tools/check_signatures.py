@@ -63,10 +63,10 @@ SIBLING_TOP_LEVEL: dict[str, str] = {
         from_module from_modules""".split(),
         "tensordict-nn",
     ),
+    **dict.fromkeys("LazyStackedTensorDictStore TensorDictStore".split(), "tensordict-distributed"),
     **dict.fromkeys(
-        "LazyStackedTensorDictStore TensorDictStore".split(), "tensordict-distributed"
+        "TensorClass TypedTensorDict from_dataclass tensorclass".split(), "tensorclass"
     ),
-    **dict.fromkeys("TensorClass TypedTensorDict from_dataclass tensorclass".split(), "tensorclass"),
 }
 
 #: ``TensorDict`` methods owned by a sibling (besides core's forwarders table, read from the
@@ -348,7 +348,9 @@ def compare_params(qualname: str, ref: list[Param], ours: list[Param]) -> list[s
     ref_pos = [p.name for p in ref if p.kind == "positional" and p.name in ours_by_name]
     ours_pos = [p.name for p in ours if p.kind == "positional" and p.name in ref_by_name]
     if ref_pos != ours_pos and set(ref_pos) == set(ours_pos):
-        diffs.append(f"{qualname}: positional order ({', '.join(ours_pos)}) (reference: ({', '.join(ref_pos)}))")
+        diffs.append(
+            f"{qualname}: positional order ({', '.join(ours_pos)}) (reference: ({', '.join(ref_pos)}))"
+        )
     return diffs
 
 
@@ -371,7 +373,9 @@ def _static_kind(owner: Any, name: str) -> tuple[str, Any]:
     return "missing", None
 
 
-def check_entry(entry: Entry, holder: Any, forwarders: dict[str, tuple[str, str, str]]) -> list[str]:
+def check_entry(
+    entry: Entry, holder: Any, forwarders: dict[str, tuple[str, str, str]]
+) -> list[str]:
     q = entry.qualname
     if inspect.ismodule(holder):
         try:
@@ -408,8 +412,10 @@ def check_entry(entry: Entry, holder: Any, forwarders: dict[str, tuple[str, str,
     if entry.kind in ("method", "classmethod", "staticmethod"):
         if entry.name in forwarders:
             sub, hook, fkind = forwarders[entry.name]
-            if fkind == "method" and entry.kind != "method" or (
-                fkind == "classmethod" and entry.kind != "classmethod"
+            if (
+                fkind == "method"
+                and entry.kind != "method"
+                or (fkind == "classmethod" and entry.kind != "classmethod")
             ):
                 diffs.append(f"{q}: is a {fkind} forwarder, reference: {entry.kind}")
             try:

@@ -19,6 +19,8 @@ _Tensor = torch.Tensor
 class DeviceOps:
     """Mixin: device moves, dtype casts through ``to``, shared and pinned memory."""
 
+    _last_op: Any
+
     def to(self, *args: Any, **kwargs: Any) -> TensorDict:
         """Move and/or cast every leaf, like :meth:`torch.Tensor.to`.
 

@@ -16,7 +16,9 @@ Tables:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -59,38 +61,65 @@ UNARY: tuple[str, ...] = (
     "trunc",
 )
 
-#: name -> number of tensor-like operands (the first one may be a tensordict).
-BINARY: dict[str, int] = {
-    "add": 1,
-    "sub": 1,
-    "mul": 1,
-    "div": 1,
-    "pow": 1,
-    "maximum": 1,
-    "minimum": 1,
-    "clamp_min": 1,
-    "clamp_max": 1,
-    "lerp": 2,
-    "addcmul": 2,
-    "addcdiv": 2,
+#: what a binary operand may be: a tensordict (matched by key), a tensor or a number.
+OPERAND = "TensorDictBase | torch.Tensor | float"
+
+
+@dataclass(frozen=True)
+class Binary:
+    """One row of :data:`BINARY` / :data:`BINARY_NO_INPLACE`: a torch operation applied leaf
+    by leaf, whose ``operands`` (parameter names) may be tensordicts matched by key,
+    tensors or numbers, with keyword-only torch ``options`` (``(name, default,
+    annotation)``; passed on only when not at their default). ``torch_name`` is the torch
+    function where it differs from the method name.
+
+    Every row becomes ``name(self, *operands, *, *options, default=None)`` (``default``
+    fills keys missing from a tensordict operand) and, in :data:`BINARY`, its in-place
+    twin ``name_`` with the same parameters.
+
+    >>> BINARY["addcmul"].operands, BINARY["add"].options[0][0]
+    (('other1', 'other2'), 'alpha')
+    """
+
+    operands: tuple[str, ...] = ("other",)
+    options: tuple[tuple[str, Any, str], ...] = ()
+    torch_name: str | None = None
+
+
+_ALPHA = (("alpha", None, "float | None"),)
+_VALUE = (("value", 1, "float"),)
+
+BINARY: dict[str, Binary] = {
+    "add": Binary(options=_ALPHA),
+    "sub": Binary(options=_ALPHA),
+    "mul": Binary(),
+    "div": Binary(),
+    "pow": Binary(),
+    "maximum": Binary(),
+    "minimum": Binary(),
+    "clamp_min": Binary(),
+    "clamp_max": Binary(),
+    "lerp": Binary(operands=("end", "weight")),
+    "addcmul": Binary(operands=("other1", "other2"), options=_VALUE),
+    "addcdiv": Binary(operands=("other1", "other2"), options=_VALUE),
 }
 
-BINARY_NO_INPLACE: dict[str, int] = {
-    "mod": 1,
-    "bitwise_and": 1,
-    "bitwise_or": 1,
-    "bitwise_xor": 1,
-    "logical_and": 1,
-    "logical_or": 1,
-    "logical_xor": 1,
-    "eq": 1,
-    "ne": 1,
-    "lt": 1,
-    "le": 1,
-    "gt": 1,
-    "ge": 1,
-    "floor_divide": 1,
-    "remainder": 1,
+BINARY_NO_INPLACE: dict[str, Binary] = {
+    "mod": Binary(torch_name="remainder"),
+    "bitwise_and": Binary(),
+    "bitwise_or": Binary(),
+    "bitwise_xor": Binary(),
+    "logical_and": Binary(),
+    "logical_or": Binary(),
+    "logical_xor": Binary(),
+    "eq": Binary(),
+    "ne": Binary(),
+    "lt": Binary(),
+    "le": Binary(),
+    "gt": Binary(),
+    "ge": Binary(),
+    "floor_divide": Binary(),
+    "remainder": Binary(),
 }
 
 CASTS: dict[str, torch.dtype] = {
@@ -130,9 +159,6 @@ QUANTIZED_CASTS: dict[str, torch.dtype] = {
 #: elementwise tests returning a tensordict of booleans (no in-place twin).
 PREDICATES: tuple[str, ...] = ("isfinite", "isinf", "isnan", "isneginf", "isposinf", "isreal")
 
-#: method name -> torch function name, where they differ.
-_TORCH_NAMES: dict[str, str] = {"mod": "remainder"}
-
 #: Python operator -> (method name, reflected). Reflected ops swap the operands.
 OPERATORS: dict[str, tuple[str, bool]] = {
     "__add__": ("add", False),
@@ -169,7 +195,13 @@ OPERATORS: dict[str, tuple[str, bool]] = {
 }
 
 
-def _foreach(name: str) -> Callable | None:
+def _torch_name(method: str) -> str:
+    """The torch function a binary method calls."""
+    row = BINARY.get(method) or BINARY_NO_INPLACE.get(method)
+    return (row.torch_name if row is not None else None) or method
+
+
+def _foreach(name: str) -> Callable[..., Any] | None:
     return getattr(torch, f"_foreach_{name}", None)
 
 
@@ -183,14 +215,14 @@ def _foreach_unsupported() -> bool:
     return torch._C._functorch.peek_interpreter_stack() is not None
 
 
-def _operands(td: TensorDictBase, other: Any, leaves: list, default: Any = None) -> Any:
+def _operands(td: TensorDictBase, other: Any, leaves: list[Any], default: Any = None) -> Any:
     """The operand matched to each leaf: a list for tensordicts, ``other`` otherwise."""
     if is_tensor_collection(other):
         return td._aligned_tensors(other, default)
     return other
 
 
-def _leafwise(func: Callable, leaves: list, operands: list) -> list:
+def _leafwise(func: Callable[..., Any], leaves: list[Any], operands: list[Any]) -> list[Any]:
     """Call ``func(leaf, *operand_i)`` with operands that may be per-leaf lists."""
     out = []
     for i, leaf in enumerate(leaves):
@@ -198,7 +230,7 @@ def _leafwise(func: Callable, leaves: list, operands: list) -> list:
     return out
 
 
-def _make_unary(name: str) -> tuple[Callable, Callable]:
+def _make_unary(name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     fe, fe_ = _foreach(name), _foreach(name + "_")
     op, op_ = getattr(torch, name), getattr(_Tensor, name + "_")
 
@@ -249,7 +281,12 @@ def _tensor_keys(td: TensorDictBase) -> list[Any]:
 
 
 def _explain(
-    td: TensorDictBase, name: str, op: Callable, leaves: list, operands: list, err: Exception
+    td: TensorDictBase,
+    name: str,
+    op: Callable[..., Any],
+    leaves: list[Any],
+    operands: list[Any],
+    err: Exception,
 ) -> Exception:
     """Re-run ``op`` leaf by leaf to name the entry that made it fail."""
     keys = _tensor_keys(td)
@@ -266,7 +303,7 @@ def _explain(
     return err
 
 
-def _check_inplace(td: TensorDictBase, name: str, leaves: list, operands: list) -> None:
+def _check_inplace(td: TensorDictBase, name: str, leaves: list[Any], operands: list[Any]) -> None:
     """Refuse an in-place op before writing anything if an operand cannot fit its leaf."""
     if not any(isinstance(o, (list, _Tensor)) for o in operands):
         return
@@ -281,34 +318,74 @@ def _check_inplace(td: TensorDictBase, name: str, leaves: list, operands: list) 
                 )
 
 
+def _binary_signature(row: Binary) -> inspect.Signature:
+    P = inspect.Parameter
+    params = [P("self", P.POSITIONAL_OR_KEYWORD)]
+    params += [P(n, P.POSITIONAL_OR_KEYWORD, annotation=OPERAND) for n in row.operands]
+    params += [P(n, P.KEYWORD_ONLY, default=d, annotation=a) for n, d, a in row.options]
+    params.append(P("default", P.KEYWORD_ONLY, default=None, annotation="Any"))
+    return inspect.Signature(params, return_annotation="Self")
+
+
+def _bind_binary(
+    name: str,
+    names: tuple[str, ...],
+    known: dict[str, Any],
+    args: tuple[Any, ...],
+    kwargs: dict[Any, Any],
+) -> tuple[tuple[Any, ...], dict[Any, Any]]:
+    """The operands and the torch options of a call to the binary method ``name`` given
+    other than as plain positional operands (operands by name, options); ``names`` are the
+    operands' names, ``known`` the options with their defaults."""
+    operands = list(args)
+    for pname in names[len(args) :]:
+        if pname not in kwargs:
+            raise TypeError(f"{name}() missing operand {pname!r}; it takes {', '.join(names)}.")
+        operands.append(kwargs.pop(pname))
+    if len(operands) != len(names):
+        raise TypeError(f"{name}() takes {len(names)} operand(s), got {len(operands)}.")
+    options = {}
+    for key, value in kwargs.items():
+        if key not in known:
+            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}.")
+        if value is not known[key]:
+            options[key] = value
+    return tuple(operands), options
+
+
 def _make_binary(
-    name: str, n_operands: int, with_inplace: bool
-) -> tuple[Callable, Callable | None]:
-    fe = _foreach(name) if n_operands else None
+    name: str, row: Binary, with_inplace: bool
+) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
+    # plain values only in the closures: torch.compile cannot rebuild a Binary
+    names = row.operands
+    n_operands = len(names)
+    known = {n: d for n, d, _ in row.options}
+    fe = _foreach(name)
     fe_ = _foreach(name + "_") if with_inplace else None
-    op = getattr(torch, _TORCH_NAMES.get(name, name))
-    op_ = getattr(_Tensor, name + "_", None) if with_inplace else None
-    if with_inplace and op_ is None:  # no Tensor.maximum_ & co: write through out=
+    op = getattr(torch, row.torch_name or name)
+    tensor_op_ = getattr(_Tensor, name + "_", None)
 
-        def op_(x: _Tensor, *args: Any, **kwargs: Any) -> _Tensor:
-            return op(x, *args, out=x, **kwargs)
+    def op_(x: _Tensor, *args: Any, **kwargs: Any) -> Any:
+        if tensor_op_ is not None:
+            return tensor_op_(x, *args, **kwargs)
+        return op(x, *args, out=x, **kwargs)  # no Tensor.maximum_ & co: write through out=
 
-    def gather(self: TensorDictBase, args: tuple, default: Any) -> tuple[list, list, bool]:
-        if len(args) < n_operands:
-            raise TypeError(f"{name}() takes {n_operands} operand(s), got {len(args)}.")
+    def gather(
+        self: TensorDictBase, args: tuple[Any, ...], default: Any
+    ) -> tuple[list[Any], list[Any], bool]:
         leaves = self._flat_tensors([])
-        operands = [_operands(self, a, leaves, default) for a in args[:n_operands]] + list(
-            args[n_operands:]
-        )
+        operands = [_operands(self, a, leaves, default) for a in args]
         # torch._foreach_* takes per-leaf lists or Python scalars, not broadcast tensors.
-        foreach_ok = all(isinstance(o, (list, int, float, bool)) for o in operands[:n_operands])
-        if name in ("lerp", "addcmul", "addcdiv"):
+        foreach_ok = all(isinstance(o, (list, int, float, bool)) for o in operands)
+        if n_operands == 2:
             foreach_ok = foreach_ok and all(isinstance(o, list) for o in operands[:2])
         return leaves, operands, foreach_ok
 
     def method(
         self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any
     ) -> TensorDictBase:
+        if len(args) != n_operands or kwargs:
+            args, kwargs = _bind_binary(name, names, known, args, kwargs)
         leaves, operands, foreach_ok = gather(self, args, default)
         try:
             if fe is not None and foreach_ok and not kwargs and leaves:
@@ -326,8 +403,10 @@ def _make_binary(
     def method_(
         self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any
     ) -> TensorDictBase:
+        if len(args) != n_operands or kwargs:
+            args, kwargs = _bind_binary(name + "_", names, known, args, kwargs)
         leaves, operands, foreach_ok = gather(self, args, default)
-        _check_inplace(self, name + "_", leaves, operands[:n_operands])
+        _check_inplace(self, name + "_", leaves, operands)
         if fe_ is not None and foreach_ok and not kwargs and leaves:
             try:
                 fe_(leaves, *operands)
@@ -338,17 +417,21 @@ def _make_binary(
         _leafwise(lambda x, *o: op_(x, *o, **kwargs), leaves, operands)
         return self
 
+    signature = _binary_signature(row)
+    operands = ", ".join(f"``{o}``" for o in row.operands)
     method.__doc__ = (
-        f"Apply :func:`torch.{name}` leaf by leaf; operands may be tensordicts (matched by "
-        "key), tensors or scalars."
+        f"Apply :func:`torch.{row.torch_name or name}` leaf by leaf; {operands} may be "
+        "tensordicts (matched by key; ``default`` fills keys they lack), tensors or numbers."
     )
+    method.__dict__["__signature__"] = signature
     if not with_inplace:
         return method, None
     method_.__doc__ = f"In-place :meth:`{name}`."
+    method_.__dict__["__signature__"] = signature
     return method, method_
 
 
-def _make_cast(name: str, dtype: torch.dtype) -> Callable:
+def _make_cast(name: str, dtype: torch.dtype) -> Callable[..., Any]:
     def method(self: TensorDictBase) -> TensorDictBase:
         return self._map_tensors(lambda x: x.to(dtype))
 
@@ -362,7 +445,7 @@ def _make_cast(name: str, dtype: torch.dtype) -> Callable:
     return method
 
 
-def _make_quantized(name: str, dtype: torch.dtype) -> Callable:
+def _make_quantized(name: str, dtype: torch.dtype) -> Callable[..., Any]:
     def method(self: TensorDictBase, scale: float = 1.0, zero_point: int = 0) -> TensorDictBase:
         return self._map_tensors(
             lambda x: torch.quantize_per_tensor(
@@ -380,7 +463,7 @@ def _make_quantized(name: str, dtype: torch.dtype) -> Callable:
     return method
 
 
-def _make_predicate(name: str) -> Callable:
+def _make_predicate(name: str) -> Callable[..., Any]:
     op = getattr(torch, name)
 
     def method(self: TensorDictBase) -> TensorDictBase:
@@ -409,9 +492,9 @@ def _cast_type(self: TensorDictBase, dst_type: torch.dtype | str) -> TensorDictB
     return self._map_tensors(lambda x: x.type(dst_type))
 
 
-def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable:
+def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable[..., Any]:
     if reflected:
-        op = getattr(torch, _TORCH_NAMES.get(method_name, method_name))
+        op = getattr(torch, _torch_name(method_name))
 
         def reflected_op(self: TensorDictBase, other: Any) -> TensorDictBase:
             leaves = self._flat_tensors([])
@@ -476,7 +559,7 @@ def clamp(self: TensorDictBase, min: Any = None, max: Any = None) -> TensorDictB
     return self._rebuild(iter(_leafwise(lambda x, a, b: torch.clamp(x, a, b), leaves, [lo, hi])))
 
 
-def _reduce_bool(name: str) -> Callable:
+def _reduce_bool(name: str) -> Callable[..., Any]:
     def method(self: TensorDictBase, dim: int | None = None) -> Any:
         leaves = self._flat_tensors([])
         if dim is None:
@@ -691,25 +774,25 @@ def install(cls: type) -> None:
         setattr(cls, name, method)
         setattr(cls, name + "_", method_)
     for table, inplace in ((BINARY, True), (BINARY_NO_INPLACE, False)):
-        for name, n in table.items():
-            method, method_ = _make_binary(name, n, inplace)
-            method.__name__ = name
-            setattr(cls, name, method)
-            if method_ is not None:
-                method_.__name__ = name + "_"
-                setattr(cls, name + "_", method_)
+        for name, row in table.items():
+            binary, binary_ = _make_binary(name, row, inplace)
+            binary.__name__ = name
+            setattr(cls, name, binary)
+            if binary_ is not None:
+                binary_.__name__ = name + "_"
+                setattr(cls, name + "_", binary_)
     for name, dtype in CASTS.items():
-        method = _make_cast(name, dtype)
-        method.__name__ = name
-        setattr(cls, name, method)
+        cast_method = _make_cast(name, dtype)
+        cast_method.__name__ = name
+        setattr(cls, name, cast_method)
     for dunder, (method_name, reflected) in OPERATORS.items():
         setattr(cls, dunder, _make_operator(dunder, method_name, reflected))
     for name in ("all", "any"):
-        method = _reduce_bool(name)
-        method.__name__ = name
-        setattr(cls, name, method)
+        reduce_method = _reduce_bool(name)
+        reduce_method.__name__ = name
+        setattr(cls, name, reduce_method)
     _cast_type.__name__ = "type"
-    cls.type = _cast_type
+    setattr(cls, "type", _cast_type)  # noqa: B010 - installed on a class given at run time
     for func in (
         rsub,
         clamp,
@@ -726,14 +809,20 @@ def install(cls: type) -> None:
         is_floating_point,
     ):
         setattr(cls, func.__name__, func)
-    cls.__neg__ = _neg
-    cls.__abs__ = _abs
-    cls.__invert__ = _invert
-    cls.__pos__ = _pos
-    cls.__hash__ = object.__hash__
-    cls.requires_grad = property(_requires_grad, doc="Whether any leaf requires grad.")
-    cls.grad = property(
-        _grad, doc="A tensordict of the leaves' gradients (leaves without one are left out)."
-    )
-    cls.data = property(_data, doc="A tensordict of the leaves' ``.data``.")
-    cls.dtype = property(_dtype, doc="The dtype shared by all leaves, or ``None`` if they differ.")
+    installed: dict[str, Any] = {
+        "__neg__": _neg,
+        "__abs__": _abs,
+        "__invert__": _invert,
+        "__pos__": _pos,
+        "__hash__": object.__hash__,
+        "requires_grad": property(_requires_grad, doc="Whether any leaf requires grad."),
+        "grad": property(
+            _grad, doc="A tensordict of the leaves' gradients (leaves without one are left out)."
+        ),
+        "data": property(_data, doc="A tensordict of the leaves' ``.data``."),
+        "dtype": property(
+            _dtype, doc="The dtype shared by all leaves, or ``None`` if they differ."
+        ),
+    }
+    for name, value in installed.items():
+        setattr(cls, name, value)

@@ -71,7 +71,7 @@ class ValuesIndices(NamedTuple):
     values: Any
     indices: Any
 
-    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+    def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             if key not in ("values", "indices"):
                 raise KeyError(f"{key!r}: a ValuesIndices pair has keys 'values' and 'indices'.")
@@ -108,7 +108,7 @@ class Reduction:
     example_args: str = ""
 
 
-def _std(fn: Callable) -> Reduction:
+def _std(fn: Callable[..., Any]) -> Reduction:
     return Reduction(
         lambda x, d, k, correction=1: fn(x, d, correction=correction, keepdim=k),
         full=lambda x, correction=1: fn(x, correction=correction),
@@ -117,7 +117,7 @@ def _std(fn: Callable) -> Reduction:
     )
 
 
-def _with_dtype(fn: Callable, summary: str, multi: bool = True) -> Reduction:
+def _with_dtype(fn: Callable[..., Any], summary: str, multi: bool = True) -> Reduction:
     return Reduction(
         lambda x, d, k, **kw: fn(x, d, k, **kw),
         full=lambda x, **kw: fn(x, **kw),
@@ -127,7 +127,7 @@ def _with_dtype(fn: Callable, summary: str, multi: bool = True) -> Reduction:
     )
 
 
-def _extremum(fn: Callable, values_fn: Callable, summary: str) -> Reduction:
+def _extremum(fn: Callable[..., Any], values_fn: Callable[..., Any], summary: str) -> Reduction:
     return Reduction(
         lambda x, d, k: fn(x, d, k),
         full=fn,
@@ -211,8 +211,8 @@ def batch_dims_of(name: str, dim: Any, batch_size: torch.Size) -> tuple[int, ...
 
 
 def _values_over(
-    spec: Reduction, x: _Tensor, dims: tuple[int, ...], keepdim: bool, kw: dict
-) -> _Tensor:
+    spec: Reduction, x: _Tensor, dims: tuple[int, ...], keepdim: bool, kw: dict[Any, Any]
+) -> Any:
     """Reduce ``x`` over ``dims`` (non-negative, sorted; empty: over one element)."""
     if not dims:
         fn = spec.values_fn or spec.fn
@@ -232,7 +232,7 @@ def _values_over(
     return r
 
 
-def _full(spec: Reduction, x: _Tensor, keepdim: bool, kw: dict) -> _Tensor:
+def _full(spec: Reduction, x: _Tensor, keepdim: bool, kw: dict[Any, Any]) -> Any:
     if keepdim and x.ndim:
         return _values_over(spec, x, tuple(range(x.ndim)), True, kw)
     if spec.full is not None:
@@ -300,7 +300,7 @@ def _same(a: Any, b: Any) -> bool:
 def _tensor_leaves(td: TensorDictBase) -> list[_Tensor]:
     """Every tensor leaf, with the full batch shape of ``td`` in front."""
     if _all_dense(td):
-        return td._flat_tensors([])  # type: ignore[attr-defined]
+        return td._flat_tensors([])
     # lazy stacks give their members' leaves to _flat_tensors: read stacked values instead
     return [v for v in td.values(True, True) if isinstance(v, _Tensor)]
 
@@ -308,11 +308,7 @@ def _tensor_leaves(td: TensorDictBase) -> list[_Tensor]:
 def _all_dense(td: Any) -> bool:
     if not isinstance(td, _kinds.Dense):
         return False
-    return all(
-        _all_dense(v)
-        for v in td._tensordict.values()  # type: ignore[attr-defined]
-        if isinstance(v, TensorDictBase)
-    )
+    return all(_all_dense(v) for v in td._tensordict.values() if isinstance(v, TensorDictBase))
 
 
 def _feature_matrix(td: TensorDictBase, name: str) -> _Tensor:
@@ -326,7 +322,7 @@ def _feature_matrix(td: TensorDictBase, name: str) -> _Tensor:
     return torch.cat(mats, nb) if len(mats) > 1 else mats[0]
 
 
-def _drop(seq: Any, dims: tuple[int, ...], keepdim: bool, fill: Any) -> list:
+def _drop(seq: Any, dims: tuple[int, ...], keepdim: bool, fill: Any) -> list[Any]:
     if keepdim:
         return [fill if i in dims else s for i, s in enumerate(seq)]
     return [s for i, s in enumerate(seq) if i not in dims]
@@ -334,7 +330,13 @@ def _drop(seq: Any, dims: tuple[int, ...], keepdim: bool, fill: Any) -> list:
 
 # --------------------------------------------------------------------------- the methods
 def _reduce(
-    td: TensorDictBase, name: str, spec: Reduction, dim: Any, keepdim: bool, reduce: Any, kw: dict
+    td: TensorDictBase,
+    name: str,
+    spec: Reduction,
+    dim: Any,
+    keepdim: bool,
+    reduce: Any,
+    kw: dict[Any, Any],
 ) -> Any:
     return_indices = kw.pop("return_indices", False) if spec.indices else False
     if kw.get("dtype", 0) is None:  # torch is faster without an explicit dtype=None
@@ -426,16 +428,17 @@ def _aggregate(
     mode: str,
     dims: tuple[int, ...],
     keepdim: bool,
-    kw: dict,
+    kw: dict[Any, Any],
 ) -> _Tensor:
     m = _feature_matrix(td, name)
     bs = td.batch_size
     nb = len(bs)
     if mode == "all":
         if not keepdim:
-            return _full(spec, m, False, kw)
+            whole: _Tensor = _full(spec, m, False, kw)
+            return whole
         dims = tuple(range(nb))
-    r = _values_over(spec, m, (*dims, nb), True, kw)
+    r: _Tensor = _values_over(spec, m, (*dims, nb), True, kw)
     return r.reshape(_drop(bs, dims, keepdim, 1))
 
 
@@ -491,7 +494,7 @@ def _doc(name: str, spec: Reduction) -> str:
     )
 
 
-def _make_reduction(name: str, spec: Reduction) -> Callable:
+def _make_reduction(name: str, spec: Reduction) -> Callable[..., Any]:
     pos = tuple(n for n, _ in spec.positional) + ("dim", "keepdim")
     defaults = {
         "dim": None if spec.none_is_batch else NO_DEFAULT,
@@ -520,14 +523,14 @@ def _make_reduction(name: str, spec: Reduction) -> Callable:
         return _reduce(self, name, spec, dim, keepdim, reduce, kw)
 
     method.__name__ = method.__qualname__ = name
-    method.__signature__ = _signature(name, spec)  # type: ignore[attr-defined]
+    method.__dict__["__signature__"] = _signature(name, spec)
     method.__doc__ = _doc(name, spec)
     return method
 
 
-def _make_cumulative(name: str, fn: Callable) -> Callable:
+def _make_cumulative(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def method(
-        self: TensorDictBase, dim: int, *, reduce: bool | None = None, return_indices: bool = True
+        self: TensorDictBase, dim: Any, *, reduce: bool | None = None, return_indices: bool = True
     ) -> Any:
         bs = self.batch_size
         if isinstance(dim, str) or dim is None:
@@ -563,7 +566,7 @@ def _make_cumulative(name: str, fn: Callable) -> Callable:
     return method
 
 
-def _torch_forwarder(name: str) -> Callable:
+def _torch_forwarder(name: str) -> Callable[..., Any]:
     def impl(input: TensorDictBase, *args: Any, **kwargs: Any) -> Any:
         if name in ("max", "min") and args and not isinstance(args[0], (int, tuple, list, str)):
             return getattr(input, "maximum" if name == "max" else "minimum")(*args, **kwargs)

@@ -17,8 +17,6 @@ from tensordict._tree import leaf_items
 from tensordict.base import TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
-    from typing_extensions import Self
-
     from tensordict._td import TensorDict
 
 _Tensor = torch.Tensor
@@ -211,7 +209,7 @@ def pad_sequence(
     if device is not None:
         result = result.to(device)
     if out is not None:
-        out.update(result)  # type: ignore[attr-defined]
+        out.update(result)
         return out  # type: ignore[return-value]
     return result
 
@@ -248,11 +246,13 @@ def _masks(
     return out
 
 
-class PadOps:
+class PadOps(_kinds.SharedMixin):
     """Mixin of :class:`~tensordict.TensorDict` and :class:`~tensordict.LazyStackedTensorDict`:
     ``pad`` and ``to_padded_tensor`` (a lazy stack has its own ``to_padded_tensor``)."""
 
-    def to_padded_tensor(self, padding: float = 0.0, mask_key: NestedKey | None = None) -> Self:
+    def to_padded_tensor(
+        self, padding: float = 0.0, mask_key: NestedKey | None = None
+    ) -> TensorDict:
         """Replace every nested (jagged) tensor leaf by its padded version.
 
         With ``mask_key``, a boolean mask of the valid positions (shape: the padded
@@ -281,12 +281,12 @@ class PadOps:
                         "describe both."
                     )
         ids = {id(v) for _, v in nested}
-        out = self._map_tensors(  # type: ignore[attr-defined]
+        out = self._map_tensors(
             lambda t: torch.nested.to_padded_tensor(t, padding) if id(t) in ids else t
         )
-        if mask is not None:
+        if mask is not None and mask_key is not None:
             out.set(mask_key, mask)
-        return out  # type: ignore[no-any-return]
+        return out  # type: ignore[return-value]
 
     def pad(self, pad_size: Sequence[int], value: float = 0.0) -> TensorDict:
         """Pad the batch dimensions (see :func:`tensordict.pad`).
@@ -304,7 +304,7 @@ class PadOps:
                 [0., 1., 1.],
                 [0., 0., 0.]])
         """
-        src = self if isinstance(self, _kinds.Dense) else self.to_tensordict()  # type: ignore[attr-defined]
+        src = self if isinstance(self, _kinds.Dense) else self.to_tensordict()
         return pad(src, pad_size, value)
 
 

@@ -134,10 +134,10 @@ class TensorDict(
     @classmethod
     def _new_unsafe(
         cls,
-        source: dict,
+        source: dict[str, Any],
         batch_size: torch.Size,
         device: torch.device | None = None,
-        names: list | None = None,
+        names: list[str | None] | None = None,
     ) -> TensorDict:
         """Build without validation (the caller guarantees shapes and devices)."""
         out = cls.__new__(cls)
@@ -214,7 +214,7 @@ class TensorDict(
         >>> TensorDict({"a": torch.zeros(1)}, [1]).auto_device_().device
         device(type='cpu')
         """
-        devices = set()
+        devices: set[torch.device | None] = set()
         for value in self._tensordict.values():
             if isinstance(value, _Tensor):
                 devices.add(value.device)
@@ -269,7 +269,7 @@ class TensorDict(
     def _has_names(self) -> bool:
         return self._names is not None
 
-    def refine_names(self, *names: str | None) -> TensorDict:
+    def refine_names(self, *names: Any) -> TensorDict:
         """Name the batch dimensions in place; ``...`` keeps the current names.
 
         Existing names cannot be changed (use :meth:`rename_`).
@@ -278,16 +278,17 @@ class TensorDict(
         >>> TensorDict(batch_size=[2, 3]).refine_names(..., "time").names
         [None, 'time']
         """
-        names = (
+        given: list[Any] = (
             list(names[0])
             if len(names) == 1 and isinstance(names[0], (list, tuple))
             else list(names)
         )
         nb = len(self._batch_size)
-        if Ellipsis in names:
-            i = names.index(Ellipsis)
-            fill = nb - (len(names) - 1)
-            names[i : i + 1] = self.names[i : i + fill]
+        if Ellipsis in given:
+            i = given.index(Ellipsis)
+            fill = nb - (len(given) - 1)
+            given[i : i + 1] = self.names[i : i + fill]
+        names = tuple(given)
         if len(names) != nb:
             raise ValueError(f"refine_names got {len(names)} names for {nb} batch dimension(s).")
         current = self.names
@@ -299,7 +300,7 @@ class TensorDict(
         self._set_names(names)
         return self
 
-    def rename(self, *names: str | None, **rename_map: str) -> TensorDict:
+    def rename(self, *names: Any, **rename_map: str) -> TensorDict:
         """A shallow copy with renamed batch dimensions (positional or ``old=new``).
 
         >>> from tensordict import TensorDict
@@ -311,7 +312,7 @@ class TensorDict(
         out.rename_(*names, **rename_map)
         return out
 
-    def rename_(self, *names: str | None, **rename_map: str) -> TensorDict:
+    def rename_(self, *names: Any, **rename_map: str) -> TensorDict:
         """Rename the batch dimensions in place (positional names or ``old=new``).
 
         >>> from tensordict import TensorDict
@@ -405,10 +406,10 @@ class TensorDict(
             return default
         return value
 
-    def _get_tuple(self, key: tuple, default: Any) -> Any:
-        td = self
+    def _get_tuple(self, key: tuple[str, ...], default: Any) -> Any:
+        td: Any = self
         for i, part in enumerate(key):
-            store = getattr(td, "_tensordict", None)
+            store = td._tensordict if isinstance(td, TensorDict) else None
             if store is None:
                 if isinstance(td, TensorDictBase):  # a lazy stack: it reads the rest
                     return td._get_tuple(key[i:], default)
@@ -499,7 +500,7 @@ class TensorDict(
 
     def _set_tuple(
         self,
-        key: tuple,
+        key: tuple[str, ...],
         value: Any,
         *,
         inplace: bool,
@@ -616,11 +617,11 @@ class TensorDict(
         )
 
     def _check_set_at(
-        self, idx: Any, idx_bs: torch.Size, value: TensorDictBase, prefix: tuple
+        self, idx: Any, idx_bs: torch.Size, value: TensorDictBase, prefix: tuple[str, ...]
     ) -> None:
         nb = len(self._batch_size)
         vnb = value.batch_dims
-        items = value._tensordict.items() if isinstance(value, TensorDict) else value.items()
+        items: Any = value._tensordict.items() if isinstance(value, TensorDict) else value.items()
         for key, v in items:
             target = self._tensordict.get(key)
             if target is None:
@@ -655,7 +656,7 @@ class TensorDict(
         bs = self._batch_size
         vnb = value.batch_dims
         store = self._tensordict
-        items = value._tensordict.items() if isinstance(value, TensorDict) else value.items()
+        items: Any = value._tensordict.items() if isinstance(value, TensorDict) else value.items()
         for key, v in items:
             target = store.get(key)
             if target is None:
@@ -740,8 +741,8 @@ class TensorDict(
     def _index_normalized(self, idx: Any, raw: Any = None) -> TensorDict:
         bs = self._batch_size
         nb = len(bs)
-        out = {}
-        new_bs = None
+        out: dict[str, Any] = {}
+        new_bs: torch.Size | None = None
         pending = []
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
@@ -754,19 +755,19 @@ class TensorDict(
                     ) from None
                 if new_bs is None:
                     new_bs = result.shape[: result.ndim - (value.ndim - nb)]
+                out[key] = result
             elif isinstance(value, NonTensorData):
                 pending.append(key)
-                continue
             else:
-                result = (
+                nested = (
                     value._index_normalized(idx, raw)
                     if isinstance(value, TensorDict)
                     else value[idx]
                 )
                 if new_bs is None:
-                    rbs = result.batch_size
+                    rbs = nested.batch_size
                     new_bs = rbs[: len(rbs) - (value.batch_dims - nb)]
-            out[key] = result
+                out[key] = nested
         if new_bs is None:
             new_bs = indexed_batch_size(idx, bs)
         for key in pending:
@@ -849,7 +850,7 @@ class TensorDict(
         >>> td.auto_batch_size_(batch_dims=1).batch_size
         torch.Size([3])
         """
-        common: list | None = None
+        common: list[int] | None = None
         for value in self._tensordict.values():
             if isinstance(value, NonTensorData):
                 continue

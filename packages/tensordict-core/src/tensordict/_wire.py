@@ -291,7 +291,13 @@ def _layout(node: Any) -> list[Any]:
             return [None]
         if entry.get("kind") == "tensor":
             out.append(
-                (key, entry.get("dtype"), entry.get("shape"), entry.get("stride"), entry.get("offset"))
+                (
+                    key,
+                    entry.get("dtype"),
+                    entry.get("shape"),
+                    entry.get("stride"),
+                    entry.get("offset"),
+                )
             )
         elif entry.get("kind") == "tensordict":
             out.append((key, _layout(entry)))

@@ -66,7 +66,7 @@ def _make_logger() -> logging.Logger:
 logger = _make_logger()
 
 
-def _dtype_of(args: tuple) -> torch.dtype | None:
+def _dtype_of(args: tuple[Any, ...]) -> torch.dtype | None:
     if not args:
         raise TypeError("the dtype predicates take the value to test as last argument.")
     return getattr(args[-1], "dtype", None) if isinstance(args[-1], torch.Tensor) else None
@@ -143,7 +143,7 @@ class TensorDictFuture:
     [2.0, 2.0, 2.0]
     """
 
-    def __init__(self, futures: Sequence[Future], resulting_td: Any) -> None:
+    def __init__(self, futures: Sequence[Future[Any]], resulting_td: Any) -> None:
         self.futures = list(futures)
         self.resulting_td = resulting_td
 
@@ -169,7 +169,9 @@ def _human_size(size: float) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def print_directory_tree(path: str | os.PathLike, indent: str = "", display_metadata: bool = True) -> str:
+def print_directory_tree(
+    path: str | os.PathLike[str], indent: str = "", display_metadata: bool = True
+) -> str:
     """Log (at ``INFO``, with :data:`logger`) and return the tree of files under ``path``.
 
     Directories end with ``/`` and each level is indented by four more spaces after
