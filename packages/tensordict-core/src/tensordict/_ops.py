@@ -390,6 +390,12 @@ def _make_binary(
         try:
             if fe is not None and foreach_ok and not kwargs and leaves:
                 results = fe(leaves, *operands)
+            elif n_operands == 1 and not kwargs:  # no foreach kernel (eq, lt …): one map
+                other = operands[0]
+                if isinstance(other, list):
+                    results = list(map(op, leaves, other))
+                else:
+                    results = [op(x, other) for x in leaves]
             else:
                 results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
         except RuntimeError as err:

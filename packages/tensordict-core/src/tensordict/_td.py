@@ -8,7 +8,7 @@ Storage is a plain ``dict`` mapping string keys to tensors, nested tensordicts o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import EllipsisType
 from typing import Any, overload
 
@@ -23,7 +23,18 @@ from tensordict._errors import lock_error, missing_key
 from tensordict._index import index_names, indexed_batch_size, normalize_index
 from tensordict._indexed import IndexedOps
 from tensordict._key_sets import KeySetOps
-from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
+from tensordict._keys import (
+    ITEMS,
+    VALUES,
+    FlatKeysView,
+    NestedKey,
+    TensorDictKeysView,
+    _collect_items,
+    _collect_values,
+    _sort_key,
+    collect,
+    unravel_key,
+)
 from tensordict._memory import MemoryOps
 from tensordict._nontensor import (
     NON_TENSOR_TYPES,
@@ -730,7 +741,64 @@ class TensorDict(
         >>> list(td.keys(True, True, sort=True))
         [('a', 'c'), 'b']
         """
+        if not (include_nested or leaves_only or is_leaf or sort):
+            return FlatKeysView(self)
         return TensorDictKeysView(self, include_nested, leaves_only, is_leaf, sort)
+
+    def items(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
+    ) -> Iterator[tuple[str | tuple[str, ...], Any]]:
+        """Iterate over ``(key, value)`` pairs (see :meth:`keys` for the options); values
+        are the stored entries (non-tensor data wrapped).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(1), "b": {"c": torch.ones(1)}}, [1])
+        >>> [k for k, _ in td.items(include_nested=True, leaves_only=True)]
+        ['a', ('b', 'c')]
+        """
+        if not (include_nested or leaves_only or sort):
+            return iter(self._tensordict.items())
+        out: list[Any] = []
+        if is_leaf is None:
+            _collect_items(self._tensordict, (), include_nested, leaves_only, out)
+        else:
+            collect(self, (), include_nested, leaves_only, is_leaf, ITEMS, out)
+        if sort:
+            out.sort(key=lambda item: _sort_key(item[0]))
+        return iter(out)
+
+    def values(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
+    ) -> Iterator[Any]:
+        """Iterate over the stored values (see :meth:`keys` for the options).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(1), "b": torch.ones(1)}, [1])
+        >>> [v.item() for v in td.values()]
+        [0.0, 1.0]
+        """
+        if not (include_nested or leaves_only or sort):
+            return iter(self._tensordict.values())
+        if sort:
+            return (v for _, v in self.items(include_nested, leaves_only, is_leaf, sort=True))
+        out: list[Any] = []
+        if is_leaf is None:
+            _collect_values(self._tensordict, include_nested, leaves_only, out)
+        else:
+            collect(self, (), include_nested, leaves_only, is_leaf, VALUES, out)
+        return iter(out)
 
     # ------------------------------------------------------------------ indexing
     def _index(self, index: Any) -> TensorDict:
