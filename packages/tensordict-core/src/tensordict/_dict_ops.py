@@ -285,8 +285,11 @@ class DictOps:
             keys = tuple(keys[0])
         if inplace and self._is_locked:
             raise lock_error(keys, "delete")
-        out = self if inplace else self.copy()
+        out = self if inplace else self._shallow_copy()
         for key in keys:
+            if type(key) is str:
+                out._tensordict.pop(key, None)
+                continue
             path = _key_tuple(key)
             parent = out._get_tuple(path[:-1], None) if len(path) > 1 else out
             if isinstance(parent, _kinds.Dense):
@@ -408,18 +411,23 @@ class DictOps:
         """
         if recurse:
             return self._map_tensors(torch.clone)
+        return self._shallow_copy()
+
+    def _shallow_copy(self) -> TensorDict:
+        """New containers all the way down, the same tensors (see :meth:`copy`)."""
         bs = self._batch_size
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
                 out[key] = value
+            elif isinstance(value, _kinds.Dense):
+                out[key] = value._shallow_copy()
             elif isinstance(value, NON_TENSOR):
                 out[key] = value._with(bs)  # a container of its own (see _tree.carry_non_tensor)
             else:
                 out[key] = value.clone(recurse=False)
-        return self._new_unsafe(
-            out, self._batch_size, self._device, self._names and list(self._names)
-        )
+        names = self._names
+        return self._new_unsafe(out, bs, self._device, None if names is None else list(names))
 
     def empty(
         self,

@@ -106,6 +106,7 @@ class Reduction:
     none_is_batch: bool = False
     summary: str = ""
     example_args: str = ""
+    torch_fn: Callable[..., Any] | None = None  # ``torch_fn(x, dims, keepdim)``, no options
 
 
 def _std(fn: Callable[..., Any]) -> Reduction:
@@ -124,6 +125,7 @@ def _with_dtype(fn: Callable[..., Any], summary: str, multi: bool = True) -> Red
         multi=multi,
         kwargs=_DTYPE,
         summary=summary,
+        torch_fn=fn,
     )
 
 
@@ -149,8 +151,18 @@ REDUCTIONS: dict[str, Reduction] = {
     "prod": _with_dtype(torch.prod, "The product", multi=False),
     "std": _std(torch.std),
     "var": _std(torch.var),
-    "amax": Reduction(lambda x, d, k: torch.amax(x, d, k), full=torch.amax, summary="The maximum"),
-    "amin": Reduction(lambda x, d, k: torch.amin(x, d, k), full=torch.amin, summary="The minimum"),
+    "amax": Reduction(
+        lambda x, d, k: torch.amax(x, d, k),
+        full=torch.amax,
+        summary="The maximum",
+        torch_fn=torch.amax,
+    ),
+    "amin": Reduction(
+        lambda x, d, k: torch.amin(x, d, k),
+        full=torch.amin,
+        summary="The minimum",
+        torch_fn=torch.amin,
+    ),
     "max": _extremum(torch.max, torch.amax, "The maximum (and its index along one batch dim)"),
     "min": _extremum(torch.min, torch.amin, "The minimum (and its index along one batch dim)"),
     "logsumexp": Reduction(
@@ -406,7 +418,10 @@ def _reduce(
         return ValuesIndices(values, indices)
     nested_kw = dict(kw, return_indices=False) if spec.indices else kw
     fn = spec.fn
-    if spec.multi and spec.values_fn is None:  # straight to torch (the hot path)
+    torch_fn = spec.torch_fn
+    if spec.multi and torch_fn is not None and not kw:  # straight to torch (the hot path)
+        leaf = lambda x, nb: torch_fn(x, dims, keepdim)  # noqa: E731
+    elif spec.multi and spec.values_fn is None:
         leaf = lambda x, nb: fn(x, dims, keepdim, **kw)  # noqa: E731
     else:
         leaf = lambda x, nb: _values_over(spec, x, dims, keepdim, kw)  # noqa: E731
@@ -502,8 +517,14 @@ def _make_reduction(name: str, spec: Reduction) -> Callable[..., Any]:
         **{n: d for n, d, _ in spec.kwargs},
     }
     allowed = set(pos) | set(defaults)
+    options = {n: d for n, d, _ in spec.kwargs}
+    plain = not spec.positional  # ``dim`` and ``keepdim`` are the positional parameters
 
     def method(self: TensorDictBase, *args: Any, reduce: Any = None, **kwargs: Any) -> Any:
+        if plain and not kwargs and len(args) <= 2:  # the common call: no keyword options
+            dim = args[0] if args else defaults["dim"]
+            keepdim = args[1] if len(args) == 2 else False
+            return _reduce(self, name, spec, dim, keepdim, reduce, dict(options))
         if len(args) > len(pos):
             raise TypeError(f"{name}() takes at most {len(pos)} positional arguments.")
         kw = dict(defaults)

@@ -438,6 +438,31 @@ def map_leaves(
     bs = td._batch_size
     nb = len(bs)
     new_bs = shape_fn(bs)
+    names = td._names
+    if names is not None:
+        names = names_fn(names)
+        if names is not None and all(n is None for n in names):
+            names = None
+    if n_out == 1:  # the common case, in one loop
+        one: dict[str, Any] = {}
+        for key, value in td._tensordict.items():
+            if isinstance(value, _Tensor):
+                try:
+                    one[key] = leaf_fn(value, nb)
+                except (RuntimeError, TypeError, ValueError, IndexError) as err:
+                    raise _leaf_error(name, prefix, key, value, err) from None
+            elif isinstance(value, _kinds.Dense):
+                one[key] = map_leaves(
+                    value, name, leaf_fn, shape_fn, names_fn, nested_fn, non_tensor_fn, 1,
+                    prefix + (key,),
+                )[0]  # fmt: skip
+            elif isinstance(value, NON_TENSOR):
+                r = non_tensor_fn(value, bs, new_bs)
+                if r is not None:
+                    one[key] = r
+            else:
+                one[key] = nested_fn(value)
+        return [_kinds.Dense._new_unsafe(one, new_bs, td._device, names)]
     outs: list[dict[str, Any]] = [{} for _ in range(n_out)]
     out = outs[0]
     for key, value in td._tensordict.items():
@@ -445,10 +470,7 @@ def map_leaves(
             try:
                 r = leaf_fn(value, nb)
             except (RuntimeError, TypeError, ValueError, IndexError) as err:
-                raise type(err)(
-                    f"{name}(): failed for entry {(prefix + (key,)) if prefix else key!r} of shape "
-                    f"{tuple(value.shape)} and dtype {value.dtype}: {err}"
-                ) from None
+                raise _leaf_error(name, prefix, key, value, err) from None
         elif isinstance(value, _kinds.Dense):
             r = map_leaves(
                 value,
@@ -476,14 +498,18 @@ def map_leaves(
         else:
             for o, ri in zip(outs, r):
                 o[key] = ri
-    names = td._names
-    if names is not None:
-        names = names_fn(names)
-        if names is not None and all(n is None for n in names):
-            names = None
     dev = td._device
     new = _kinds.Dense._new_unsafe
     return [new(o, new_bs, dev, names) for o in outs]
+
+
+def _leaf_error(
+    name: str, prefix: tuple[str, ...], key: str, value: _Tensor, err: Exception
+) -> Exception:
+    return type(err)(
+        f"{name}(): failed for entry {(prefix + (key,)) if prefix else key!r} of shape "
+        f"{tuple(value.shape)} and dtype {value.dtype}: {err}"
+    )
 
 
 def run_plan(plan: list[Any]) -> None:
