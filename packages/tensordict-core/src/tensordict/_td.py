@@ -8,7 +8,7 @@ Storage is a plain ``dict`` mapping string keys to tensors, nested tensordicts o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import EllipsisType
 from typing import Any, overload
 
@@ -752,7 +752,7 @@ class TensorDict(
         is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
-    ) -> Iterator[tuple[str | tuple[str, ...], Any]]:
+    ) -> Iterable[tuple[str | tuple[str, ...], Any]]:
         """Iterate over ``(key, value)`` pairs (see :meth:`keys` for the options); values
         are the stored entries (non-tensor data wrapped).
 
@@ -763,7 +763,7 @@ class TensorDict(
         ['a', ('b', 'c')]
         """
         if not (include_nested or leaves_only or sort):
-            return iter(self._tensordict.items())
+            return self._tensordict.items()
         out: list[Any] = []
         if is_leaf is None:
             _collect_items(self._tensordict, (), include_nested, leaves_only, out)
@@ -771,7 +771,7 @@ class TensorDict(
             collect(self, (), include_nested, leaves_only, is_leaf, ITEMS, out)
         if sort:
             out.sort(key=lambda item: _sort_key(item[0]))
-        return iter(out)
+        return out
 
     def values(
         self,
@@ -780,7 +780,7 @@ class TensorDict(
         is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
-    ) -> Iterator[Any]:
+    ) -> Iterable[Any]:
         """Iterate over the stored values (see :meth:`keys` for the options).
 
         >>> import torch
@@ -790,7 +790,7 @@ class TensorDict(
         [0.0, 1.0]
         """
         if not (include_nested or leaves_only or sort):
-            return iter(self._tensordict.values())
+            return self._tensordict.values()
         if sort:
             return (v for _, v in self.items(include_nested, leaves_only, is_leaf, sort=True))
         out: list[Any] = []
@@ -798,7 +798,7 @@ class TensorDict(
             _collect_values(self._tensordict, include_nested, leaves_only, out)
         else:
             collect(self, (), include_nested, leaves_only, is_leaf, VALUES, out)
-        return iter(out)
+        return out
 
     # ------------------------------------------------------------------ indexing
     def _index(self, index: Any) -> TensorDict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 import sys
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from types import FunctionType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -434,7 +434,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
-    ) -> Iterator[tuple[str | tuple[str, ...], Any]]:
+    ) -> Iterable[tuple[str | tuple[str, ...], Any]]:
         """Iterate over ``(key, value)`` pairs (see :meth:`keys` for the options).
 
         >>> import torch
@@ -456,7 +456,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
-    ) -> Iterator[Any]:
+    ) -> Iterable[Any]:
         """Iterate over the values (see :meth:`keys` for the options).
 
         >>> import torch
