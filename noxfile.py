@@ -42,6 +42,7 @@ TORCH_VERSIONS = ("2.13.0", "2.14.1")
 TORCH = os.environ.get("TORCH_VERSION", TORCH_VERSIONS[0])
 TEST_DEPS = ("pytest>=8", "hypothesis")
 LINT_DEPS = ("ruff==0.17.6", "mypy==2.4.1")
+TYPING_DEPS = ("pyright==1.1.414",)
 TOOL_DEPS = ("tomli>=1; python_version < '3.11'",)  # tools/*.py read pyproject.toml
 DISTS = distributions()
 
@@ -191,15 +192,25 @@ def _nvidia_gpus() -> list[str]:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Version lockstep, core's import structure, ruff check + format check, mypy."""
-    # mypy resolves torch/numpy from this environment: core (editable) brings them.
-    install(session, "-e", DISTS[0].rel(), *LINT_DEPS, *TOOL_DEPS)
+    """Version lockstep, core's import structure, ruff check + format check, mypy; the
+    tensorclass typing check (mypy and pyright)."""
+    # mypy resolves torch/numpy from this environment: core brings them. Core and
+    # tensorclass are installed as wheels, not editable: the `tensordict` namespace is then
+    # one folder in site-packages, as users have it, and the type checkers see
+    # `tensordict.tensorclass` (neither merges a namespace split across source folders).
+    tensorclass = next(d for d in DISTS if d.short == "tensorclass")
+    install(session, DISTS[0].rel(), tensorclass.rel(), *LINT_DEPS, *TYPING_DEPS, *TOOL_DEPS)
     session.run("python", "tools/check_versions.py")
     session.run("python", "tools/gen_table_stubs.py", "--check")
     session.run("python", "tools/check_imports.py")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")  # files: [tool.mypy] in pyproject.toml
+    typing = "packages/tensorclass/tests/typing"
+    session.run("mypy", "--config-file", f"{typing}/mypy.ini")
+    session.run("mypy", "--config-file", f"{typing}/mypy.ini", "-p", "tensordict.tensorclass")
+    python = str(Path(session.virtualenv.location) / "bin" / "python")
+    session.run("pyright", "--pythonpath", python, "--project", f"{typing}/pyrightconfig.json")
 
 
 @nox.session

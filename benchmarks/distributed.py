@@ -35,13 +35,13 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import functools
 import json
 import os
 import re
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from typing import Any
@@ -96,14 +96,17 @@ def _p2p_worker(rank: int, port: int, rows: list[str], rounds: int, total: int, 
             for r in range(rounds):
                 for side in ("plain", "td") if r % 2 == 0 else ("td", "plain"):
                     if side == "plain":
-                        fn = (lambda: dist.send(flat, 1)) if rank == 0 else (lambda: dist.recv(flat, 0))
+                        fn = (
+                            (lambda: dist.send(flat, 1))
+                            if rank == 0
+                            else (lambda: dist.recv(flat, 0))
+                        )
                         plain_t.append(timed(fn))
                     else:
-                        if rank == 0:
-                            fn = lambda: td.send(1, consolidated=consolidated)  # noqa: E731
-                        else:
-                            fn = lambda: td.recv(0, consolidated=consolidated)  # noqa: E731
-                        td_t.append(timed(fn))
+                        method = td.send if rank == 0 else td.recv
+                        td_t.append(
+                            timed(functools.partial(method, 1 - rank, consolidated=consolidated))
+                        )
             results[row] = {"td": min(td_t), "plain": min(plain_t)}
         elif row.startswith("all_reduce"):
             n = int(row.split()[1])
@@ -114,7 +117,7 @@ def _p2p_worker(rank: int, port: int, rows: list[str], rounds: int, total: int, 
                     if side == "plain":
                         plain_t.append(timed(lambda: dist.all_reduce(flat)))
                     else:
-                        td_t.append(timed(lambda: td.all_reduce()))
+                        td_t.append(timed(td.all_reduce))
             results[row] = {"td": min(td_t), "plain": min(plain_t)}
     if rank == 1:
         with open(out, "w") as f:
@@ -221,8 +224,14 @@ def run_store(rounds: int, total: int) -> dict[str, Any]:
         assert torch.equal(back, t)
         store.clear_redis()
         return {
-            f"store set {total // MIB} MiB": {"td": min(times["set"]), "plain": min(times["raw_set"])},
-            f"store get {total // MIB} MiB": {"td": min(times["get"]), "plain": min(times["raw_get"])},
+            f"store set {total // MIB} MiB": {
+                "td": min(times["set"]),
+                "plain": min(times["raw_set"]),
+            },
+            f"store get {total // MIB} MiB": {
+                "td": min(times["get"]),
+                "plain": min(times["raw_get"]),
+            },
         }
     finally:
         proc.terminate()
@@ -255,7 +264,9 @@ def main() -> None:
     import tensordict
 
     lib = f"tensordict {getattr(tensordict, '__version__', '?')} ({os.path.dirname(tensordict.__file__)})"
-    print(f"{lib}, torch {torch.__version__}, {os.cpu_count()} CPUs, {rounds} rounds, min over rounds")
+    print(
+        f"{lib}, torch {torch.__version__}, {os.cpu_count()} CPUs, {rounds} rounds, min over rounds"
+    )
     print(f"{'row':58s} {'tensordict ms':>14s} {'plain ms':>10s} {'ratio':>7s}")
     for row, r in results.items():
         if "skipped" in r:
@@ -266,7 +277,9 @@ def main() -> None:
         print(f"{row:58s} {r['td'] * 1e3:14.1f} {r['plain'] * 1e3:10.1f} {ratio:6.2f}x")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"library": lib, "rounds": rounds, "bytes": total, "rows": results}, f, indent=1)
+            json.dump(
+                {"library": lib, "rounds": rounds, "bytes": total, "rows": results}, f, indent=1
+            )
 
 
 if __name__ == "__main__":

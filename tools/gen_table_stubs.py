@@ -172,7 +172,7 @@ def render() -> str:
             if inplace:
                 add(_def(name + "_", _params(getattr(TensorDictBase, name + "_")), "Self"))
     for name in _ops.CASTS:
-        add(f"    def {name}(self) -> Self: ...")
+        add(_def(name, _params(getattr(TensorDictBase, name)), "Self"))
     for dunder in _ops.OPERATORS:
         ignore = "  # type: ignore[override]" if dunder in ("__eq__", "__ne__") else ""
         arg = "object" if ignore else "Any"
@@ -184,8 +184,8 @@ def render() -> str:
         add(f"    def {name}(self, dim: None = None) -> builtins.bool: ...")
         add("    @overload")
         add(f"    def {name}(self, dim: builtins.int) -> Self: ...")
-    add("    def rsub(self, other: Any, alpha: Any = 1) -> Self: ...")
-    add("    def clamp(self, min: Any = None, max: Any = None) -> Self: ...")
+    add(_def("rsub", _params(TensorDictBase.rsub), "Self"))  # type: ignore[attr-defined]
+    add(_def("clamp", _params(TensorDictBase.clamp), "Self"))  # type: ignore[attr-defined]
     add("    def zero_(self) -> Self: ...")
     add("    def fill_(self, key: Any, value: Any) -> Self: ...")
     add("    def detach(self) -> Self: ...")
@@ -209,16 +209,10 @@ def render() -> str:
     add("    @property")
     add("    def dtype(self) -> Any: ...")
     for name in _ops.QUANTIZED_CASTS:
-        add(
-            _def(
-                name,
-                ["self", "scale: builtins.float = ...", "zero_point: builtins.int = ..."],
-                "Self",
-            )
-        )
+        add(_def(name, _params(getattr(TensorDictBase, name)), "Self"))
     for name in _ops.PREDICATES:
         add(f"    def {name}(self) -> Self: ...")
-    add("    def type(self, dst_type: torch.dtype | builtins.str) -> Self: ...")
+    add(_def("type", _params(TensorDictBase.type), "Self"))  # type: ignore[attr-defined]
     for name in _ops_reduce.REDUCTIONS:
         _reduction_overloads(name, getattr(TensorDictBase, name), add)
     for name in _ops_reduce.CUMULATIVE:

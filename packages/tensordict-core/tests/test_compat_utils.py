@@ -141,9 +141,11 @@ def test_tensordict_future_waits_and_reraises() -> None:
 def test_legacy_module_path() -> None:
     from tensordict.tensordict import (
         LazyStackedTensorDict,
-        TensorDict as LegacyTensorDict,
         TensorDictBase,
         pad_sequence,
+    )
+    from tensordict.tensordict import (
+        TensorDict as LegacyTensorDict,
     )
 
     assert LegacyTensorDict is tensordict.TensorDict

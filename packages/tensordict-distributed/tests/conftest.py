@@ -50,7 +50,15 @@ def run_ranks(tmp_path: Path) -> Callable[..., list[dict[str, Any]]]:
         for rank in range(world):
             log = open(tmp_path / f"{scenario}-log{rank}.txt", "w")  # closed below
             logs.append(log)
-            cmd = [sys.executable, str(SCENARIOS), scenario, str(rank), str(world), str(port), str(tmp_path)]
+            cmd = [
+                sys.executable,
+                str(SCENARIOS),
+                scenario,
+                str(rank),
+                str(world),
+                str(port),
+                str(tmp_path),
+            ]
             procs.append(subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env))
         deadline = time.monotonic() + timeout
         try:
@@ -99,13 +107,20 @@ class RedisServer:
     def start(self, persistent: bool = True) -> None:
         cmd = [
             self.binary,
-            "--port", str(self.port),
-            "--bind", "127.0.0.1",
-            "--unixsocket", self.unix_socket,
-            "--dir", str(self.folder),
-            "--save", "",
-            "--appendonly", "no",
-            "--protected-mode", "no",
+            "--port",
+            str(self.port),
+            "--bind",
+            "127.0.0.1",
+            "--unixsocket",
+            self.unix_socket,
+            "--dir",
+            str(self.folder),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "no",
         ]
         if not persistent:
             (self.folder / "dump.rdb").unlink(missing_ok=True)
@@ -164,7 +179,8 @@ class ExternalRedis:
 
 def _start_redis(folder: Path, external_ok: bool = False) -> Any:
     pytest.importorskip(
-        "redis", reason="the store tests need the redis client: pip install tensordict-distributed[redis]"
+        "redis",
+        reason="the store tests need the redis client: pip install tensordict-distributed[redis]",
     )
     binary = shutil.which("redis-server")
     if binary is None:
@@ -174,7 +190,11 @@ def _start_redis(folder: Path, external_ok: bool = False) -> Any:
         pytest.skip(
             "no redis-server binary on PATH: the store tests need a real server "
             "(Debian: apt-get install redis-server"
-            + (", or set TENSORDICT_TEST_REDIS=host:port)" if external_ok else "; this test restarts it)")
+            + (
+                ", or set TENSORDICT_TEST_REDIS=host:port)"
+                if external_ok
+                else "; this test restarts it)"
+            )
         )
     server = RedisServer(binary, folder)
     server.start()

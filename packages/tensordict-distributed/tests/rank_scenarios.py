@@ -281,7 +281,9 @@ def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
         members = [0, world - 1]
         sub = dist.new_group(members)
         if rank in members:
-            out = (nested(9.0) if rank == world - 1 else TensorDict()).broadcast(world - 1, group=sub)
+            out = (nested(9.0) if rank == world - 1 else TensorDict()).broadcast(
+                world - 1, group=sub
+            )
             res["sub_broadcast"] = dump(out)
             td = nested(float(rank + 1)).exclude(("n", "done"))
             td.all_reduce(group=sub)
@@ -297,6 +299,13 @@ def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
         td = nested(float(rank + 1)).exclude(("n", "done"))
         td.all_reduce()
         res["again"] = dump(td)
+        odd = (
+            TensorDict({"x": torch.ones(1, 2)}, [1, 2])
+            if rank == 0
+            else TensorDict({"x": torch.ones(2)}, [2])
+        )
+        odd.all_reduce()
+        res["same_numel"] = odd["x"].flatten().tolist()
         big = many_leaves(1000, float(rank))
         big.all_reduce()
         total = sum(range(world))
@@ -323,12 +332,34 @@ def scenario_tensorclass(rank: int, world: int) -> dict[str, Any]:
         got = TensorDict.from_remote_init(src=0)
         res["type"] = type(got).__name__
         res["a"] = got.a.tolist()
-    out = (Pair(a=torch.ones(2), b=torch.ones(2), batch_size=[2]) if rank == 0 else TensorDict()).broadcast(0)
+    out = (
+        Pair(a=torch.ones(2), b=torch.ones(2), batch_size=[2]) if rank == 0 else TensorDict()
+    ).broadcast(0)
     res["broadcast_type"] = type(out).__name__
     return res
 
 
+def scenario_nccl(rank: int, world: int) -> dict[str, Any]:
+    """The same calls over nccl, one CUDA device per rank (buffers on the device)."""
+    device = torch.device("cuda", rank)
+    res: dict[str, Any] = {}
+    if rank == 0:
+        nested(1.0).to(device).send(1)
+        nested(2.0).to(device).init_remote(dst=1)
+    else:
+        td = nested(0.0).to(device)
+        td.recv(0)
+        res["recv"] = dump(td.cpu())
+        remote = TensorDict.from_remote_init(src=0, device=device)
+        res["remote"] = [dump(remote.cpu()), remote["obs"].device.type]
+    td = nested(float(rank + 1)).exclude(("n", "done")).to(device)
+    td.all_reduce()
+    res["all_reduce"] = dump(td.cpu())
+    return res
+
+
 SCENARIOS = {
+    "nccl": scenario_nccl,
     "p2p": scenario_p2p,
     "raw_group": scenario_raw_group,
     "dead_peer": scenario_dead_peer,
@@ -344,8 +375,10 @@ def main(scenario: str, rank: int, world: int, port: int, out_dir: str) -> None:
         res = SCENARIOS[scenario](rank, world)
         Path(out_dir, f"{scenario}-rank{rank}.json").write_text(json.dumps(res))
         return
+    if scenario == "nccl":
+        torch.cuda.set_device(rank)
     dist.init_process_group(
-        "gloo",
+        "nccl" if scenario == "nccl" else "gloo",
         init_method=f"tcp://127.0.0.1:{port}",
         rank=rank,
         world_size=world,

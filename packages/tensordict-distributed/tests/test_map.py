@@ -47,7 +47,11 @@ def set_two(td):
 
 def dataset(n: int) -> TensorDict:
     return TensorDict(
-        {"i": torch.arange(n), "x": torch.linspace(0, 1, n * 3).reshape(n, 3), "n": {"y": torch.ones(n, 2)}},
+        {
+            "i": torch.arange(n),
+            "x": torch.linspace(0, 1, n * 3).reshape(n, 3),
+            "n": {"y": torch.ones(n, 2)},
+        },
         [n],
     )
 
@@ -125,7 +129,11 @@ def test_seeded_shuffle_yields_a_permutation():
     td = dataset(1000)
     seen = []
     for chunk in td.map_iter(
-        operator.pos, num_workers=2, chunksize=100, shuffle=True, generator=torch.Generator().manual_seed(3)
+        operator.pos,
+        num_workers=2,
+        chunksize=100,
+        shuffle=True,
+        generator=torch.Generator().manual_seed(3),
     ):
         seen.extend(chunk["i"].tolist())
     assert sorted(seen) == list(range(1000))
@@ -134,7 +142,11 @@ def test_seeded_shuffle_yields_a_permutation():
     again = [
         sorted(c["i"].tolist())
         for c in td.map_iter(
-            operator.pos, num_workers=2, chunksize=100, shuffle=True, generator=torch.Generator().manual_seed(3)
+            operator.pos,
+            num_workers=2,
+            chunksize=100,
+            shuffle=True,
+            generator=torch.Generator().manual_seed(3),
         )
     ]
     chunks = [sorted(seen[k : k + 100]) for k in range(0, 1000, 100)]
@@ -176,7 +188,9 @@ def test_seeded_workers_draw_the_same_numbers():
 
 
 def test_chunksize_zero_stacks_lazily_when_structures_differ():
-    td = LazyStackedTensorDict(TensorDict({"a": torch.zeros(())}), TensorDict({"b": torch.ones(())}))
+    td = LazyStackedTensorDict(
+        TensorDict({"a": torch.zeros(())}), TensorDict({"b": torch.ones(())})
+    )
     out = td.map(set_two, chunksize=0, num_workers=2)
     assert out[0]["a"] == 0 and out[1]["b"] == 1 and (out["two"] == 2).all()
 

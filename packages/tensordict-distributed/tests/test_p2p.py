@@ -24,7 +24,9 @@ def test_point_to_point(run_ranks, scenarios):
     assert r["lazy_nested"] == expected
     assert sender["isend_tag"] == 12
     assert r["irecv"] == _ok(scenarios, 4.0)
-    assert r["premature_before"] == _ok(scenarios, 0.0) or r["premature_before"] == _ok(scenarios, 5.0)
+    assert r["premature_before"] == _ok(scenarios, 0.0) or r["premature_before"] == _ok(
+        scenarios, 5.0
+    )
     assert r["premature_after"] == _ok(scenarios, 5.0)
     # the receiver learns the structure; later transfers land straight in its buffer
     remote, consolidated = r["remote"]
@@ -94,6 +96,18 @@ def test_tensorclass_instances_travel(run_ranks):
     assert receiver["broadcast_type"] == "Pair"
 
 
+@pytest.mark.cuda
+def test_nccl(run_ranks, scenarios):
+    if torch.cuda.device_count() < 2:
+        pytest.skip("nccl between two processes needs two CUDA devices")
+    _, receiver = run_ranks("nccl", 2)
+    assert receiver["recv"] == _ok(scenarios, 1.0)
+    assert receiver["remote"] == [_ok(scenarios, 2.0), "cuda"]
+    td = scenarios.nested(3.0).exclude(("n", "done"))
+    td.set_non_tensor("label", "v2.0")
+    assert receiver["all_reduce"] == scenarios.dump(td)
+
+
 # ---------------------------------------------------------------------- no processes
 @pytest.mark.parametrize("method", ["send", "isend", "recv", "irecv"])
 def test_peer_arguments_are_checked(method):
@@ -111,7 +125,12 @@ def test_peer_arguments_are_checked(method):
 
 def test_without_a_process_group():
     td = TensorDict({"a": torch.zeros(1)}, [])
-    for call in (lambda: td.send(1), lambda: td.recv(1), lambda: td.all_reduce(), lambda: td.broadcast(0)):
+    for call in (
+        lambda: td.send(1),
+        lambda: td.recv(1),
+        lambda: td.all_reduce(),
+        lambda: td.broadcast(0),
+    ):
         with pytest.raises(RuntimeError, match="init_process_group"):
             call()
 

@@ -68,7 +68,9 @@ class CountingClient:
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_every_dtype_round_trips_bit_exact(redis_server, dtype):
-    raw = torch.randint(0, 256, (4, 5, 16), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
+    raw = torch.randint(
+        0, 256, (4, 5, 16), dtype=torch.uint8, generator=torch.Generator().manual_seed(0)
+    )
     value = raw.view(dtype)  # every bit pattern, NaN payloads included
     store = store_cls()(host=redis_server.host, port=redis_server.port, batch_size=[4])
     store["x"] = value
@@ -112,7 +114,9 @@ def test_rows_written_in_place_one_round_trip(redis_server):
     key = f'tensordict:{store.td_id}:data:["obs"]'
     before = client.get(key)
     counting.round_trips = 0
-    store[2:4] = TensorDict({"obs": torch.full((2, 3), -1.0), "nested": {"step": torch.tensor([7, 7])}}, [2])
+    store[2:4] = TensorDict(
+        {"obs": torch.full((2, 3), -1.0), "nested": {"step": torch.tensor([7, 7])}}, [2]
+    )
     assert counting.round_trips == 1
     after = client.get(key)
     assert len(after) == len(before)
@@ -122,7 +126,9 @@ def test_rows_written_in_place_one_round_trip(redis_server):
     expected[2:4] = -1
     assert torch.equal(store["obs"], expected)
     # scattered rows, a row and a column
-    store[torch.tensor([5, 0])] = TensorDict({"obs": torch.stack([torch.full((3,), 5.0), torch.full((3,), 0.5)])}, [2])
+    store[torch.tensor([5, 0])] = TensorDict(
+        {"obs": torch.stack([torch.full((3,), 5.0), torch.full((3,), 0.5)])}, [2]
+    )
     expected[5], expected[0] = 5.0, 0.5
     store[1] = TensorDict({"obs": torch.full((3,), 9.0)}, [])
     expected[1] = 9.0
@@ -229,14 +235,18 @@ def test_lazy_stacked_store(redis_server):
     assert len(list(client.scan_iter(f"tensordict:{store.td_id}:data:*"))) == 1  # one string
     store[1] = TensorDict({"x": torch.full((5,), 2.0), "tag": "a"}, [])  # in place
     store[0] = TensorDict({"x": torch.full((2,), 3.0), "tag": "a"}, [])  # new shape
-    again = store_cls().from_store(td_id=store.td_id, host=redis_server.host, port=redis_server.port)
+    again = store_cls().from_store(
+        td_id=store.td_id, host=redis_server.host, port=redis_server.port
+    )
     assert isinstance(again, LazyStackedTensorDictStore)
     back = again.to_local()
     assert torch.equal(back[0]["x"], torch.full((2,), 3.0))
     assert torch.equal(back[1]["x"], torch.full((5,), 2.0))
     with pytest.raises(RuntimeError, match="batch size"):
         store[0] = TensorDict({"x": torch.zeros(2, 2)}, [2])
-    empty = LazyStackedTensorDictStore(host=redis_server.host, port=redis_server.port, count=3, inner_batch_size=[2])
+    empty = LazyStackedTensorDictStore(
+        host=redis_server.host, port=redis_server.port, count=3, inner_batch_size=[2]
+    )
     assert empty.batch_size == torch.Size([3, 2])
     store.clear_redis()
     empty.clear_redis()

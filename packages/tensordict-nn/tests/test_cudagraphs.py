@@ -41,7 +41,7 @@ def test_capture_and_replay_tensordict_module():
     lin = nn.Linear(4, 3).cuda()
     module = TensorDictModule(lin, in_keys=["x"], out_keys=["y"])
     graphed = CudaGraphModule(module, warmup=2)
-    for step in range(5):
+    for _ in range(5):
         x = torch.randn(8, 4, device="cuda")
         out = graphed(TensorDict(x=x, batch_size=[8]))
         torch.testing.assert_close(out["y"], lin(x))

@@ -33,7 +33,9 @@ def test_delta_shapes_samples_and_log_prob():
     d = Delta(param)
     assert d.batch_shape == (3, 4) and d.event_shape == (2,)
     assert d.sample((5,)).shape == (5, 3, 4, 2)
-    assert torch.equal(d.sample(), param) and torch.equal(d.mode, param) and torch.equal(d.mean, param)
+    assert (
+        torch.equal(d.sample(), param) and torch.equal(d.mode, param) and torch.equal(d.mean, param)
+    )
     assert torch.isinf(d.log_prob(param)).all() and (d.log_prob(param) > 0).all()
     other = param.clone()
     other[0, 0, 1] += 1
@@ -69,9 +71,13 @@ def test_truncated_normal_against_numerical_integration(loc, scale, a, b):
     x = torch.linspace(a, b, 20001, dtype=torch.float64)
     density = d.log_prob(x).exp()
     # the density integrates to one over [a, b] ...
-    torch.testing.assert_close(torch.trapezoid(density, x), torch.tensor(1.0, dtype=torch.float64), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        torch.trapezoid(density, x), torch.tensor(1.0, dtype=torch.float64), atol=1e-6, rtol=0
+    )
     # ... is the normal density up to that normalisation ...
-    normal = D.Normal(torch.tensor(loc, dtype=torch.float64), torch.tensor(scale, dtype=torch.float64))
+    normal = D.Normal(
+        torch.tensor(loc, dtype=torch.float64), torch.tensor(scale, dtype=torch.float64)
+    )
     ratio = density / normal.log_prob(x).exp()
     torch.testing.assert_close(ratio, ratio[0].expand_as(ratio))
     # ... and its moments, entropy and CDF are the integrals
@@ -83,8 +89,13 @@ def test_truncated_normal_against_numerical_integration(loc, scale, a, b):
     torch.testing.assert_close(d.entropy(), entropy, atol=1e-6, rtol=1e-6)
     mid = (a + b) / 2
     cdf_mid = torch.trapezoid(density[x <= mid], x[x <= mid])
-    torch.testing.assert_close(d.cdf(torch.tensor(mid, dtype=torch.float64)), cdf_mid, atol=1e-4, rtol=0)
-    torch.testing.assert_close(d.icdf(d.cdf(torch.tensor(mid, dtype=torch.float64))), torch.tensor(mid, dtype=torch.float64))
+    torch.testing.assert_close(
+        d.cdf(torch.tensor(mid, dtype=torch.float64)), cdf_mid, atol=1e-4, rtol=0
+    )
+    torch.testing.assert_close(
+        d.icdf(d.cdf(torch.tensor(mid, dtype=torch.float64))),
+        torch.tensor(mid, dtype=torch.float64),
+    )
     assert d.mode == min(max(loc, a), b)
 
 
@@ -99,7 +110,9 @@ def test_truncated_normal_samples_stay_in_bounds_and_carry_gradients():
     with pytest.raises(ValueError, match="a < b"):
         TruncatedNormal(0.0, 1.0, 1.0, 0.0)
     with pytest.raises(ValueError, match="support"):
-        TruncatedNormal(torch.zeros(1), torch.ones(1), -1.0, 1.0, validate_args=True).log_prob(torch.tensor([2.0]))
+        TruncatedNormal(torch.zeros(1), torch.ones(1), -1.0, 1.0, validate_args=True).log_prob(
+            torch.tensor([2.0])
+        )
 
 
 # --------------------------------------------------------------------------- OneHotCategorical
@@ -115,7 +128,9 @@ def test_one_hot_categorical_against_torch():
     assert torch.equal(ours.mode.argmax(-1), logits.argmax(-1))
     assert torch.equal(ours.deterministic_sample, ours.mode)
     probs = logits.softmax(-1)
-    torch.testing.assert_close(OneHotCategorical(probs=probs).log_prob(sample), ref.log_prob(sample))
+    torch.testing.assert_close(
+        OneHotCategorical(probs=probs).log_prob(sample), ref.log_prob(sample)
+    )
 
 
 def test_one_hot_straight_through_rsample():
@@ -131,7 +146,9 @@ def test_rand_one_hot():
     torch.manual_seed(0)
     sample = rand_one_hot(torch.tensor([[0.0, 50.0, 0.0], [50.0, 0.0, 0.0]]))
     assert sample.tolist() == [[0, 1, 0], [1, 0, 0]]
-    counts = rand_one_hot(torch.tensor([0.2, 0.8]).expand(4000, 2), do_softmax=False).float().mean(0)
+    counts = (
+        rand_one_hot(torch.tensor([0.2, 0.8]).expand(4000, 2), do_softmax=False).float().mean(0)
+    )
     torch.testing.assert_close(counts, torch.tensor([0.2, 0.8]), atol=0.03, rtol=0)
 
 
@@ -144,12 +161,18 @@ def test_mappings_and_softplus_helpers():
     torch.testing.assert_close(mappings("exp")(x), x.exp())
     torch.testing.assert_close(mappings("relu")(x), x.relu())
     torch.testing.assert_close(mappings("none")(x), x)
-    torch.testing.assert_close(mappings("expln")(x), torch.tensor([math.exp(-1), 1.0, 1 + math.log(2)]))
+    torch.testing.assert_close(
+        mappings("expln")(x), torch.tensor([math.exp(-1), 1.0, 1 + math.log(2)])
+    )
     assert mappings("biased_softplus_2.0")(torch.zeros(1)).item() == pytest.approx(2.0)
     f = mappings("biased_softplus_3.0_0.5")
-    assert f(torch.zeros(1)).item() == pytest.approx(3.0) and f(torch.tensor([-1e4])).item() == pytest.approx(0.5)
+    assert f(torch.zeros(1)).item() == pytest.approx(3.0) and f(
+        torch.tensor([-1e4])
+    ).item() == pytest.approx(0.5)
     assert biased_softplus(1.0)(torch.zeros(1)).item() == pytest.approx(1.0)
-    assert torch.nn.functional.softplus(torch.tensor(inv_softplus(1.5))).item() == pytest.approx(1.5)
+    assert torch.nn.functional.softplus(torch.tensor(inv_softplus(1.5))).item() == pytest.approx(
+        1.5
+    )
     add_custom_mapping("cube", lambda t: t**3)
     assert mappings("cube")(torch.tensor(2.0)) == 8
     with pytest.raises(NotImplementedError, match="Unknown mapping"):
@@ -161,7 +184,9 @@ def test_mappings_and_softplus_helpers():
 def test_normal_param_extractor():
     loc, scale = NormalParamExtractor()(torch.tensor([[1.0, 2.0, 0.0, -100.0]]))
     assert loc.tolist() == [[1.0, 2.0]]
-    assert scale[0, 0].item() == pytest.approx(1.0) and scale[0, 1].item() == pytest.approx(0.01, abs=1e-4)
+    assert scale[0, 0].item() == pytest.approx(1.0) and scale[0, 1].item() == pytest.approx(
+        0.01, abs=1e-4
+    )
     _, scale = NormalParamExtractor("exp", scale_lb=0.1)(torch.tensor([0.0, 0.0, 0.0, -10.0]))
     assert scale.tolist() == pytest.approx([1.0, 0.1])
     with pytest.raises(ValueError, match="odd"):
@@ -209,7 +234,9 @@ def test_composite_samples_and_log_prob_match_the_components():
     cat = D.Categorical(logits=params["nested", "disc", "logits"])
     lp = dist.log_prob(sample)
     torch.testing.assert_close(lp["cont_log_prob"], normal.log_prob(sample["cont"]))
-    torch.testing.assert_close(lp["nested", "disc_log_prob"], cat.log_prob(sample["nested", "disc"]))
+    torch.testing.assert_close(
+        lp["nested", "disc_log_prob"], cat.log_prob(sample["nested", "disc"])
+    )
     with set_composite_lp_aggregate(True):
         total = dist.log_prob(sample)
         expected = normal.log_prob(sample["cont"]).sum(-1) + cat.log_prob(sample["nested", "disc"])
@@ -223,14 +250,16 @@ def test_composite_samples_and_log_prob_match_the_components():
 
 def test_composite_names_modes_and_cdf():
     params = _params()
-    dist = _composite(params, name_map={"cont": ("out", "cont"), ("nested", "disc"): ("out", "disc")})
+    dist = _composite(
+        params, name_map={"cont": ("out", "cont"), ("nested", "disc"): ("out", "disc")}
+    )
     sample = dist.sample()
     assert set(sample.keys(True, True)) == {("out", "cont"), ("out", "disc")}
     assert torch.equal(dist.mode["out", "cont"], params["cont", "loc"])
-    assert torch.equal(dist.deterministic_sample["out", "disc"], params["nested", "disc", "logits"].argmax(-1))
-    cont_only = CompositeDistribution(
-        params.select("cont"), distribution_map={"cont": D.Normal}
+    assert torch.equal(
+        dist.deterministic_sample["out", "disc"], params["nested", "disc", "logits"].argmax(-1)
     )
+    cont_only = CompositeDistribution(params.select("cont"), distribution_map={"cont": D.Normal})
     s = cont_only.rsample((5,))
     cont_only.cdf(s)
     cont_only.icdf(s)
@@ -239,7 +268,8 @@ def test_composite_names_modes_and_cdf():
 
 def test_composite_from_distributions_and_missing_params():
     d = CompositeDistribution.from_distributions(
-        TensorDict(batch_size=[2]), {"a": D.Normal(torch.zeros(2), 1.0), ("b", "c"): D.Bernoulli(torch.full((2,), 0.5))}
+        TensorDict(batch_size=[2]),
+        {"a": D.Normal(torch.zeros(2), 1.0), ("b", "c"): D.Bernoulli(torch.full((2,), 0.5))},
     )
     s = d.sample()
     assert s["a"].shape == (2,) and s["b", "c"].shape == (2,)

@@ -21,7 +21,9 @@ def test_copies_are_reinitialised_and_registered():
     module = _module()
     original = module.module[0].weight.detach().clone()
     ensemble = EnsembleModule(module, num_copies=3)
-    assert isinstance(ensemble.params_td, TensorDictParams) and ensemble.params_td.batch_size == (3,)
+    assert isinstance(ensemble.params_td, TensorDictParams) and ensemble.params_td.batch_size == (
+        3,
+    )
     weights = ensemble.params_td["module", "0", "weight"]
     assert not torch.equal(weights[0], weights[1]) and not torch.equal(weights[1], weights[2])
     assert torch.equal(module.module[0].weight, original), "the given module is left as it was"
@@ -52,7 +54,9 @@ def test_gradients_reach_every_copy():
 def test_chained_ensembles():
     first = EnsembleModule(_module(), num_copies=3)
     second = EnsembleModule(
-        TensorDictModule(nn.Linear(1, 2), in_keys=["y"], out_keys=["z"]), num_copies=3, expand_input=False
+        TensorDictModule(nn.Linear(1, 2), in_keys=["y"], out_keys=["z"]),
+        num_copies=3,
+        expand_input=False,
     )
     out = TensorDictSequential(first, second)(TensorDict(x=torch.randn(5, 2), batch_size=[5]))
     assert out["z"].shape == (3, 5, 2)
@@ -64,6 +68,8 @@ def test_reset_parameters_recursive_resets_every_copy():
     ensemble = EnsembleModule(_module(), num_copies=2)
     before = ensemble.params_td.detach().clone()
     ensemble.reset_parameters_recursive()
-    assert not torch.equal(before["module", "0", "weight"], ensemble.params_td["module", "0", "weight"])
+    assert not torch.equal(
+        before["module", "0", "weight"], ensemble.params_td["module", "0", "weight"]
+    )
     with pytest.raises(ValueError, match="num_copies"):
         EnsembleModule(_module(), num_copies=0)

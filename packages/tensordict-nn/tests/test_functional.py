@@ -29,7 +29,10 @@ def test_from_module_mirrors_the_tree_without_copies():
         ("1", "running_var"), ("1", "weight"),
         ("3", "bias"), ("3", "weight"),
     ]  # fmt: skip
-    assert params["0", "weight"] is net[0].weight and params["1", "running_mean"] is net[1].running_mean
+    assert (
+        params["0", "weight"] is net[0].weight
+        and params["1", "running_mean"] is net[1].running_mean
+    )
     assert not params.is_locked and tensordict.from_module(net).is_locked
     assert "2" not in params.keys()
     assert "2" in TensorDict.from_module(net, filter_empty=False).keys()
@@ -52,7 +55,10 @@ def test_from_modules_stacks_and_keeps_kinds():
     for i, net in enumerate(nets):
         torch.testing.assert_close(stacked["0", "weight"][i], net[0].weight.detach())
     lazy = TensorDict.from_modules(*nets, lazy_stack=True)
-    assert isinstance(lazy, LazyStackedTensorDict) and lazy.tensordicts[1]["3", "bias"] is nets[1][3].bias
+    assert (
+        isinstance(lazy, LazyStackedTensorDict)
+        and lazy.tensordicts[1]["3", "bias"] is nets[1][3].bias
+    )
     same = TensorDict.from_modules(nets[0], nets[0], expand_identical=True)
     assert same["0", "weight"].stride(0) == 0
     assert isinstance(TensorDict.from_modules(*nets, as_module=True), TensorDictParams)
@@ -208,9 +214,9 @@ def test_ensemble_matches_torch_func_stack_module_state(make_mlp):
     x = torch.randn(6, 4)
     state, buffers = stack_module_state(models)
     template = make_mlp(4, 8, 2)
-    expected = torch.vmap(lambda p, b, inp: functional_call(template, (p, b), (inp,)), (0, 0, None))(
-        state, buffers, x
-    )
+    expected = torch.vmap(
+        lambda p, b, inp: functional_call(template, (p, b), (inp,)), (0, 0, None)
+    )(state, buffers, x)
     params = TensorDict.from_modules(*models)
 
     def call(p, inp):

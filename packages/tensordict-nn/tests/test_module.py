@@ -19,7 +19,6 @@ from tensordict.nn import (
     skip_existing,
 )
 
-
 # --------------------------------------------------------------------------- construction
 
 

@@ -21,7 +21,9 @@ def _holder(params: TensorDictParams) -> nn.Module:
 
 
 def test_leaves_become_parameters_and_buffers():
-    p = TensorDictParams(TensorDict(w=torch.zeros(3), n=torch.zeros((), dtype=torch.long), sub={"b": torch.ones(2)}))
+    p = TensorDictParams(
+        TensorDict(w=torch.zeros(3), n=torch.zeros((), dtype=torch.long), sub={"b": torch.ones(2)})
+    )
     assert isinstance(p["w"], nn.Parameter) and p["w"].requires_grad
     assert isinstance(p["sub", "b"], nn.Parameter)
     assert isinstance(p["n"], Buffer) and not isinstance(p["n"], nn.Parameter)
@@ -37,7 +39,9 @@ def test_no_convert_keeps_plain_tensors_as_buffers():
 
 
 def test_module_protocol_names_state_dict_and_optimizer():
-    p = TensorDictParams(TensorDict(w=torch.ones(3), sub={"b": torch.ones(2)}, n=torch.zeros((), dtype=torch.long)))
+    p = TensorDictParams(
+        TensorDict(w=torch.ones(3), sub={"b": torch.ones(2)}, n=torch.zeros((), dtype=torch.long))
+    )
     holder = _holder(p)
     assert sorted(n for n, _ in holder.named_parameters()) == ["params.sub.b", "params.w"]
     assert sorted(holder.state_dict()) == ["params.n", "params.sub.b", "params.w"]
@@ -97,7 +101,9 @@ def test_writes_are_converted_and_in_place_ops_allowed():
 
 def test_clone_copy_and_ties():
     shared = nn.Parameter(torch.ones(2))
-    p = TensorDictParams(TensorDict(a=shared, b={"c": shared}, n=Buffer(torch.zeros(1))), no_convert=True)
+    p = TensorDictParams(
+        TensorDict(a=shared, b={"c": shared}, n=Buffer(torch.zeros(1))), no_convert=True
+    )
     clone = p.clone()
     assert type(clone) is TensorDictParams
     assert clone["a"] is clone["b", "c"] and clone["a"] is not shared
@@ -128,7 +134,9 @@ def test_get_post_hook():
 
 
 def test_pickle_keeps_kinds_and_lock():
-    p = TensorDictParams(TensorDict(w=torch.ones(3), n=torch.zeros((), dtype=torch.long)), lock=True)
+    p = TensorDictParams(
+        TensorDict(w=torch.ones(3), n=torch.zeros((), dtype=torch.long)), lock=True
+    )
     restored = pickle.loads(pickle.dumps(p))
     assert type(restored) is TensorDictParams and restored.is_locked
     assert isinstance(restored["w"], nn.Parameter) and torch.equal(restored["w"], p["w"])

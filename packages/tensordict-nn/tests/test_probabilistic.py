@@ -77,7 +77,9 @@ def test_thread_local_interaction_type():
     ],
 )
 def test_deterministic_kinds_against_the_distribution(kind, expected):
-    td = TensorDict(concentration1=torch.tensor([2.0, 5.0]), concentration0=torch.tensor([3.0, 1.5]))
+    td = TensorDict(
+        concentration1=torch.tensor([2.0, 5.0]), concentration0=torch.tensor([3.0, 1.5])
+    )
     module = ProbabilisticTensorDictModule(
         in_keys=["concentration1", "concentration0"], out_keys=["x"], distribution_class=D.Beta
     )
@@ -92,20 +94,30 @@ def test_deterministic_kinds_against_the_distribution(kind, expected):
 
 def test_deterministic_fallbacks():
     # discrete: the mode (the mean of a categorical is not a value of it)
-    cat = ProbabilisticTensorDictModule(in_keys=["probs"], out_keys=["x"], distribution_class=D.Categorical)
+    cat = ProbabilisticTensorDictModule(
+        in_keys=["probs"], out_keys=["x"], distribution_class=D.Categorical
+    )
     assert cat(TensorDict(probs=torch.tensor([0.2, 0.8])))["x"] == 1
     # no mean, no mode, but rsample: an empirical mean
     tanh_normal = functools.partial(
-        D.TransformedDistribution, D.Normal(torch.zeros(2), torch.ones(2)), [D.transforms.TanhTransform()]
+        D.TransformedDistribution,
+        D.Normal(torch.zeros(2), torch.ones(2)),
+        [D.transforms.TanhTransform()],
     )
     torch.manual_seed(0)
-    m = ProbabilisticTensorDictModule(in_keys=[], out_keys=["x"], distribution_class=tanh_normal, n_empirical_estimate=4000)
+    m = ProbabilisticTensorDictModule(
+        in_keys=[], out_keys=["x"], distribution_class=tanh_normal, n_empirical_estimate=4000
+    )
     assert m(TensorDict())["x"].abs().max() < 0.05
     lkj = functools.partial(D.LKJCholesky, 3, 5)
     with pytest.raises(RuntimeError, match="DETERMINISTIC, MEAN and MODE"):
-        ProbabilisticTensorDictModule(in_keys=[], out_keys=["x"], distribution_class=lkj)(TensorDict())
+        ProbabilisticTensorDictModule(in_keys=[], out_keys=["x"], distribution_class=lkj)(
+            TensorDict()
+        )
     with set_interaction_type("random"):
-        assert ProbabilisticTensorDictModule(in_keys=[], out_keys=["x"], distribution_class=lkj)(TensorDict())["x"].shape == (3, 3)
+        assert ProbabilisticTensorDictModule(in_keys=[], out_keys=["x"], distribution_class=lkj)(
+            TensorDict()
+        )["x"].shape == (3, 3)
 
 
 def test_random_sampling_is_reparameterised():
@@ -128,8 +140,10 @@ def test_log_prob_keys_and_values():
     torch.testing.assert_close(td["action_log_prob"], ref.log_prob(td["action"]))
     torch.testing.assert_close(module.log_prob(td), ref.log_prob(td["action"]))
     nested = ProbabilisticTensorDictModule(
-        in_keys={"loc": ("p", "mu"), "scale": ("p", "sigma")}, out_keys=[("act", "a")],
-        distribution_class=D.Normal, return_log_prob=True,
+        in_keys={"loc": ("p", "mu"), "scale": ("p", "sigma")},
+        out_keys=[("act", "a")],
+        distribution_class=D.Normal,
+        return_log_prob=True,
     )
     assert nested.log_prob_key == ("act", "a_log_prob")
     explicit = normal_module(return_log_prob=True, log_prob_key=("lp", "x"))
@@ -147,7 +161,10 @@ def test_log_prob_keys_follow_the_aggregation_setting_of_construction():
 
 def test_distribution_kwargs_and_errors():
     module = ProbabilisticTensorDictModule(
-        in_keys=["low"], out_keys=["x"], distribution_class=D.Uniform, distribution_kwargs={"high": 2.0}
+        in_keys=["low"],
+        out_keys=["x"],
+        distribution_class=D.Uniform,
+        distribution_kwargs={"high": 2.0},
     )
     with set_interaction_type("mean"):
         assert module(TensorDict(low=torch.tensor(0.0)))["x"] == 1.0
@@ -203,11 +220,16 @@ def test_generators():
 
 def test_composite_distribution_in_a_module():
     params = TensorDict(
-        params={"cont": {"loc": torch.zeros(3, 2), "scale": torch.ones(3, 2)}, "disc": {"logits": torch.zeros(3, 4)}},
+        params={
+            "cont": {"loc": torch.zeros(3, 2), "scale": torch.ones(3, 2)},
+            "disc": {"logits": torch.zeros(3, 4)},
+        },
         batch_size=[3],
     )
     module = ProbabilisticTensorDictModule(
-        in_keys=["params"], distribution_class=CompositeDistribution, return_log_prob=True,
+        in_keys=["params"],
+        distribution_class=CompositeDistribution,
+        return_log_prob=True,
         distribution_kwargs={"distribution_map": {"cont": D.Normal, "disc": D.Categorical}},
     )
     assert module.dist_sample_keys == ["cont", "disc"]
@@ -218,14 +240,20 @@ def test_composite_distribution_in_a_module():
     assert td["cont"].shape == (3, 2) and td["disc"].shape == (3,)
     torch.testing.assert_close(td["cont_log_prob"], D.Normal(0.0, 1.0).log_prob(td["cont"]))
     lp = module.log_prob(td)
-    torch.testing.assert_close(lp["disc_log_prob"], torch.full((3,), -torch.tensor(4.0).log().item()))
+    torch.testing.assert_close(
+        lp["disc_log_prob"], torch.full((3,), -torch.tensor(4.0).log().item())
+    )
     with set_composite_lp_aggregate(True):
         agg = ProbabilisticTensorDictModule(
-            in_keys=["params"], distribution_class=CompositeDistribution, return_log_prob=True,
+            in_keys=["params"],
+            distribution_class=CompositeDistribution,
+            return_log_prob=True,
             distribution_kwargs={"distribution_map": {"cont": D.Normal, "disc": D.Categorical}},
         )
         out = agg(params.clone())
-        torch.testing.assert_close(out["sample_log_prob"], out["cont_log_prob"].sum(-1) + out["disc_log_prob"])
+        torch.testing.assert_close(
+            out["sample_log_prob"], out["cont_log_prob"].sum(-1) + out["disc_log_prob"]
+        )
 
 
 def test_dispatch_on_a_probabilistic_module():
@@ -240,7 +268,9 @@ def test_dispatch_on_a_probabilistic_module():
 def _policy(**kwargs):
     torch.manual_seed(0)
     return ProbabilisticTensorDictSequential(
-        TensorDictModule(nn.Sequential(nn.Linear(3, 4), NormalParamExtractor()), ["obs"], ["loc", "scale"]),
+        TensorDictModule(
+            nn.Sequential(nn.Linear(3, 4), NormalParamExtractor()), ["obs"], ["loc", "scale"]
+        ),
         normal_module(return_log_prob=True, **kwargs),
     )
 
@@ -257,7 +287,12 @@ def test_sequence_get_dist_log_prob_and_entropy():
     torch.testing.assert_close(policy.entropy(out), dist.entropy())
     assert policy.default_interaction_type is InteractionType.RANDOM
     assert policy.dist_params_keys == ["loc", "scale"] and policy.dist_sample_keys == ["action"]
-    assert policy.in_keys == ["obs"] and policy.out_keys == ["loc", "scale", "action", "action_log_prob"]
+    assert policy.in_keys == ["obs"] and policy.out_keys == [
+        "loc",
+        "scale",
+        "action",
+        "action_log_prob",
+    ]
     with pytest.warns(DeprecationWarning):
         assert isinstance(policy.det_part, TensorDictSequential)
 
@@ -265,9 +300,13 @@ def test_sequence_get_dist_log_prob_and_entropy():
 def test_sequence_return_composite_and_intermediate_samples():
     seq = ProbabilisticTensorDictSequential(
         TensorDictModule(lambda x: x + 1, ["x"], ["loc"]),
-        ProbabilisticTensorDictModule(["loc"], ["y"], distribution_class=D.Normal, distribution_kwargs={"scale": 1.0}),
+        ProbabilisticTensorDictModule(
+            ["loc"], ["y"], distribution_class=D.Normal, distribution_kwargs={"scale": 1.0}
+        ),
         TensorDictModule(lambda y: y * 2, ["y"], ["loc2"]),
-        ProbabilisticTensorDictModule({"loc": "loc2"}, ["z"], distribution_class=D.Normal, distribution_kwargs={"scale": 1.0}),
+        ProbabilisticTensorDictModule(
+            {"loc": "loc2"}, ["z"], distribution_class=D.Normal, distribution_kwargs={"scale": 1.0}
+        ),
     )
     assert seq.return_composite is True
     td = TensorDict(x=torch.zeros(4), batch_size=[4])

@@ -121,7 +121,9 @@ def test_selected_out_keys_drop_intermediates_but_not_inputs():
 def test_select_subsequence():
     seq = TensorDictSequential(
         OrderedDict(
-            l0=add("x", "y"), l1=add("y", "z"), l2=TensorDictModule(lambda x, y: x + y, ["x", "y"], ["a"])
+            l0=add("x", "y"),
+            l1=add("y", "z"),
+            l2=TensorDictModule(lambda x, y: x + y, ["x", "y"], ["a"]),
         )
     )
     sub = seq.select_subsequence(out_keys=["a"])

@@ -61,7 +61,12 @@ def test_tensorclass_module_forward_and_td_module(tensorclass):
     assert isinstance(out, Report) and out.result.added.tolist() == [14.0] * 3
     td_module = Reporter().as_td_module()
     assert set(td_module.in_keys) == {"a", "b"}
-    assert set(td_module.out_keys) == {("pair", "a"), ("pair", "b"), ("result", "added"), ("result", "subtracted")}
+    assert set(td_module.out_keys) == {
+        ("pair", "a"),
+        ("pair", "b"),
+        ("result", "added"),
+        ("result", "subtracted"),
+    }
     td = td_module(pair.to_tensordict())
     assert td["result", "subtracted"].tolist() == [6.0] * 3
     assert AddDiff()(pair).batch_size == (3,)

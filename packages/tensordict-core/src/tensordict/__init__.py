@@ -12,7 +12,21 @@ import pkgutil
 
 __path__ = pkgutil.extend_path(__path__, __name__)
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the sibling names that resolve lazily (see __getattr__), for type checkers
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        TensorClass as TensorClass,
+    )
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        TypedTensorDict as TypedTensorDict,
+    )
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        from_dataclass as from_dataclass,
+    )
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        tensorclass as tensorclass,
+    )
 
 from tensordict._siblings import LAZY_TOP_LEVEL as _LAZY_TOP_LEVEL
 from tensordict._siblings import import_sibling as _import_sibling
@@ -20,8 +34,16 @@ from tensordict._siblings import sibling_attr as _sibling_attr
 
 __version__ = "0.1.0"
 
-from tensordict import _ops, _ops_batch, _ops_reduce, _pytree, utils
+from tensordict import (
+    _autograd,  # noqa: F401 - registers torch.autograd.grad
+    _ops,
+    _ops_batch,
+    _ops_reduce,
+    _pytree,
+    utils,
+)
 from tensordict._attrs import TensorAttrs
+from tensordict._collection import TensorCollection
 from tensordict._consolidate import from_consolidated
 from tensordict._convert import fromkeys, make_tensordict
 from tensordict._functional import cat, dense_stack_tds, lazy_stack, maybe_dense_stack, stack
@@ -74,6 +96,7 @@ __all__ = [
     "NonTensorStack",
     "TensorDict",
     "TensorAttrs",
+    "TensorCollection",
     "TensorDictBase",
     "assert_allclose_td",
     "assert_close",

@@ -27,12 +27,14 @@ import json
 import os
 import pickle
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from tensordict import _kinds, _nontensor
+from tensordict._futures import TensorDictFuture
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict._shape import parse_device
@@ -193,11 +195,21 @@ class _Plan:
         }
 
     def tensor(self, value: _Tensor, path: tuple[str, ...]) -> dict[str, Any]:
+        if value.is_nested and value.layout == torch.jagged:
+            # a jagged nested tensor: its values, offsets (and lengths) go in the buffer
+            values, offsets, lengths = _njt_parts(value)
+            return {
+                "kind": "njt",
+                "values": self.tensor(values, path),
+                "offsets": self.tensor(offsets, path),
+                "lengths": None if lengths is None else self.tensor(lengths, path),
+                "ragged_idx": int(cast(Any, value)._ragged_idx),
+            }
         if value.is_nested or value.layout != torch.strided:
             raise NotImplementedError(
                 f"consolidate: the entry at {unravel_key(path)!r} is a {value.layout} "
-                f"{'nested ' if value.is_nested else ''}tensor; only strided tensors can be "
-                "consolidated."
+                f"{'nested ' if value.is_nested else ''}tensor; only strided tensors and "
+                "jagged nested tensors can be consolidated."
             )
         stride = _dense_stride(value)
         nbytes = value.numel() * value.element_size()
@@ -215,6 +227,12 @@ class _Plan:
         self.strides.append(stride)
         self.offset += nbytes
         return entry
+
+
+def _njt_parts(nt: _Tensor) -> tuple[_Tensor, _Tensor, _Tensor | None]:
+    """``(values, offsets, lengths)`` of a jagged nested tensor (``lengths`` may be None)."""
+    jagged = cast(Any, nt)
+    return jagged.values(), jagged.offsets(), jagged.lengths()
 
 
 def _target_device(td: Any, leaves: list[_Tensor], device: Any) -> torch.device:
@@ -339,6 +357,21 @@ def _layout(
     return plan, meta, total, dev
 
 
+class Packing:
+    """How :func:`consolidate` lays ``td`` out: ``meta`` (the metadata), ``nbytes`` and
+    ``device`` of the buffer; :meth:`fill` copies the leaves, as they are at that
+    moment, into a buffer. A transport that sends the same tensordict again keeps its
+    ``Packing`` and only fills."""
+
+    def __init__(self, td: Any, device: Any = None, allow_pickle: bool = False) -> None:
+        self.plan, self.meta, self.nbytes, self.device = _layout(td, device, allow_pickle)
+
+    def fill(self, out: Callable[[int, torch.device], _Tensor | None] | None = None) -> _Tensor:
+        """The buffer: a new one, or the one ``out(nbytes, device)`` returns."""
+        given = out(self.nbytes, self.device) if out is not None else None
+        return _fill_buffer(self.plan, self.nbytes, self.device, False, False, given)
+
+
 def pack(
     td: Any,
     *,
@@ -356,9 +389,8 @@ def pack(
     >>> buffer.numel(), meta["td"]["entries"]["a"]["shape"]
     (16, [2])
     """
-    plan, meta, total, dev = _layout(td, device, allow_pickle)
-    given = out(total, dev) if out is not None else None
-    return meta, _fill_buffer(plan, total, dev, False, False, given)
+    packing = Packing(td, device, allow_pickle)
+    return packing.meta, packing.fill(out)
 
 
 def consolidate(
@@ -380,6 +412,7 @@ def consolidate(
                 "consolidate(filename=...) writes a memory-mapped CPU buffer; it cannot be "
                 "combined with share_memory, pin_memory or a non-CPU device."
             )
+        _set_devices(meta["td"], "cpu", force=True)  # the file's leaves live on the CPU
         buffer = _fill_buffer(plan, total, torch.device("cpu"), False, False)
         buffer = _write_file(Path(filename), _with_trailer(buffer, meta))
     else:
@@ -394,6 +427,39 @@ def consolidate(
         td.__dict__["_consolidated"] = out.__dict__["_consolidated"]
         return td
     return out
+
+
+_EARLY_POOL: list[ThreadPoolExecutor] = []
+
+
+def consolidate_early(td: Any, filename: str | Path | None = None, **kwargs: Any) -> Any:
+    """``consolidate(..., return_early=True)``: a future of the consolidated tensordict.
+
+    In memory, the buffer is allocated and the result built (its leaves view the buffer)
+    before the copy, which runs in a worker thread; ``result()`` waits for it. A file is
+    written by the worker as a whole.
+    """
+    if not _EARLY_POOL:
+        _EARLY_POOL.append(ThreadPoolExecutor(1, thread_name_prefix="td-consolidate"))
+    pool = _EARLY_POOL[0]
+    if filename is not None or kwargs.get("inplace") or kwargs.get("metadata"):
+        return TensorDictFuture([pool.submit(consolidate, td, filename, **kwargs)], None)
+    plan, meta, total, dev = _layout(td, kwargs.get("device"), kwargs.get("allow_pickle", False))
+    buffer = torch.empty(
+        total,
+        dtype=torch.uint8,
+        device=dev,
+        pin_memory=kwargs.get("pin_memory", False) and dev.type == "cpu",
+    )
+    if kwargs.get("share_memory"):
+        buffer.share_memory_()  # type: ignore[no-untyped-call]
+    out = _rebuild(buffer, meta, allow_pickle=True, trusted=True)
+
+    def copy() -> None:
+        with torch.no_grad():
+            _copy_leaves(plan, buffer)
+
+    return TensorDictFuture([pool.submit(copy)], out)
 
 
 def _adopt(td: Any, new: Any) -> None:
@@ -525,7 +591,7 @@ def _build(
                 f"{unravel_key(path) or '<root>'!r}."
             )
         built = [_build(cls, m, buffer, limit, allow_pickle, path, trusted) for m in members]
-        kwargs = {} if built else {"batch_size": node.get("batch_size")}
+        kwargs: dict[str, Any] = {} if built else {"batch_size": node.get("batch_size")}
         dim_name = node.get("stack_dim_name")
         if dim_name is not None and not isinstance(dim_name, str):
             raise ValueError(
@@ -542,7 +608,9 @@ def _build(
     for key, entry in node["entries"].items():
         sub = path + (key,)
         kind = entry.get("kind") if isinstance(entry, dict) else None
-        if kind == "tensor" and trusted:
+        if kind == "njt":
+            store[key] = _build_njt(buffer, entry, sub, limit, trusted)
+        elif kind == "tensor" and trusted:
             store[key] = _view_trusted(buffer, entry)
         elif kind == "tensor":
             value = _view(buffer, entry, sub, limit)
@@ -573,6 +641,30 @@ def _build(
         out.lock_()
         out._last_op = None
     return out
+
+
+def _build_njt(
+    buffer: _Tensor, entry: dict[str, Any], path: tuple[str, ...], limit: int, trusted: bool
+) -> _Tensor:
+    """A jagged nested tensor whose values, offsets and lengths view ``buffer``."""
+    parts: dict[str, _Tensor | None] = {}
+    for name in ("values", "offsets", "lengths"):
+        sub = entry.get(name)
+        if sub is None and name == "lengths":
+            parts[name] = None
+            continue
+        if not isinstance(sub, dict) or sub.get("kind") != "tensor":
+            raise ValueError(
+                f"from_consolidated: bad nested tensor entry at {unravel_key(path)!r}."
+            )
+        parts[name] = _view_trusted(buffer, sub) if trusted else _view(buffer, sub, path, limit)
+    ragged = entry.get("ragged_idx", 1)
+    if type(ragged) is not int or ragged < 1:
+        raise ValueError(f"from_consolidated: bad ragged_idx {ragged!r} at {unravel_key(path)!r}.")
+    values, offsets = cast(_Tensor, parts["values"]), parts["offsets"]
+    return torch.nested.nested_tensor_from_jagged(
+        values, offsets, lengths=parts["lengths"], jagged_dim=ragged
+    )
 
 
 def _build_stack(
@@ -730,7 +822,10 @@ def _iter_leaves(td: Any) -> Iterator[Any]:
         return
     for value in td._tensordict.values():
         if isinstance(value, _Tensor):
-            yield value
+            if value.is_nested and value.layout == torch.jagged:
+                yield from (t for t in _njt_parts(value) if t is not None)
+            else:
+                yield value
         elif not is_non_tensor(value):
             if not isinstance(value, _kinds.Dense) and _kinds.lazy_members(value) is None:
                 yield value  # neither dense nor a lazy stack: cannot be part of the buffer
@@ -789,6 +884,10 @@ def _tensor_entries(node: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
     for key, entry in node["entries"].items():
         if entry["kind"] == "tensor":
             yield key, entry
+        elif entry["kind"] == "njt":  # in the order _Plan.tensor registered them
+            for name in ("values", "offsets", "lengths"):
+                if entry[name] is not None:
+                    yield key, entry[name]
         elif entry["kind"] == "tensordict":
             yield from _tensor_entries(entry)
 
@@ -892,7 +991,9 @@ class ConsolidateOps(_kinds.SharedMixin):
             non_blocking: accepted for compatibility.
             inplace: make this tensordict's leaves the views (returns ``self``; a lazy
                 stack keeps its members, whose leaves become the views).
-            return_early: not supported (raises if ``True``).
+            return_early: return a :class:`~tensordict.utils.TensorDictFuture` at once;
+                the copy runs in a worker thread and ``future.result()`` waits for it
+                (not with ``use_buffer`` or ``non_blocking``).
             use_buffer: accepted for compatibility.
             share_memory: put the buffer in shared memory.
             pin_memory: allocate the buffer in pinned memory (CUDA-enabled PyTorch only).
@@ -913,7 +1014,21 @@ class ConsolidateOps(_kinds.SharedMixin):
         True
         """
         if return_early:
-            raise NotImplementedError("consolidate(return_early=True) is not supported.")
+            for name, value in (("use_buffer", use_buffer), ("non_blocking", non_blocking)):
+                if value:
+                    raise NotImplementedError(
+                        f"consolidate(return_early=True) does not support {name}=True."
+                    )
+            return consolidate_early(  # type: ignore[no-any-return]
+                self,
+                filename,
+                device=device,
+                share_memory=share_memory,
+                pin_memory=pin_memory,
+                metadata=metadata,
+                inplace=inplace,
+                allow_pickle=allow_pickle,
+            )
         return consolidate(  # type: ignore[return-value] # a lazy stack gives a lazy stack
             self,  # type: ignore[arg-type]
             filename,
@@ -980,4 +1095,5 @@ class ConsolidateOps(_kinds.SharedMixin):
         state = dict(self.__dict__)
         state.pop("_consolidated", None)
         state.pop("_ctx_ops", None)
+        state.pop("_last_op", None)  # may hold weak references (shape-op contexts)
         return state

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import _kinds
+from tensordict._collection import data_of
 from tensordict._errors import lock_error, missing_key
 from tensordict._keys import NestedKey, unravel_key
 from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
@@ -124,7 +125,7 @@ class DictOps:
                         target._validate_value(part, sub)
                     target = sub
                 last = path[-1]
-            current = target._tensordict.get(last)
+            current = data_of(target._tensordict.get(last))  # a tensorclass: its data
             if (
                 not isinstance(value, _Tensor)
                 and isinstance(value, (dict, TensorDictBase))

@@ -186,25 +186,6 @@ def _comm_device(backend: str) -> torch.device:
     return torch.device("cpu")
 
 
-def _to_bytes(t: torch.Tensor) -> bytes:
-    return bytes(t.cpu().numpy().tobytes())
-
-
-def _bytes_tensor(data: bytes, size: int, device: torch.device) -> torch.Tensor:
-    out = torch.zeros(size, dtype=torch.uint8)
-    if data:
-        out[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    return out.to(device)
-
-
-def _padded(t: torch.Tensor, size: int) -> torch.Tensor:
-    if t.numel() == size:
-        return t
-    out = torch.zeros(size, dtype=t.dtype, device=t.device)
-    out[: t.numel()] = t
-    return out
-
-
 def _error_text(err: BaseException) -> bytes:
     text = f"{type(err).__name__}: {err}".encode()
     return text[:_MAX_ERROR_BYTES]
@@ -349,11 +330,11 @@ def _gather_and_stack(
     if failed:
         max_len = max(n for _, n in failed)
         texts = [torch.empty(max_len, dtype=torch.uint8, device=device) for _ in range(size)]
-        dist.all_gather(texts, _bytes_tensor(error_text, max_len, device), group=pg)
+        dist.all_gather(texts, _wire.bytes_tensor(error_text, device, max_len), group=pg)
         if local_error is not None:
             raise local_error
         details = "; ".join(
-            f"{name(r)}: " + _to_bytes(texts[ranks.index(r)][:n]).decode(errors="replace")
+            f"{name(r)}: " + _wire.tensor_bytes(texts[ranks.index(r)][:n]).decode(errors="replace")
             for r, n in failed
         )
         raise RuntimeError(f"gather_and_stack failed on another rank before sending: {details}")
@@ -364,8 +345,8 @@ def _gather_and_stack(
     metas: list[torch.Tensor] = []
     datas: list[torch.Tensor] = []
     for length, own, out in (
-        (meta_len, _bytes_tensor(meta, meta_len, device), metas),
-        (data_len, _padded(data.to(device), data_len), datas),
+        (meta_len, _wire.bytes_tensor(meta, device, meta_len), metas),
+        (data_len, _wire.padded(data.to(device), data_len), datas),
     ):
         if length:
             if me == dst:
@@ -387,7 +368,7 @@ def _gather_and_stack(
             for i, r in enumerate(ranks):
                 if r == dst:
                     continue
-                meta_i = _to_bytes(metas[i][: table[i][_META]]) if metas else b""
+                meta_i = _wire.tensor_bytes(metas[i][: table[i][_META]]) if metas else b""
                 data_i = datas[i][: table[i][_DATA]] if datas else torch.zeros(0, dtype=torch.uint8)
                 found, received = template.check(meta_i, data_i)
                 problems.extend(f"{name(r)} (row {len(rows)}): {p}" for p in found)
@@ -406,11 +387,11 @@ def _gather_and_stack(
             code = 2
         if dst_error is not None:
             message = str(dst_error).encode()[:_MAX_ERROR_BYTES]
-    outcome = _bytes_tensor(bytes([code]) + message, 1 + _MAX_ERROR_BYTES, device)
+    outcome = _wire.bytes_tensor(bytes([code]) + message, device, 1 + _MAX_ERROR_BYTES)
     dist.broadcast(outcome, src=dst, group=pg)
     if dst_error is not None:
         raise dst_error
-    received = _to_bytes(outcome)
+    received = _wire.tensor_bytes(outcome)
     text = received[1:].rstrip(b"\0").decode(errors="replace")
     if received[0] == 1:
         raise ValueError(text)

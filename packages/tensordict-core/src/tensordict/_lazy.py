@@ -38,6 +38,7 @@ from tensordict._keys import NestedKey, TensorDictKeysView, key_as_tuple, unrave
 from tensordict._kinds import is_leaf_default
 from tensordict._lazy_dense import LazyDenseOps
 from tensordict._lazy_index import LazyIndexOps, member_item_shape
+from tensordict._lazy_list import LazyListOps
 from tensordict._lazy_ops import LazyMemberOps, LazyShapeOps
 from tensordict._lazy_repr import lazy_repr_block
 from tensordict._memory import MemoryOps
@@ -49,6 +50,7 @@ from tensordict._nontensor import (
     unwrap_non_tensor,
 )
 from tensordict._pad import PadOps
+from tensordict._ragged import LazyRaggedOps
 from tensordict._shape import common_shape, normalize_dim, parse_batch_size
 from tensordict._state_dict import StateDictOps
 from tensordict._td import TensorDict
@@ -63,7 +65,31 @@ def _fmt(key: tuple[Any, ...]) -> Any:
     return unravel_key(key)
 
 
+def _member_batch_size(members: list[Any], strict: bool) -> torch.Size:
+    """The members' common batch size; with ``strict=False`` sizes that differ are
+    ``-1`` (the members must still have the same number of batch dimensions)."""
+    bs: torch.Size = members[0].batch_size
+    for i, td in enumerate(members[1:], 1):
+        other = td.batch_size
+        if other == bs:
+            continue
+        if strict or len(other) != len(bs):
+            raise RuntimeError(
+                f"lazy_stack: the batch sizes of the stacked tensordicts differ (tensordict "
+                f"0 has {tuple(members[0].batch_size)}, tensordict {i} has {tuple(other)})"
+                + (
+                    "; with strict_shape=True they must be equal."
+                    if strict and len(other) == len(bs)
+                    else "; they must have the same number of dimensions."
+                )
+            )
+        bs = torch.Size([a if a == b else -1 for a, b in zip(bs, other, strict=True)])
+    return bs
+
+
 class LazyStackedTensorDict(
+    LazyRaggedOps,
+    LazyListOps,
     LazyIndexOps,
     LazyShapeOps,
     LazyMemberOps,
@@ -79,12 +105,18 @@ class LazyStackedTensorDict(
     """A lazy stack of tensordicts: entries are stacked when read, writes go to the members.
 
     Args:
-        *tensordicts: the stacked tensordicts; they must share one batch size.
+        *tensordicts: the stacked tensordicts. They have the same number of batch
+            dimensions; sizes that differ across them show as ``-1`` in the stack's batch
+            size (``strict_shape=True`` requires equal batch sizes).
         stack_dim: the position of the new dimension in the batch size.
+        hook_out, hook_in: callables applied to the tensors read with :meth:`get` and to
+            the values written with :meth:`set` (kept for compatibility).
+        batch_size: for an empty stack, its batch size (size 0 at ``stack_dim``);
+            without it the first member added sets it.
         device: if given, the members are moved there first.
         names: names of the batch dimensions.
         stack_dim_name: the name of the stack dimension only.
-        batch_size: only needed to build an empty stack (size 0 at ``stack_dim``).
+        strict_shape: require the members' batch sizes to be equal.
 
     >>> import torch
     >>> from tensordict import LazyStackedTensorDict, TensorDict
@@ -97,14 +129,21 @@ class LazyStackedTensorDict(
     tensor([3, 4, 5])
     """
 
+    hook_out: Callable[[Any], Any] | None = None
+    hook_in: Callable[[Any], Any] | None = None
+    _open_batch = False
+
     def __init__(
         self,
         *tensordicts: TensorDictBase,
         stack_dim: int = 0,
+        hook_out: Callable[[Any], Any] | None = None,
+        hook_in: Callable[[Any], Any] | None = None,
+        batch_size: Sequence[int] | torch.Size | None = None,
         device: torch.device | str | int | None = None,
         names: Sequence[str | None] | None = None,
         stack_dim_name: str | None = None,
-        batch_size: Sequence[int] | torch.Size | None = None,
+        strict_shape: bool = False,
     ) -> None:
         members: list[Any] = list(tensordicts)
         if len(members) == 1 and isinstance(members[0], (list, tuple)):
@@ -115,27 +154,29 @@ class LazyStackedTensorDict(
                     f"LazyStackedTensorDict stacks tensordicts, but item {i} is a "
                     f"{type(td).__name__}."
                 )
+        open_batch = False
         if members:
-            bs = members[0].batch_size
-            for i, td in enumerate(members[1:], 1):
-                if td.batch_size != bs:
-                    raise RuntimeError(
-                        f"lazy_stack: batch sizes must be equal; tensordict 0 has "
-                        f"{tuple(bs)} and tensordict {i} has {tuple(td.batch_size)}."
-                    )
-            sd = normalize_dim(stack_dim, len(bs), "stack_dim", extra=1)
+            bs = _member_batch_size(members, strict_shape)
+            try:
+                sd = normalize_dim(stack_dim, len(bs), "stack_dim", extra=1)
+            except IndexError as err:  # the reference's lazy_stack raises RuntimeError
+                raise RuntimeError(f"lazy_stack: {err}") from None
             full = torch.Size((*bs[:sd], len(members), *bs[sd:]))
             if batch_size is not None and parse_batch_size(batch_size) != full:
                 raise RuntimeError(
                     f"LazyStackedTensorDict: batch_size={list(batch_size)} does not match the "
                     f"stacked batch size {tuple(full)}."
                 )
-        else:
-            if batch_size is None:
+        elif batch_size is None:  # an empty stack to grow: the first member sets the size
+            if stack_dim < 0:
                 raise RuntimeError(
-                    "LazyStackedTensorDict: an empty stack needs batch_size= (with size 0 at "
-                    "stack_dim)."
+                    f"LazyStackedTensorDict: an empty stack without batch_size needs a "
+                    f"non-negative stack_dim, got {stack_dim}."
                 )
+            sd = stack_dim
+            full = torch.Size([0] * (sd + 1))
+            open_batch = True
+        else:
             full = parse_batch_size(batch_size)
             sd = normalize_dim(stack_dim, len(full), "stack_dim")
             if full[sd] != 0:
@@ -149,6 +190,11 @@ class LazyStackedTensorDict(
         self.stack_dim: int = sd
         self._batch_size = full
         self._td_dim_name = stack_dim_name
+        self._open_batch = open_batch
+        if hook_out is not None:
+            self.hook_out = hook_out
+        if hook_in is not None:
+            self.hook_in = hook_in
         if names is not None:
             self.names = names
 
@@ -432,6 +478,8 @@ class LazyStackedTensorDict(
             return self._index(index)
         if type(value) in NON_TENSOR_TYPES:
             return unwrap_non_tensor(value)
+        if self.hook_out is not None and isinstance(value, _Tensor):
+            return self.hook_out(value)
         return value
 
     # ------------------------------------------------------------------ keys
@@ -462,6 +510,17 @@ class LazyStackedTensorDict(
         (['a'], False, True)
         """
         return _LazyKeysView(cast(Any, self), include_nested, leaves_only, is_leaf, sort)
+
+    def valid_keys(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
+    ) -> TensorDictKeysView:
+        """Alias of :meth:`keys` (kept from older versions)."""
+        return self.keys(include_nested, leaves_only, is_leaf, sort=sort)
 
     def _exclusive_keys(self) -> list[list[str]]:
         common = set(self._common_keys())
@@ -530,6 +589,8 @@ class LazyStackedTensorDict(
         validated: bool,
         non_blocking: bool = False,
     ) -> LazyStackedTensorDict:
+        if self.hook_in is not None:
+            value = self.hook_in(value)
         parts = self._split_value(key, value)
         self._check_writable(key)
         for td, part in zip(self.tensordicts, parts, strict=True):

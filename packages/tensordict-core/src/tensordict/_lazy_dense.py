@@ -16,6 +16,7 @@ import torch
 
 from tensordict import _kinds
 from tensordict._convert import to_dense
+from tensordict._inplace import check as check_inplace
 from tensordict._td import TensorDict
 from tensordict.base import NO_DEFAULT, TensorDictBase
 
@@ -57,9 +58,10 @@ class LazyDenseOps(_kinds.LazyMixin):
         names = self.names if self._has_names() else None
         return TensorDict._new_unsafe(out, self._batch_size, self.device, names)
 
-    def contiguous(self) -> TensorDict:
+    def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> TensorDict:
         """A dense :class:`~tensordict.TensorDict` copy (keys missing from some members are
-        dropped; heterogeneous entries raise — see :meth:`densify`).
+        dropped; heterogeneous entries raise — see :meth:`densify`). ``inplace=True`` is
+        not supported on a lazy stack; the copy's leaves are canonical already.
 
         >>> import torch
         >>> from tensordict import TensorDict, lazy_stack
@@ -68,6 +70,8 @@ class LazyDenseOps(_kinds.LazyMixin):
         >>> type(dense).__name__, dense["a"].shape
         ('TensorDict', torch.Size([2, 3]))
         """
+        if inplace:
+            check_inplace(self, "contiguous")
         return self._dense(None)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:

@@ -20,13 +20,26 @@ from tensordict import _kinds
 from tensordict._consolidate import consolidated_to
 from tensordict._dict_ops import write_inplace
 from tensordict._errors import lock_error
+from tensordict._inplace import check as check_inplace
 from tensordict._keys import unravel_key
 from tensordict._shape import (
     broadcastable_to,
     infer_shape,
+    movedim_order,
     normalize_dim,
     parse_batch_size,
     unpack_shape,
+)
+from tensordict._shape_context import (
+    inverse_flatten,
+    inverse_permute,
+    inverse_squeeze,
+    inverse_transpose,
+    inverse_unflatten,
+    inverse_unsqueeze,
+    inverse_view,
+    keeps_lock,
+    undoable,
 )
 from tensordict._tree import run_plan
 from tensordict.base import DEFAULT_APPLY, NO_DEFAULT, ApplySpec, TensorDictBase, _key_tuple
@@ -50,6 +63,7 @@ class LazyShapeOps(_kinds.LazyMixin):
             raise RuntimeError("cannot restack an empty LazyStackedTensorDict.")
         return _kinds.Lazy._new(members, stack_dim, self._td_dim_name if names else None)
 
+    @undoable(inverse_unsqueeze)
     def unsqueeze(self, dim: int) -> Any:
         """Insert a batch dimension of size 1 at ``dim`` (in every member).
 
@@ -66,6 +80,7 @@ class LazyShapeOps(_kinds.LazyMixin):
             return self._restack([td.unsqueeze(d) for td in self.tensordicts], sd + 1)
         return self._restack([td.unsqueeze(d - 1) for td in self.tensordicts], sd)
 
+    @undoable(inverse_squeeze)
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Any:
         """Remove batch dimensions of size 1; squeezing the stack dimension of a one-member
         stack returns that member (squeezed).
@@ -90,7 +105,8 @@ class LazyShapeOps(_kinds.LazyMixin):
             return members[0]
         return self._restack(members, sd - sum(1 for d in dims if d < sd))
 
-    def permute(self, *dims: Any) -> Any:
+    @undoable(inverse_permute)
+    def permute(self, *args: Any, dims: Sequence[int] | None = None) -> Any:
         """Permute the batch dimensions (the stack dimension moves, members are permuted).
 
         >>> import torch
@@ -99,7 +115,7 @@ class LazyShapeOps(_kinds.LazyMixin):
         >>> out.batch_size, out.stack_dim, out["a"].shape
         (torch.Size([4, 2, 3]), 1, torch.Size([4, 2, 3]))
         """
-        dims = unpack_shape(dims)
+        dims = unpack_shape(args) if dims is None else tuple(dims)
         nb, sd = len(self._batch_size), self.stack_dim
         perm = [normalize_dim(d, nb) for d in dims]
         if sorted(perm) != list(range(nb)):
@@ -109,6 +125,7 @@ class LazyShapeOps(_kinds.LazyMixin):
         member_perm = [_member_dim(p, sd) for p in perm if p != sd]
         return self._restack([td.permute(member_perm) for td in self.tensordicts], perm.index(sd))
 
+    @undoable(inverse_transpose)
     def transpose(self, dim0: int, dim1: int) -> Any:
         """Swap two batch dimensions (see :meth:`permute`)."""
         nb = len(self._batch_size)
@@ -117,18 +134,24 @@ class LazyShapeOps(_kinds.LazyMixin):
         perm[d0], perm[d1] = perm[d1], perm[d0]
         return self.permute(perm)
 
-    swapaxes = transpose
-    swapdims = transpose
+    def swapaxes(self, axis0: int, axis1: int) -> Any:
+        """Alias of :meth:`transpose`."""
+        return self.transpose(axis0, axis1)
 
-    def movedim(self, source: int, destination: int) -> Any:
-        """Move batch dimension ``source`` to ``destination`` (see :meth:`permute`)."""
-        nb = len(self._batch_size)
-        s, d = normalize_dim(source, nb), normalize_dim(destination, nb)
-        order = [i for i in range(nb) if i != s]
-        order.insert(d, s)
-        return self.permute(order)
+    def swapdims(self, axis0: int, axis1: int) -> Any:
+        """Alias of :meth:`transpose`."""
+        return self.transpose(axis0, axis1)
 
-    def expand(self, *shape: Any) -> Any:
+    def movedim(self, source: Any, destination: Any) -> Any:
+        """Move batch dimension(s) ``source`` to ``destination`` (see :meth:`permute`)."""
+        return self.permute(movedim_order(source, destination, len(self._batch_size)))
+
+    def moveaxis(self, source: Any, destination: Any) -> Any:
+        """Alias of :meth:`movedim`."""
+        return self.movedim(source, destination)
+
+    @keeps_lock
+    def expand(self, *shape: Any, size: Sequence[int] | None = None) -> Any:
         """Expand the batch (new leading dims allowed); the stack dimension keeps its size.
 
         >>> import torch
@@ -136,7 +159,7 @@ class LazyShapeOps(_kinds.LazyMixin):
         >>> lazy_stack([TensorDict({"a": torch.zeros(1)}, [1])] * 2, 1).expand(4, 2, 2)["a"].shape
         torch.Size([4, 2, 2])
         """
-        target = list(unpack_shape(shape))
+        target = list(unpack_shape(shape if size is None else (size,)))
         bs, sd = self._batch_size, self.stack_dim
         extra = len(target) - len(bs)
         if extra < 0:
@@ -161,11 +184,11 @@ class LazyShapeOps(_kinds.LazyMixin):
         """Alias of :meth:`expand` with a shape argument."""
         return self.expand(shape)
 
-    def flip(self, *dims: Any) -> Any:
+    def flip(self, dims: Any, *more_dims: int) -> Any:
         """Reverse the order along batch dimensions (the stack dimension reverses the members)."""
-        dims = unpack_shape(dims)
+        all_dims = unpack_shape((dims, *more_dims))
         nb, sd = len(self._batch_size), self.stack_dim
-        ds = [normalize_dim(d, nb) for d in dims]
+        ds = [normalize_dim(d, nb) for d in all_dims]
         member_dims = [_member_dim(d, sd) for d in ds if d != sd]
         members = [td.flip(member_dims) if member_dims else td for td in self.tensordicts]
         if sd in ds:
@@ -250,14 +273,18 @@ class LazyShapeOps(_kinds.LazyMixin):
         sd = self.stack_dim
         return len(shape) > sd and shape[: sd + 1] == self._batch_size[: sd + 1]
 
-    def view(self, *shape: Any, size: Any = None) -> Any:
+    @undoable(inverse_view)
+    def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:
         """View with a new batch shape; lazy when the dimensions up to the stack dimension
         are kept (else a dense copy is reshaped). ``view(dtype)`` views every leaf."""
         if size is not None:
             shape = (size,)
         if len(shape) == 1 and isinstance(shape[0], torch.dtype):
             dtype = shape[0]
-            return self._restack([td.view(dtype) for td in self.tensordicts], self.stack_dim)
+            viewed = self._restack([td.view(dtype) for td in self.tensordicts], self.stack_dim)
+            if batch_size is not None:
+                viewed.batch_size = batch_size
+            return viewed
         new = infer_shape(unpack_shape(shape), self._batch_size.numel())
         if new == self._batch_size:
             return self
@@ -267,7 +294,8 @@ class LazyShapeOps(_kinds.LazyMixin):
             return self._restack([td.view(member) for td in self.tensordicts], sd)
         return self.contiguous().view(new)
 
-    def reshape(self, *shape: Any) -> Any:
+    @keeps_lock
+    def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> Any:
         """Reshape the batch (lazy when the dimensions up to the stack dimension are kept).
 
         >>> import torch
@@ -276,6 +304,10 @@ class LazyShapeOps(_kinds.LazyMixin):
         >>> type(lazy.reshape(2, 6)).__name__, type(lazy.reshape(-1)).__name__
         ('LazyStackedTensorDict', 'TensorDict')
         """
+        if inplace:
+            check_inplace(self, "reshape")
+        if size is not None:
+            shape = (size,)
         new = infer_shape(unpack_shape(shape), self._batch_size.numel())
         if self._keeps_stack(new):
             sd = self.stack_dim
@@ -283,14 +315,19 @@ class LazyShapeOps(_kinds.LazyMixin):
             return self._restack([td.reshape(member) for td in self.tensordicts], sd)
         return self.contiguous().reshape(new)
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
-        """Merge batch dimensions ``start_dim..end_dim`` (a dense copy if the range holds the
-        stack dimension)."""
+    @undoable(inverse_flatten)
+    def flatten(
+        self, start_dim: int | None = None, end_dim: int | None = None, *, inplace: bool = False
+    ) -> Any:
+        """Merge batch dimensions ``start_dim..end_dim`` (default: all; a dense copy if the
+        range holds the stack dimension)."""
+        if inplace:
+            check_inplace(self, "flatten")
         nb, sd = len(self._batch_size), self.stack_dim
         if nb == 0:
             return self.reshape(1)
-        start = normalize_dim(start_dim, nb, "start_dim")
-        end = normalize_dim(end_dim, nb, "end_dim")
+        start = normalize_dim(0 if start_dim is None else start_dim, nb, "start_dim")
+        end = normalize_dim(-1 if end_dim is None else end_dim, nb, "end_dim")
         if end < start:
             raise RuntimeError(f"flatten(): start_dim={start_dim} comes after end_dim={end_dim}.")
         if start == end:
@@ -302,8 +339,11 @@ class LazyShapeOps(_kinds.LazyMixin):
         ]
         return self._restack(members, sd if sd < start else sd - (end - start))
 
-    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
+    @undoable(inverse_unflatten)
+    def unflatten(self, dim: int, unflattened_size: Sequence[int], *, inplace: bool = False) -> Any:
         """Split batch dimension ``dim`` into ``unflattened_size``."""
+        if inplace:
+            check_inplace(self, "unflatten")
         nb, sd = len(self._batch_size), self.stack_dim
         d = normalize_dim(dim, nb)
         if d == sd:
@@ -312,8 +352,10 @@ class LazyShapeOps(_kinds.LazyMixin):
         members = [td.unflatten(_member_dim(d, sd), sizes) for td in self.tensordicts]
         return self._restack(members, sd + (len(sizes) - 1 if d < sd else 0))
 
-    def repeat(self, *repeats: Any) -> Any:
+    def repeat(self, *repeats: Any, inplace: bool = False) -> Any:
         """Repeat along batch dimensions (the members are repeated along the stack one)."""
+        if inplace:
+            check_inplace(self, "repeat")
         reps = tuple(unpack_shape(repeats))
         bs, sd = self._batch_size, self.stack_dim
         extra = len(reps) - len(bs)

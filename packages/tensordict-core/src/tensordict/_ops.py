@@ -16,15 +16,16 @@ Tables:
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from tensordict._inplace import adopt
 from tensordict._keys import unravel_key
 from tensordict._shape import broadcastable_to, normalize_dim
+from tensordict._tree import leaf_items
 from tensordict.base import TensorDictBase, is_tensor_collection
 
 _Tensor = torch.Tensor
@@ -64,48 +65,61 @@ UNARY: tuple[str, ...] = (
 #: what a binary operand may be: a tensordict (matched by key), a tensor or a number.
 OPERAND = "TensorDictBase | torch.Tensor | float"
 
+#: the annotations of the options a binary method may take
+_OPTION_ANNOTATIONS = {"alpha": "float | None", "value": "float | None", "default": "Any"}
+
 
 @dataclass(frozen=True)
 class Binary:
     """One row of :data:`BINARY` / :data:`BINARY_NO_INPLACE`: a torch operation applied leaf
-    by leaf, whose ``operands`` (parameter names) may be tensordicts matched by key,
-    tensors or numbers, with keyword-only torch ``options`` (``(name, default,
-    annotation)``; passed on only when not at their default). ``torch_name`` is the torch
+    by leaf, with the parameters (after ``self``) of the method and of its in-place twin,
+    as the reference library declares them.
+
+    Parameters without a default are the operands (tensordicts matched by key, tensors
+    or numbers); ``default`` fills the entries a tensordict operand lacks; the other
+    options (``alpha``, ``value``) go to the torch operation. ``torch_name`` is the torch
     function where it differs from the method name.
 
-    Every row becomes ``name(self, *operands, *, *options, default=None)`` (``default``
-    fills keys missing from a tensordict operand) and, in :data:`BINARY`, its in-place
-    twin ``name_`` with the same parameters.
-
-    >>> BINARY["addcmul"].operands, BINARY["add"].options[0][0]
-    (('other1', 'other2'), 'alpha')
+    >>> BINARY["addcmul"].operands, BINARY["add"].options
+    (('other1', 'other2'), ('alpha', 'default'))
     """
 
-    operands: tuple[str, ...] = ("other",)
-    options: tuple[tuple[str, Any, str], ...] = ()
+    params: str = "other, *, default=None"
+    inplace_params: str = "other"
     torch_name: str | None = None
 
+    @property
+    def operands(self) -> tuple[str, ...]:
+        """The operands' names."""
+        return tuple(p for p in _split(self.params) if "=" not in p and p != "*")
 
-_ALPHA = (("alpha", None, "float | None"),)
-_VALUE = (("value", 1, "float"),)
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The options' names (``default`` included)."""
+        return tuple(p.split("=")[0] for p in _split(self.params) if "=" in p)
+
+
+def _split(params: str) -> list[str]:
+    return [p.replace(" ", "") for p in params.split(",") if p.strip()]
+
 
 BINARY: dict[str, Binary] = {
-    "add": Binary(options=_ALPHA),
-    "sub": Binary(options=_ALPHA),
+    "add": Binary("other, *, alpha=None, default=None", "other, *, alpha=None"),
+    "sub": Binary("other, *, alpha=None, default=None", "other, alpha=None"),
     "mul": Binary(),
     "div": Binary(),
     "pow": Binary(),
     "maximum": Binary(),
     "minimum": Binary(),
-    "clamp_min": Binary(),
+    "clamp_min": Binary("other, default=None"),
     "clamp_max": Binary(),
-    "lerp": Binary(operands=("end", "weight")),
-    "addcmul": Binary(operands=("other1", "other2"), options=_VALUE),
-    "addcdiv": Binary(operands=("other1", "other2"), options=_VALUE),
+    "lerp": Binary("end, weight", "end, weight"),
+    "addcmul": Binary("other1, other2, *, value=1", "other1, other2, *, value=1"),
+    "addcdiv": Binary("other1, other2, value=1", "other1, other2, *, value=1"),
 }
 
 BINARY_NO_INPLACE: dict[str, Binary] = {
-    "mod": Binary(torch_name="remainder"),
+    "mod": Binary("other", torch_name="remainder"),
     "bitwise_and": Binary(),
     "bitwise_or": Binary(),
     "bitwise_xor": Binary(),
@@ -121,6 +135,9 @@ BINARY_NO_INPLACE: dict[str, Binary] = {
     "floor_divide": Binary(),
     "remainder": Binary(),
 }
+
+#: Ops whose ``torch._foreach_*`` kernels take the options (when the operands are lists).
+_FOREACH_KWARGS = frozenset({"add", "sub", "addcmul", "addcdiv"})
 
 CASTS: dict[str, torch.dtype] = {
     "float": torch.float32,
@@ -318,48 +335,40 @@ def _check_inplace(td: TensorDictBase, name: str, leaves: list[Any], operands: l
                 )
 
 
-def _binary_signature(row: Binary) -> inspect.Signature:
-    P = inspect.Parameter
-    params = [P("self", P.POSITIONAL_OR_KEYWORD)]
-    params += [P(n, P.POSITIONAL_OR_KEYWORD, annotation=OPERAND) for n in row.operands]
-    params += [P(n, P.KEYWORD_ONLY, default=d, annotation=a) for n, d, a in row.options]
-    params.append(P("default", P.KEYWORD_ONLY, default=None, annotation="Any"))
-    return inspect.Signature(params, return_annotation="Self")
+def _signed(name: str, params: str, impl: Callable[..., Any]) -> Callable[..., Any]:
+    """``def name(self, <params>)`` calling ``impl(self, operands, default, options)``.
 
-
-def _bind_binary(
-    name: str,
-    names: tuple[str, ...],
-    known: dict[str, Any],
-    args: tuple[Any, ...],
-    kwargs: dict[Any, Any],
-) -> tuple[tuple[Any, ...], dict[Any, Any]]:
-    """The operands and the torch options of a call to the binary method ``name`` given
-    other than as plain positional operands (operands by name, options); ``names`` are the
-    operands' names, ``known`` the options with their defaults."""
-    operands = list(args)
-    for pname in names[len(args) :]:
-        if pname not in kwargs:
-            raise TypeError(f"{name}() missing operand {pname!r}; it takes {', '.join(names)}.")
-        operands.append(kwargs.pop(pname))
-    if len(operands) != len(names):
-        raise TypeError(f"{name}() takes {len(names)} operand(s), got {len(operands)}.")
-    options = {}
-    for key, value in kwargs.items():
-        if key not in known:
-            raise TypeError(f"{name}() got an unexpected keyword argument {key!r}.")
-        if value is not known[key]:
-            options[key] = value
-    return tuple(operands), options
+    Generated so that the method has the row's real, annotated signature (introspection,
+    IDEs, the generated stub, keyword errors) without a per-call binding cost.
+    """
+    parsed = [p for p in _split(params) if p != "*"]
+    operands = [p for p in parsed if "=" not in p]
+    options = [p.split("=")[0] for p in parsed if "=" in p]
+    annotated = []
+    for p in _split(params):
+        pname = p.split("=")[0]
+        if p == "*":
+            annotated.append(p)
+        elif "=" in p:
+            annotated.append(f"{pname}: {_OPTION_ANNOTATIONS[pname]!r} = {p.split('=')[1]}")
+        else:
+            annotated.append(f"{pname}: {OPERAND!r}")
+    kwargs = ", ".join(f"{o!r}: {o}" for o in options if o != "default")
+    default = "default" if "default" in options else "None"
+    source = (
+        f"def {name}(self, {', '.join(annotated)}) -> 'Self':\n"
+        f"    return impl(self, ({', '.join(operands)},), {default}, {{{kwargs}}})\n"
+    )
+    namespace: dict[str, Any] = {"impl": impl}
+    exec(source, namespace)  # noqa: S102 - source built from the rows above
+    method: Callable[..., Any] = namespace[name]
+    return method
 
 
 def _make_binary(
     name: str, row: Binary, with_inplace: bool
 ) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
-    # plain values only in the closures: torch.compile cannot rebuild a Binary
-    names = row.operands
-    n_operands = len(names)
-    known = {n: d for n, d, _ in row.options}
+    n_operands = len(row.operands)
     fe = _foreach(name)
     fe_ = _foreach(name + "_") if with_inplace else None
     op = getattr(torch, row.torch_name or name)
@@ -371,25 +380,30 @@ def _make_binary(
         return op(x, *args, out=x, **kwargs)  # no Tensor.maximum_ & co: write through out=
 
     def gather(
-        self: TensorDictBase, args: tuple[Any, ...], default: Any
+        self: TensorDictBase, args: tuple[Any, ...], default: Any, kwargs: dict[str, Any]
     ) -> tuple[list[Any], list[Any], bool]:
         leaves = self._flat_tensors([])
         operands = [_operands(self, a, leaves, default) for a in args]
         # torch._foreach_* takes per-leaf lists or Python scalars, not broadcast tensors.
         foreach_ok = all(isinstance(o, (list, int, float, bool)) for o in operands)
-        if n_operands == 2:
+        if default is not None:  # a default may put scalars inside the per-leaf lists
+            foreach_ok = foreach_ok and all(
+                isinstance(t, _Tensor) for o in operands if isinstance(o, list) for t in o
+            )
+        if n_operands == 2 or kwargs:
             foreach_ok = foreach_ok and all(isinstance(o, list) for o in operands[:2])
+            foreach_ok = foreach_ok and (not kwargs or name in _FOREACH_KWARGS)
         return leaves, operands, foreach_ok
 
-    def method(
-        self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any
+    def impl(
+        self: TensorDictBase, args: tuple[Any, ...], default: Any, kwargs: dict[str, Any]
     ) -> TensorDictBase:
-        if len(args) != n_operands or kwargs:
-            args, kwargs = _bind_binary(name, names, known, args, kwargs)
-        leaves, operands, foreach_ok = gather(self, args, default)
+        if kwargs:
+            kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        leaves, operands, foreach_ok = gather(self, args, default, kwargs)
         try:
-            if fe is not None and foreach_ok and not kwargs and leaves:
-                results = fe(leaves, *operands)
+            if fe is not None and foreach_ok and leaves:
+                results = fe(leaves, *operands, **kwargs)
             elif n_operands == 1 and not kwargs:  # no foreach kernel (eq, lt …): one map
                 other = operands[0]
                 if isinstance(other, list):
@@ -406,16 +420,16 @@ def _make_binary(
             results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
         return self._rebuild(iter(results))
 
-    def method_(
-        self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any
+    def impl_(
+        self: TensorDictBase, args: tuple[Any, ...], default: Any, kwargs: dict[str, Any]
     ) -> TensorDictBase:
-        if len(args) != n_operands or kwargs:
-            args, kwargs = _bind_binary(name + "_", names, known, args, kwargs)
-        leaves, operands, foreach_ok = gather(self, args, default)
+        if kwargs:
+            kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        leaves, operands, foreach_ok = gather(self, args, default, kwargs)
         _check_inplace(self, name + "_", leaves, operands)
-        if fe_ is not None and foreach_ok and not kwargs and leaves:
+        if fe_ is not None and foreach_ok and leaves:
             try:
-                fe_(leaves, *operands)
+                fe_(leaves, *operands, **kwargs)
                 return self
             except RuntimeError:
                 if not _foreach_unsupported():
@@ -423,26 +437,41 @@ def _make_binary(
         _leafwise(lambda x, *o: op_(x, *o, **kwargs), leaves, operands)
         return self
 
-    signature = _binary_signature(row)
     operands = ", ".join(f"``{o}``" for o in row.operands)
+    method = _signed(name, row.params, impl)
     method.__doc__ = (
         f"Apply :func:`torch.{row.torch_name or name}` leaf by leaf; {operands} may be "
-        "tensordicts (matched by key; ``default`` fills keys they lack), tensors or numbers."
+        "tensordicts (matched by key), tensors or numbers."
     )
-    method.__dict__["__signature__"] = signature
     if not with_inplace:
         return method, None
+    method_ = _signed(name + "_", row.inplace_params, impl_)
     method_.__doc__ = f"In-place :meth:`{name}`."
-    method_.__dict__["__signature__"] = signature
     return method, method_
 
 
+def _cast(
+    self: TensorDictBase, fn: Callable[..., Any], cast_filter: Callable[..., Any] | None
+) -> TensorDictBase:
+    """Map ``fn`` over the tensor leaves, or over those where ``cast_filter(key, leaf)``."""
+    if cast_filter is None:
+        return self._map_tensors(fn)
+    keys = [k for k, v in leaf_items(self) if isinstance(v, _Tensor)]
+    leaves = self._flat_tensors([])
+    return self._rebuild(
+        iter([fn(x) if cast_filter(k, x) else x for k, x in zip(keys, leaves, strict=True)])
+    )
+
+
 def _make_cast(name: str, dtype: torch.dtype) -> Callable[..., Any]:
-    def method(self: TensorDictBase) -> TensorDictBase:
-        return self._map_tensors(lambda x: x.to(dtype))
+    def method(
+        self: TensorDictBase, *, cast_filter: Callable[..., Any] | None = None
+    ) -> TensorDictBase:
+        return _cast(self, lambda x: x.to(dtype), cast_filter)
 
     method.__doc__ = (
-        f"Cast every tensor leaf to ``{dtype}``.\n\n"
+        f"Cast every tensor leaf to ``{dtype}``; with ``cast_filter``, only the leaves for "
+        "which ``cast_filter(key, leaf)`` is true (``key`` is a tuple).\n\n"
         "    >>> import torch\n"
         "    >>> from tensordict import TensorDict\n"
         f"    >>> TensorDict({{'a': torch.zeros(1)}}, [1]).{name}()['a'].dtype\n"
@@ -452,15 +481,24 @@ def _make_cast(name: str, dtype: torch.dtype) -> Callable[..., Any]:
 
 
 def _make_quantized(name: str, dtype: torch.dtype) -> Callable[..., Any]:
-    def method(self: TensorDictBase, scale: float = 1.0, zero_point: int = 0) -> TensorDictBase:
-        return self._map_tensors(
+    def method(
+        self: TensorDictBase,
+        *,
+        cast_filter: Callable[..., Any] | None = None,
+        scale: float = 1.0,
+        zero_point: int = 0,
+    ) -> TensorDictBase:
+        return _cast(
+            self,
             lambda x: torch.quantize_per_tensor(
                 x if x.dtype is torch.float32 else x.float(), scale, zero_point, dtype
-            )
+            ),
+            cast_filter,
         )
 
     method.__doc__ = (
-        f"Quantize every tensor leaf to ``{dtype}`` with :func:`torch.quantize_per_tensor`.\n\n"
+        f"Quantize every tensor leaf to ``{dtype}`` with :func:`torch.quantize_per_tensor` "
+        "(``scale``, ``zero_point``); ``cast_filter`` as for the other casts.\n\n"
         "    >>> import torch\n"
         "    >>> from tensordict import TensorDict\n"
         f"    >>> TensorDict({{'a': torch.ones(1)}}, [1]).{name}()['a'].dtype\n"
@@ -487,15 +525,21 @@ def _make_predicate(name: str) -> Callable[..., Any]:
     return method
 
 
-def _cast_type(self: TensorDictBase, dst_type: torch.dtype | str) -> TensorDictBase:
-    """Cast every tensor leaf with :meth:`torch.Tensor.type` (a dtype or a tensor type name).
+def _cast_type(
+    self: TensorDictBase,
+    dst_type: torch.dtype | str,
+    *,
+    cast_filter: Callable[..., Any] | None = None,
+) -> TensorDictBase:
+    """Cast every tensor leaf with :meth:`torch.Tensor.type` (a dtype or a tensor type name);
+    ``cast_filter(key, leaf)`` picks the leaves to cast.
 
     >>> import torch
     >>> from tensordict import TensorDict
     >>> TensorDict({"a": torch.zeros(1)}, [1]).type(torch.int64)["a"].dtype
     torch.int64
     """
-    return self._map_tensors(lambda x: x.type(dst_type))
+    return _cast(self, lambda x: x.type(dst_type), cast_filter)
 
 
 def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable[..., Any]:
@@ -537,8 +581,11 @@ def _pos(self: TensorDictBase) -> TensorDictBase:
     return self
 
 
-def rsub(self: TensorDictBase, other: Any, alpha: Any = 1) -> TensorDictBase:
-    """``other - alpha * self`` leaf by leaf.
+def rsub(
+    self: TensorDictBase, other: Any, *, alpha: Any = None, default: Any = None
+) -> TensorDictBase:
+    """``other - alpha * self`` leaf by leaf (``default`` fills entries missing from a
+    tensordict ``other``).
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -546,14 +593,18 @@ def rsub(self: TensorDictBase, other: Any, alpha: Any = 1) -> TensorDictBase:
     tensor([2., 2.])
     """
     leaves = self._flat_tensors([])
-    other = _operands(self, other, leaves)
+    other = _operands(self, other, leaves, default)
+    alpha = 1 if alpha is None else alpha
     return self._rebuild(
         iter(_leafwise(lambda x, o: torch.rsub(x, o, alpha=alpha), leaves, [other]))
     )
 
 
-def clamp(self: TensorDictBase, min: Any = None, max: Any = None) -> TensorDictBase:
-    """Clamp every leaf to ``[min, max]`` (either bound may be a tensordict).
+def clamp(
+    self: TensorDictBase, min: Any = None, max: Any = None, *, out: Any = None
+) -> TensorDictBase:
+    """Clamp every leaf to ``[min, max]`` (either bound may be a tensordict); with ``out``
+    the result is written into that tensordict, which is returned.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -562,7 +613,10 @@ def clamp(self: TensorDictBase, min: Any = None, max: Any = None) -> TensorDictB
     """
     leaves = self._flat_tensors([])
     lo, hi = _operands(self, min, leaves), _operands(self, max, leaves)
-    return self._rebuild(iter(_leafwise(lambda x, a, b: torch.clamp(x, a, b), leaves, [lo, hi])))
+    result = self._rebuild(iter(_leafwise(lambda x, a, b: torch.clamp(x, a, b), leaves, [lo, hi])))
+    if out is None:
+        return result
+    return out.copy_(result)  # type: ignore[no-any-return]
 
 
 def _reduce_bool(name: str) -> Callable[..., Any]:
@@ -577,8 +631,11 @@ def _reduce_bool(name: str) -> Callable[..., Any]:
         bs = self.batch_size
         new = bs[:d] + bs[d + 1 :]
         fn = torch.all if name == "all" else torch.any
+        names = self.names if self._has_names() else None  # type: ignore[attr-defined]
         return self._map_batch(
-            lambda x: fn(x, dim=d) if isinstance(x, _Tensor) else getattr(x, name)(dim=d), new
+            lambda x: fn(x, dim=d) if isinstance(x, _Tensor) else getattr(x, name)(dim=d),
+            new,
+            None if names is None else names[:d] + names[d + 1 :],
         )
 
     method.__doc__ = (
@@ -644,9 +701,42 @@ def detach_(self: TensorDictBase) -> TensorDictBase:
     return self
 
 
-def contiguous(self: TensorDictBase) -> TensorDictBase:
-    """A tensordict with contiguous leaves (leaves already contiguous are shared)."""
-    return self._map_tensors(_Tensor.contiguous)
+def _canonical_strides(x: _Tensor) -> bool:
+    """Whether ``x`` has the row-major strides of its shape (size-1 dims included)."""
+    expected, stride = [], 1
+    for size in reversed(x.shape):
+        expected.append(stride)
+        stride *= size
+    return x.stride() == tuple(reversed(expected))
+
+
+def contiguous(
+    self: TensorDictBase, *, canonical: bool = False, inplace: bool = False
+) -> TensorDictBase:
+    """A tensordict with contiguous leaves (leaves already contiguous are shared).
+
+    With ``canonical=True`` a leaf whose strides are not exactly row-major (possible with
+    size-1 dimensions) is copied too; with ``inplace=True`` the tensordict keeps its
+    identity and its non-contiguous leaves are replaced by contiguous copies.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(a=torch.zeros(4, 3).T, batch_size=[3])
+    >>> td.contiguous(inplace=True) is td, td["a"].is_contiguous()
+    (True, True)
+    """
+
+    def fn(x: _Tensor) -> _Tensor:
+        if not canonical:
+            return x.contiguous()
+        return x if _canonical_strides(x) else x.clone(memory_format=torch.contiguous_format)
+
+    if inplace:
+        result: TensorDictBase = adopt(
+            self, self._map_tensors(fn), "contiguous", keeps_structure=True
+        )
+        return result
+    return self._map_tensors(fn)
 
 
 def is_contiguous(self: TensorDictBase) -> bool:

@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import _kinds
+from tensordict._inplace import adopt
+from tensordict._inplace import check as check_inplace
 from tensordict._nontensor import NON_TENSOR
 from tensordict._ops import PREDICATES
 from tensordict._ops_reduce import reduce_non_tensor
@@ -95,8 +97,11 @@ def _check_mask(name: str, mask: Any, td: TensorDictBase, exact: bool = False) -
 
 
 # --------------------------------------------------------------------------- BATCH_OPS plans
-def roll(td: TensorDictBase, shifts: int | Sequence[int], dims: Any = None) -> _Plan:
-    """Roll along batch dimensions, like :func:`torch.roll` (``dims=None``: the flattened batch).
+def roll(
+    td: TensorDictBase, shifts: int | Sequence[int], dims: Any = None, *, inplace: bool = False
+) -> _Plan:
+    """Roll along batch dimensions, like :func:`torch.roll` (``dims=None``: the flattened
+    batch); ``inplace=True`` makes the tensordict hold the result.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -182,9 +187,10 @@ def repeat_interleave(
     dim: int | None = None,
     *,
     output_size: int | None = None,
+    inplace: bool = False,
 ) -> _Plan:
     """Repeat each batch element, like :func:`torch.repeat_interleave` (``dim=None``: the
-    flattened batch).
+    flattened batch); ``inplace=True`` makes the tensordict hold the result.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -275,11 +281,17 @@ def softmax(td: TensorDictBase, dim: int, dtype: torch.dtype | None = None) -> _
 
 
 def gather(
-    td: TensorDictBase, dim: int, index: torch.Tensor, out: TensorDictBase | None = None
+    td: TensorDictBase,
+    dim: int,
+    index: torch.Tensor,
+    out: TensorDictBase | None = None,
+    *,
+    inplace: bool = False,
 ) -> _Plan:
     """Gather along batch dimension ``dim`` with an index of ``batch_dims`` dimensions, like
     :func:`torch.gather`; the result's batch size is ``index.shape`` (feature dimensions are
-    carried over). ``out`` receives the result in place.
+    carried over). ``out`` receives the result in place; ``inplace=True`` makes the
+    tensordict itself hold it.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -291,6 +303,13 @@ def gather(
     bs = td.batch_size
     nb = len(bs)
     d = _dim("gather", dim, td)
+    if inplace and out is not None:
+        raise ValueError("gather(): out= and inplace=True are mutually exclusive.")
+    if inplace and isinstance(index, _Tensor) and index.ndim != nb:
+        raise NotImplementedError(
+            f"gather(inplace=True) needs index.ndim == batch_dims ({nb}), got an index of "
+            f"shape {tuple(index.shape)}."
+        )
     if not isinstance(index, _Tensor) or index.ndim != nb:
         shape = tuple(index.shape) if isinstance(index, _Tensor) else type(index).__name__
         raise RuntimeError(
@@ -334,6 +353,9 @@ BATCH_OPS: dict[str, Callable[..., _Plan | None]] = {
 
 def _make_batch_op(name: str, plan: Callable[..., _Plan | None]) -> Callable[..., Any]:
     def method(self: TensorDictBase, *args: Any, **kwargs: Any) -> Any:
+        inplace = kwargs.get("inplace", False)
+        if inplace:
+            check_inplace(self, name)
         p = plan(self, *args, **kwargs)
         if p is None:
             return self
@@ -341,6 +363,8 @@ def _make_batch_op(name: str, plan: Callable[..., _Plan | None]) -> Callable[...
         out = kwargs.get("out")
         if out is not None:
             return out.update_(result)
+        if inplace:
+            return adopt(self, result, name)
         return result
 
     sig = inspect.signature(plan)
@@ -367,6 +391,36 @@ def _set_device(td: Any, device: Any) -> None:
             _set_device(v, device)
 
 
+def _emptied(td: Any) -> Any:
+    """``td`` with every lazy stack replaced by a dense one without entries (same batch
+    size): ``new_*(..., empty_lazy=True)`` never reads their content."""
+    if isinstance(td, _kinds.Lazy):
+        return _kinds.Dense(batch_size=td.batch_size, device=td.device)
+    if not isinstance(td, _kinds.Dense):
+        return td
+    store = {k: _emptied(v) for k, v in td._tensordict.items()}
+    return td._new_unsafe(store, td._batch_size, td._device, td._names)
+
+
+def _empty_lazy(source: Any, result: Any) -> Any:
+    """``result`` where every lazy stack of ``source`` is an empty lazy stack (no entries,
+    the new batch size): what ``new_*(..., empty_lazy=True)`` returns."""
+    if isinstance(source, _kinds.Lazy):
+        bs = result.batch_size
+        if not bs:
+            return result
+        sd = min(source.stack_dim, len(bs) - 1)
+        member = bs[:sd] + bs[sd + 1 :]
+        members = [_kinds.Dense(batch_size=member, device=result.device) for _ in range(bs[sd])]
+        return _kinds.Lazy(*members, stack_dim=sd)
+    if isinstance(source, _kinds.Dense) and isinstance(result, _kinds.Dense):
+        store = result._tensordict
+        for key, value in source._tensordict.items():
+            if isinstance(value, TensorDictBase) and key in store:
+                store[key] = _empty_lazy(value, store[key])
+    return result
+
+
 def _make_new(name: str) -> Callable[..., Any]:
     full = name == "new_full"
 
@@ -381,6 +435,7 @@ def _make_new(name: str) -> Callable[..., Any]:
                 raise TypeError("new_full() takes a size and a fill_value.")
         if "size" in kwargs:
             size = (kwargs.pop("size"),)
+        empty_lazy = kwargs.pop("empty_lazy", False)
         shape = torch.Size(unpack_shape(size))
         device = kwargs.pop("device", NO_DEFAULT)
         dtype = kwargs.pop("dtype", None)
@@ -404,7 +459,7 @@ def _make_new(name: str) -> Callable[..., Any]:
             )
 
         result = map_leaves(
-            self,
+            _emptied(self) if empty_lazy else self,
             name,
             lambda x, _: fn(x),
             lambda s: torch.Size((*shape, *s[nb:])),
@@ -414,6 +469,8 @@ def _make_new(name: str) -> Callable[..., Any]:
         )[0]
         if device is not NO_DEFAULT:
             _set_device(result, None if device is None else torch.device(device))
+        if empty_lazy:
+            return _empty_lazy(self, result)
         return result
 
     P = inspect.Parameter
@@ -431,6 +488,7 @@ def _make_new(name: str) -> Callable[..., Any]:
         P("requires_grad", P.KEYWORD_ONLY, default=False, annotation="bool"),
         P("layout", P.KEYWORD_ONLY, default=torch.strided, annotation="torch.layout"),
         P("pin_memory", P.KEYWORD_ONLY, default=None, annotation="bool | None"),
+        P("empty_lazy", P.KEYWORD_ONLY, default=False, annotation="bool"),
     ]
     method.__dict__["__signature__"] = inspect.Signature(params, return_annotation="Self")
     method.__name__ = method.__qualname__ = name
@@ -539,9 +597,12 @@ def masked_fill_(self: TensorDictBase, mask: torch.Tensor, value: Any) -> Tensor
     return self
 
 
-def masked_select(self: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
+def masked_select(
+    self: TensorDictBase, mask: torch.Tensor, *, inplace: bool = False
+) -> TensorDictBase:
     """The batch elements where ``mask`` is true, like ``td[mask]``: ``mask`` spans the
-    leading batch dimensions, which become one dimension of size ``mask.sum()``.
+    leading batch dimensions, which become one dimension of size ``mask.sum()``. With
+    ``inplace=True`` the tensordict itself holds the selection.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -554,8 +615,12 @@ def masked_select(self: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
     while isinstance(mask, _Tensor) and mask.ndim > nb and mask.shape[-1] == 1:
         mask = mask.squeeze(-1)
     mask = _check_mask("masked_select", mask, self, exact=True)
-    result: TensorDictBase = self[mask]
-    return result
+    selected: TensorDictBase = self[mask]
+    if inplace:
+        check_inplace(self, "masked_select")
+        adopted: TensorDictBase = adopt(self, selected, "masked_select")
+        return adopted
+    return selected
 
 
 def _condition_for(name: str, cond: Any, td: TensorDictBase) -> Any:
@@ -626,13 +691,15 @@ def where(
     *,
     out: TensorDictBase | None = None,
     pad: Any = None,
+    update_batch_size: bool = False,
 ) -> TensorDictBase:
     """Entries of ``self`` where ``condition`` is true, of ``other`` elsewhere (:func:`torch.where`).
 
     ``condition`` is a boolean tensor over the leading batch dimensions (or a tensordict of
     them, matched by key); ``other`` is a tensordict (matched by key), a tensor or a
     scalar. With ``pad``, keys present on one side only are filled with ``pad`` on the
-    other; without it they raise ``KeyError``. ``out`` receives the result in place.
+    other; without it they raise ``KeyError``. ``out`` receives the result in place (with
+    ``update_batch_size=True`` through :meth:`update`, taking the result's batch size).
     ``torch.where(condition, td, other)`` calls this method.
 
     >>> import torch
@@ -658,6 +725,8 @@ def where(
         ]
         result = self._rebuild(iter(results))
     if out is not None:
+        if update_batch_size:
+            return out.update(result, update_batch_size=True)
         return out.update_(result)
     return result
 

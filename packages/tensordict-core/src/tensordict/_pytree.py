@@ -230,6 +230,26 @@ class _NonTensorEntries(tuple[Any, ...]):
         return not self.__eq__(other)
 
 
+class _Level(int):
+    """The vmap level recorded in a tree spec: a hint for unflattening, not structure.
+
+    It compares equal to any other level, so that specs of the same tensordict structure
+    made inside and outside ``torch.vmap`` match (``jacrev`` compares the spec of the
+    cotangents, built under vmap, with that of the outputs).
+    """
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, int)
+
+    def __ne__(self, other: object) -> bool:
+        return not isinstance(other, int)
+
+    def __hash__(self) -> int:
+        return 0
+
+
 def _vmap_level(value: Any) -> int:
     """The ``torch.vmap`` level of a batched tensor, ``-1`` for any other tensor."""
     return _functorch.maybe_get_level(value) if _functorch.is_batchedtensor(value) else -1
@@ -274,7 +294,7 @@ def _flatten(td: Any) -> tuple[list[Any], tuple[Any, ...]]:
         td._device,
         None if names is None else tuple(names),
         None if non_tensor is None else _NonTensorEntries(non_tensor),
-        -1 if level is None else level,
+        _Level(-1 if level is None else level),
     )
     return children, context
 
@@ -295,6 +315,7 @@ def _make_unflatten(cls: type) -> Any:
 
 def _unflatten(cls: Any, values: Iterable[Any], context: tuple[Any, ...]) -> Any:
     keys, bs, device, names, non_tensor, level = context
+    level = int(level)  # a _Level compares equal to everything
     children = values if type(values) is list else list(values)
     if non_tensor is None:
         source = dict(zip(keys, children, strict=True))
@@ -347,8 +368,9 @@ def _unflatten_reshaped(
     Entering ``torch.vmap`` (leaves batched at a new level) removes the vmapped batch
     dimension; leaving it (leaves no longer batched) inserts the dimension ``out_dims``
     put back. Otherwise the batch size is kept if the leaves allow it, else it becomes
-    the old one with one dimension inserted (as in Jacobians), else the longest prefix of
-    the old one that every leaf still has.
+    the old one with one dimension inserted (as in Jacobians), else the old one without
+    some leading dimensions, else the longest prefix of the old one that every leaf still
+    has.
     """
     shapes = []
     reps = []  # the tensors telling which vmap level the leaves are at
@@ -375,7 +397,10 @@ def _unflatten_reshaped(
     entering = len(levels) == 1 and next(iter(levels)) > level
     if entering and len(bdims) == 1:
         bdim = next(iter(bdims))
-        if bdim is not None and bdim < nb:
+        # vmapped over a batch dimension: the unwrapped leaves still start with the batch
+        # size (a vmap over something else, e.g. jacfwd's basis, puts a new dim in front).
+        physical = all(tuple(_functorch.get_unwrapped(t).shape[:nb]) == old for t in reps)
+        if bdim is not None and bdim < nb and physical:
             candidates.append(
                 (old[:bdim] + old[bdim + 1 :], old_names[:bdim] + old_names[bdim + 1 :])
             )
@@ -385,6 +410,9 @@ def _unflatten_reshaped(
     candidates.append((old, old_names))
     if not leaving:
         candidates += inserted
+    # leading dims dropped (a spec recorded with a vmapped dimension in front, as
+    # ``jacfwd`` records its output spec), then the longest prefix the leaves still have
+    candidates += [(old[k:], old_names[k:]) for k in range(1, nb)]
     candidates += [(old[:k], old_names[:k]) for k in range(nb - 1, -1, -1)]
     for candidate, cand_names in candidates:
         n = len(candidate)
@@ -454,7 +482,7 @@ def _lazy_flatten(lazy: Any) -> tuple[list[Any], tuple[Any, ...]]:
         lazy._td_dim_name,
         lazy.batch_size,
         member_bs,
-        -1 if leaf is None else _vmap_level(leaf),
+        _Level(-1 if leaf is None else _vmap_level(leaf)),
     )
     return members, context
 
@@ -467,6 +495,7 @@ def _lazy_flatten_with_keys(lazy: Any) -> tuple[list[tuple[Any, Any]], tuple[Any
 def _make_lazy_unflatten(cls: Any) -> Any:
     def unflatten(values: Iterable[Any], context: tuple[Any, ...]) -> Any:
         stack_dim, dim_name, batch_size, member_bs, level = context
+        level = int(level)
         members = list(values)
         if not members:
             return cls._new([], stack_dim, dim_name, batch_size)

@@ -55,6 +55,7 @@ LAZY_TOP_LEVEL: dict[str, tuple[str, str]] = {
     "tensorclass": ("tensorclass", "tensorclass"),
     "TensorClass": ("tensorclass", "TensorClass"),
     "from_dataclass": ("tensorclass", "from_dataclass"),
+    "TypedTensorDict": ("tensorclass", "TypedTensorDict"),
 }
 
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import _kinds
+from tensordict._collection import data_of
 from tensordict._errors import lock_error
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, NonTensorStack, is_non_tensor
@@ -236,7 +237,7 @@ def _plan_load(
     for key in keys:
         value = sd[key]
         sub = path + (key,)
-        current = store.get(key)
+        current = data_of(store.get(key))  # a tensorclass: its tensordict
         if isinstance(value, TensorDictBase):  # (tensordicts are Mappings too)
             raise TypeError(
                 f"load_state_dict: the entry at {unravel_key(sub)!r} is a "

@@ -34,10 +34,10 @@ from typing import Any
 import torch
 
 from tensordict._consolidate import (
+    Packing,
     consolidated_buffer,
     current_metadata,
     from_consolidated,
-    pack,
 )
 from tensordict._kinds import lazy_members as _lazy_members
 from tensordict._nontensor import is_non_tensor
@@ -71,21 +71,35 @@ def encode(
     """
     target = None if device is None else torch.device(device)
     buffer = consolidated_buffer(td)
-    try:
-        if buffer is not None:
+    if buffer is not None:
+        try:
             meta = current_metadata(td, buffer, for_pickle=False, allow_pickle=False)
-            data = buffer[: meta["nbytes"]]
-        else:
-            meta, data = pack(td, device=target, out=out)
-    except TypeError as err:
-        raise TypeError(
-            f"{err} (tensordicts cross processes as a buffer plus JSON, never pickled: "
-            "a non-tensor value that is not JSON data cannot be sent; exclude it or store "
-            "a JSON value instead)"
-        ) from None
+        except TypeError as err:
+            raise _not_json(err) from None
+        data = buffer[: meta["nbytes"]]
+    else:
+        packing = plan(td, target)
+        meta, data = packing.meta, packing.fill(out)
     if target is not None and data.device != target:
         data = data.to(target)
     return meta, data
+
+
+def plan(td: Any, device: torch.device | None = None) -> Packing:
+    """How ``td`` is laid out on the wire (``TypeError`` for values that are not JSON);
+    ``plan(td).fill()`` makes the data buffer."""
+    try:
+        return Packing(td, device)
+    except TypeError as err:
+        raise _not_json(err) from None
+
+
+def _not_json(err: TypeError) -> TypeError:
+    return TypeError(
+        f"{err} (tensordicts cross processes as a buffer plus JSON, never pickled: "
+        "a non-tensor value that is not JSON data cannot be sent; exclude it or store "
+        "a JSON value instead)"
+    )
 
 
 def dumps(meta: dict[str, Any]) -> bytes:
@@ -112,6 +126,34 @@ def loads(blob: bytes, where: str = "the received description") -> dict[str, Any
 def decode(meta: dict[str, Any], data: torch.Tensor) -> Any:
     """The tensordict ``meta`` describes, viewing ``data`` (checked, never unpickled)."""
     return from_consolidated(data, meta, allow_pickle=False)
+
+
+# ---------------------------------------------------------------------- bytes on the wire
+def bytes_tensor(data: bytes, device: torch.device, size: int | None = None) -> torch.Tensor:
+    """``data`` as a ``uint8`` tensor on ``device``, zero-padded to ``size`` bytes.
+
+    >>> bytes_tensor(b"ab", torch.device("cpu"), 4).tolist()
+    [97, 98, 0, 0]
+    """
+    size = len(data) if size is None else size
+    out = torch.zeros(size, dtype=torch.uint8)
+    if data:
+        out[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
+    return out.to(device)
+
+
+def tensor_bytes(t: torch.Tensor) -> bytes:
+    """The bytes of a ``uint8`` tensor (copied to the CPU)."""
+    return bytes(t.cpu().numpy().tobytes())
+
+
+def padded(t: torch.Tensor, size: int) -> torch.Tensor:
+    """``t`` zero-padded to ``size`` elements (``t`` itself when it has that size)."""
+    if t.numel() == size:
+        return t
+    out = torch.zeros(size, dtype=t.dtype, device=t.device)
+    out[: t.numel()] = t
+    return out
 
 
 # ---------------------------------------------------------------------- checks

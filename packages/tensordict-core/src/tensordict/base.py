@@ -13,13 +13,14 @@ import enum
 import sys
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
-from types import FunctionType
+from types import FunctionType, GenericAlias
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
 
 from tensordict import _forwarders, _kinds, _siblings
 from tensordict._attrs import AttrsOps
+from tensordict._collection import TensorCollection
 from tensordict._convert import ConversionOps, to_dense
 from tensordict._errors import lock_error, missing_key
 from tensordict._gather import GatherOps
@@ -118,7 +119,9 @@ def _abstract(td: Any) -> str:
     return f"{type(td).__name__} does not implement {caller}()"
 
 
-class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMethods):
+class TensorDictBase(
+    ConversionOps, LeafTensorOps, AttrsOps, GatherOps, TensorCollection, _TableMethods
+):
     """Abstract base of every tensordict: a dict of tensors with a common batch shape.
 
     >>> import torch
@@ -129,6 +132,8 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
 
     _is_locked: bool = False
     _last_op: Any = None
+    # ``TensorDict[str, torch.Tensor]`` in annotations, as for other mappings
+    __class_getitem__: Any = classmethod(GenericAlias)
     __array_priority__ = 1000  # numpy defers binary operators to us
 
     # ------------------------------------------------------------------ primitives

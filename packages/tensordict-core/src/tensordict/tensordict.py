@@ -20,10 +20,10 @@ from tensordict._keys import NestedKey
 from tensordict._kinds import is_tensorclass
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._pad import pad, pad_sequence
+from tensordict._siblings import LAZY_TOP_LEVEL, sibling_attr
 from tensordict._td import TensorDict
 from tensordict._testing import assert_allclose_td
 from tensordict.base import NO_DEFAULT, TensorDictBase, is_tensor_collection
-from tensordict._siblings import LAZY_TOP_LEVEL, sibling_attr
 from tensordict.utils import expand_as_right, expand_right
 
 __all__ = [

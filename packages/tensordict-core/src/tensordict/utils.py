@@ -5,11 +5,11 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
-from concurrent.futures import Future
 from typing import Any, Literal, overload
 
 import torch
 
+from tensordict._futures import TensorDictFuture
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
 from tensordict._kinds import is_tensorclass
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
@@ -124,41 +124,6 @@ def is_integer(*args: Any) -> bool:
         and not dtype.is_floating_point
         and not dtype.is_complex
     )
-
-
-class TensorDictFuture:
-    """A tensordict whose leaves are still being written by worker threads.
-
-    Returned by the methods that accept ``return_early=True`` (``consolidate``, and
-    ``memmap``/``save`` in ``tensordict-memmap``); :meth:`result` waits for the writes
-    and returns the tensordict.
-
-    >>> from concurrent.futures import ThreadPoolExecutor
-    >>> import torch
-    >>> from tensordict import TensorDict
-    >>> td = TensorDict(a=torch.zeros(3))
-    >>> with ThreadPoolExecutor(1) as pool:
-    ...     future = TensorDictFuture([pool.submit(td["a"].fill_, 2.0)], td)
-    ...     future.result()["a"].tolist()
-    [2.0, 2.0, 2.0]
-    """
-
-    def __init__(self, futures: Sequence[Future[Any]], resulting_td: Any) -> None:
-        self.futures = list(futures)
-        self.resulting_td = resulting_td
-
-    def result(self) -> Any:
-        """Wait for every write (re-raising the first error) and return the tensordict."""
-        for future in self.futures:
-            future.result()
-        return self.resulting_td
-
-    def done(self) -> bool:
-        """Whether every write has finished."""
-        return all(future.done() for future in self.futures)
-
-    def __repr__(self) -> str:
-        return f"TensorDictFuture(pending={sum(not f.done() for f in self.futures)})"
 
 
 def _human_size(size: float) -> str:

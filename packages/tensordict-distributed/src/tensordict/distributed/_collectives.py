@@ -6,7 +6,7 @@ and one data buffer (three collectives in all, whatever the number of leaves); a
 that cannot encode its tensordict says so in its header and every rank raises.
 
 ``reduce`` and ``all_reduce`` first compare a 32-byte fingerprint of every rank's tensor
-leaves (keys, shapes, dtypes) with one small ``all_gather``: ranks whose tensordicts
+leaves (keys, dtypes, numbers of elements) with one small ``all_gather``: ranks whose tensordicts
 differ would otherwise hand the backend buffers of different sizes, which gloo answers
 by aborting the process. On a mismatch every rank raises ``ValueError`` naming the
 differences. Then the leaves go in buckets, one per dtype and device by default (or of
@@ -92,7 +92,11 @@ def td_broadcast(
     me = dist.get_rank()
 
     def bcast(t: torch.Tensor, part: str) -> None:
-        run(lambda: dist.broadcast(t, src=src, group=group, async_op=True), f"{what} ({part})", limit)
+        run(
+            lambda: dist.broadcast(t, src=src, group=group, async_op=True),
+            f"{what} ({part})",
+            limit,
+        )
 
     if me == src:
         try:
@@ -100,11 +104,11 @@ def td_broadcast(
         except Exception as err:
             text = _peers.error_bytes(err)
             bcast(_peers.header(_peers.STATUS_ERROR, len(text), 0, dev), "header")
-            bcast(_peers.bytes_tensor(text, dev), "error")
+            bcast(_wire.bytes_tensor(text, dev), "error")
             raise
         on_wire = data if data.device == dev else data.to(dev)
         bcast(_peers.header(_peers.STATUS_OK, len(desc), data.numel(), dev), "header")
-        bcast(_peers.bytes_tensor(desc, dev), "description")
+        bcast(_wire.bytes_tensor(desc, dev), "description")
         if data.numel():
             bcast(on_wire, "data")
         return _message.unpack(meta, data)
@@ -113,11 +117,10 @@ def td_broadcast(
     status, desc_len, data_len = _peers.read_header(head, f"rank {src}")
     desc_t = torch.empty(desc_len, dtype=torch.uint8, device=dev)
     bcast(desc_t, "description")
-    desc = _peers.tensor_bytes(desc_t)
+    desc = _wire.tensor_bytes(desc_t)
     if status == _peers.STATUS_ERROR:
         raise _peers.RemoteError(
-            f"{what}: the source rank {src} failed before sending: "
-            f"{desc.decode(errors='replace')}"
+            f"{what}: the source rank {src} failed before sending: {desc.decode(errors='replace')}"
         )
     data = torch.empty(data_len, dtype=torch.uint8, device=dev)
     if data_len:
@@ -163,21 +166,21 @@ def td_all_gather(
     heads = gather(_peers.header(status, len(desc), data.numel(), dev), "header")
     table = [_peers.read_header(h, f"rank {r}") for h, r in zip(heads, ranks)]
     desc_max = max(row[1] for row in table)
-    descs = gather(_peers.bytes_tensor(desc, dev, desc_max), "description")
+    descs = gather(_wire.bytes_tensor(desc, dev, desc_max), "description")
     failed = [(r, row[1]) for r, row in zip(ranks, table) if row[0] == _peers.STATUS_ERROR]
     if failed:
         if local_error is not None:
             raise local_error
         details = "; ".join(
-            f"rank {r}: " + _peers.tensor_bytes(descs[ranks.index(r)][:n]).decode(errors="replace")
+            f"rank {r}: " + _wire.tensor_bytes(descs[ranks.index(r)][:n]).decode(errors="replace")
             for r, n in failed
         )
         raise _peers.RemoteError(f"{what}: other ranks failed before sending: {details}")
     data_max = max(row[2] for row in table)
-    datas = gather(_peers.padded(data.to(dev), data_max), "data") if data_max else []
+    datas = gather(_wire.padded(data.to(dev), data_max), "data") if data_max else []
     out = []
     for i, (r, (_, n_desc, n_data)) in enumerate(zip(ranks, table)):
-        meta = _message.parse(_peers.tensor_bytes(descs[i][:n_desc]), f"rank {r}")
+        meta = _message.parse(_wire.tensor_bytes(descs[i][:n_desc]), f"rank {r}")
         buffer = datas[i][:n_data] if datas else torch.zeros(0, dtype=torch.uint8, device=dev)
         out.append(_message.unpack(meta, buffer))
     return out
@@ -202,7 +205,10 @@ def _tensor_leaves(td: Any, path: _Path = ()) -> Iterator[tuple[_Path, torch.Ten
 
 
 def _signature(leaves: list[tuple[_Path, torch.Tensor]]) -> list[Any]:
-    return [[list(p), str(t.dtype), list(t.shape)] for p, t in leaves]
+    """What ranks must agree on: each leaf's key, dtype and number of elements (the
+    reduction is element-wise in memory order, so shapes may differ, e.g. ``(1, 2)`` and
+    ``(2,)``, as with ``torch.distributed`` itself)."""
+    return [[list(p), str(t.dtype), t.numel()] for p, t in leaves]
 
 
 def _check_same_leaves(
@@ -225,10 +231,12 @@ def _check_same_leaves(
     run(lambda: dist.all_gather(sizes, own, group=group, async_op=True), f"{what} (check)", limit)
     longest = max(int(s) for s in sizes)
     texts = [torch.empty(longest, dtype=torch.uint8, device=dev) for _ in ranks]
-    padded = _peers.bytes_tensor(blob, dev, longest)
-    run(lambda: dist.all_gather(texts, padded, group=group, async_op=True), f"{what} (check)", limit)
+    padded = _wire.bytes_tensor(blob, dev, longest)
+    run(
+        lambda: dist.all_gather(texts, padded, group=group, async_op=True), f"{what} (check)", limit
+    )
     sigs = [
-        {tuple(p): (d, s) for p, d, s in json.loads(_peers.tensor_bytes(t[: int(n)]))}
+        {tuple(p): (d, s) for p, d, s in json.loads(_wire.tensor_bytes(t[: int(n)]))}
         for t, n in zip(texts, sizes)
     ]
     problems = []
@@ -236,12 +244,12 @@ def _check_same_leaves(
         for path in sorted(set(sigs[0]) | set(sig), key=str):
             a, b = sigs[0].get(path), sig.get(path)
             if a != b:
-                problems.append(f"{_fmt(path)}: rank {ranks[0]} has {_leaf(a)}, rank {r} {_leaf(b)}")
-    from tensordict._wire import problems_text
-
+                problems.append(
+                    f"{_fmt(path)}: rank {ranks[0]} has {_leaf(a)}, rank {r} {_leaf(b)}"
+                )
     raise ValueError(
-        f"{what}: the ranks' tensordicts differ (keys, shapes and dtypes of the tensor "
-        f"leaves must be the same on every rank); nothing was reduced. {problems_text(problems)}"
+        f"{what}: the ranks' tensordicts differ (keys, dtypes and sizes of the tensor "
+        f"leaves must be the same on every rank); nothing was reduced. {_wire.problems_text(problems)}"
     )
 
 
@@ -254,7 +262,7 @@ def _fmt(path: _Path) -> str:
 def _leaf(entry: Any) -> str:
     if entry is None:
         return "no such leaf"
-    return f"dtype {entry[0].removeprefix('torch.')} shape {tuple(entry[1])}"
+    return f"dtype {entry[0].removeprefix('torch.')} and {entry[1]} elements"
 
 
 def _span(tensors: list[torch.Tensor]) -> torch.Tensor | None:
@@ -274,9 +282,7 @@ def _span(tensors: list[torch.Tensor]) -> torch.Tensor | None:
     return first.detach().as_strided((pos - first.storage_offset(),), (1,))
 
 
-def _buckets(
-    leaves: list[torch.Tensor], bucket_bytes: int | None
-) -> list[list[torch.Tensor]]:
+def _buckets(leaves: list[torch.Tensor], bucket_bytes: int | None) -> list[list[torch.Tensor]]:
     if bucket_bytes is not None and (isinstance(bucket_bytes, bool) or bucket_bytes <= 0):
         raise ValueError(f"bucket_bytes must be a positive number of bytes, got {bucket_bytes!r}.")
     groups: dict[tuple[torch.device, torch.dtype], list[torch.Tensor]] = {}

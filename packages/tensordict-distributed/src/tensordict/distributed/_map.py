@@ -22,6 +22,7 @@ on each chunk in a pool of processes.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing.pool
 import os
@@ -95,7 +96,9 @@ class _Task:
         try:
             result = self.fn(chunk)
         except BaseException as err:
-            err.add_note(f"(tensordict map: raised by fn on chunk {index}, in worker {os.getpid()})")
+            err.add_note(
+                f"(tensordict map: raised by fn on chunk {index}, in worker {os.getpid()})"
+            )
             raise
         if out_chunk is None:
             return _to_shared(result) if self.remote else result
@@ -221,14 +224,29 @@ def _own_pool(
     )
 
 
-def _close(pool: Any, ok: bool) -> None:
-    """Stop every worker of a pool we made: let them exit after a job that completed,
-    kill them after an error or an early break."""
-    if ok:
-        pool.close()
-    else:
-        pool.terminate()
-    pool.join()
+@contextlib.contextmanager
+def _pool_for(
+    pool: Any,
+    workers: int,
+    generator: torch.Generator | None,
+    max_tasks_per_child: int | None,
+    worker_threads: int,
+    mp_start_method: str | None,
+) -> Iterator[Any]:
+    """``pool`` itself, or a pool made for the call: its workers exit after a job that
+    completed and are killed after an error or an early break (none is left behind)."""
+    if pool is not None:
+        yield pool
+        return
+    own = _own_pool(workers, generator, max_tasks_per_child, worker_threads, mp_start_method)
+    try:
+        yield own
+    except BaseException:
+        own.terminate()
+        own.join()
+        raise
+    own.close()
+    own.join()
 
 
 def _workers(num_workers: int | None, pool: Any) -> int:
@@ -343,11 +361,9 @@ def td_map(
     """
     dim = _check(td, fn, chunksize, num_chunks, dim)
     workers = _workers(num_workers, pool)
-    own = pool is None
-    if own:
-        pool = _own_pool(workers, generator, max_tasks_per_child, worker_threads, mp_start_method)
-    ok = False
-    try:
+    with _pool_for(
+        pool, workers, generator, max_tasks_per_child, worker_threads, mp_start_method
+    ) as pool:
         results, bounds = _run(
             td,
             fn,
@@ -362,12 +378,7 @@ def td_map(
             pbar=pbar,
             out=out,
         )
-        gathered = _gather(results, bounds, dim, chunksize == 0, out)
-        ok = True
-        return gathered
-    finally:
-        if own:
-            _close(pool, ok)
+        return _gather(results, bounds, dim, chunksize == 0, out)
 
 
 def _gather(results: Iterator[Any], bounds: list[Any], dim: int, stacked: bool, out: Any) -> Any:
@@ -460,11 +471,9 @@ def _iterate(
     pbar: bool,
     mp_start_method: str | None,
 ) -> Iterator[Any]:
-    own = pool is None
-    if own:
-        pool = _own_pool(workers, generator, max_tasks_per_child, worker_threads, mp_start_method)
-    ok = False
-    try:
+    with _pool_for(
+        pool, workers, generator, max_tasks_per_child, worker_threads, mp_start_method
+    ) as pool:
         results, _ = _run(
             td,
             fn,
@@ -480,7 +489,3 @@ def _iterate(
             out=None,
         )
         yield from results
-        ok = True
-    finally:
-        if own:
-            _close(pool, ok)

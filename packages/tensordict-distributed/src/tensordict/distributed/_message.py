@@ -23,6 +23,7 @@ import torch
 from tensordict import _wire
 from tensordict._kinds import is_tensorclass
 from tensordict._kinds import lazy_members as _lazy_members
+from tensordict._nontensor import NonTensorData
 from tensordict.distributed import _buffers
 
 
@@ -38,21 +39,81 @@ def pack(
     obj: Any, device: torch.device | None, tensorclass_type: str | None = None
 ) -> tuple[bytes, torch.Tensor, dict[str, Any]]:
     """``(description, data, metadata)`` of ``obj``: JSON bytes and one ``uint8`` buffer on
-    ``device``, and the metadata the JSON encodes. A buffer made here comes from the pool
-    (:func:`release` gives it back once sent); a consolidated ``obj`` is sent from its own."""
+    ``device``, and the metadata the JSON encodes. A consolidated ``obj`` is sent from its
+    own buffer; otherwise the buffer comes from the pool (:func:`release` gives it back
+    once sent), and the layout and description of the last send of the same tensordict
+    (same leaves, shapes, strides and non-tensor values) are reused."""
     td, cls_name = unwrap(obj)
-    meta, data = _wire.encode(td, device, out=_buffers.take)
     cls_name = tensorclass_type or cls_name
-    if cls_name is not None:
-        meta = {**meta, "tensorclass": cls_name}
-    return _wire.dumps(meta), data, meta
+    if _wire.consolidated_buffer(td) is not None:
+        meta, data = _wire.encode(td, device)
+        if cls_name is not None:
+            meta = {**meta, "tensorclass": cls_name}
+        return _wire.dumps(meta), data, meta
+    hit = _SENT.get(id(td))
+    if hit is not None and hit[0]() is td and hit[1].device == device and hit[1].cls == cls_name:
+        sent = hit[1]
+        if sent.matches(_objects(td, [])):
+            return sent.desc, sent.packing.fill(_buffers.take), sent.meta
+    packing = _wire.plan(td, device)
+    meta = packing.meta if cls_name is None else {**packing.meta, "tensorclass": cls_name}
+    desc = _wire.dumps(meta)
+    _remember_sent(td, _Sent(packing, meta, desc, _objects(td, []), device, cls_name))
+    return desc, packing.fill(_buffers.take), meta
+
+
+class _Sent:
+    """The layout and description of a tensordict sent before, with what it held."""
+
+    __slots__ = ("packing", "meta", "desc", "objects", "layouts", "device", "cls")
+
+    def __init__(
+        self, packing: Any, meta: Any, desc: bytes, objects: list[Any], device: Any, cls: Any
+    ) -> None:
+        self.packing, self.meta, self.desc = packing, meta, desc
+        self.objects, self.device, self.cls = objects, device, cls
+        self.layouts = [_layout_of(o) for o in objects]
+
+    def matches(self, objects: list[Any]) -> bool:
+        if len(objects) != len(self.objects):
+            return False
+        for now, then, layout in zip(objects, self.objects, self.layouts):
+            if now is not then or _layout_of(now) != layout:
+                return False
+        return True
+
+
+def _layout_of(obj: Any) -> Any:
+    """What the wire layout depends on: a tensor's shape, stride and dtype, a non-tensor
+    entry's value."""
+    if isinstance(obj, torch.Tensor):
+        return (obj.shape, obj.stride(), obj.dtype, obj.device)
+    if isinstance(obj, NonTensorData):
+        return ("value", obj.data, obj.batch_size)
+    return ("values", obj.tolist(), obj.batch_size)
+
+
+_SENT: dict[int, tuple[Any, _Sent]] = {}
+
+
+def _remember_sent(td: Any, sent: _Sent) -> None:
+    key = id(td)
+    try:
+        ref = weakref.ref(td, lambda _, key=key: _SENT.pop(key, None))
+    except TypeError:
+        return
+    _SENT[key] = (ref, sent)
 
 
 def resolve_tensorclass(name: Any) -> type:
-    """The tensorclass named ``"module:QualName"``, from a module imported already."""
-    if not isinstance(name, str) or ":" not in name:
+    """The tensorclass named ``"module:QualName"`` (or ``"module.ClassName"``), from a
+    module imported already."""
+    if not isinstance(name, str) or not (":" in name or "." in name):
         raise ValueError(f"the description names an invalid tensorclass {name!r}.")
-    module_name, qualname = name.split(":", 1)
+    if ":" in name:
+        module_name, qualname = name.split(":", 1)
+    else:  # "module.ClassName", as the reference library writes it
+        module_name, _, qualname = name.rpartition(".")
     module = sys.modules.get(module_name)
     if module is None:
         raise ValueError(
@@ -73,7 +134,7 @@ def wrap(td: Any, cls_name: Any) -> Any:
     if cls_name is None:
         return td
     cls = resolve_tensorclass(cls_name)
-    build = getattr(cls, "_from_tensordict", None) or getattr(cls, "from_tensordict")
+    build = getattr(cls, "_from_tensordict", None) or cls.from_tensordict
     return build(td)
 
 
@@ -90,7 +151,10 @@ def release(data: torch.Tensor, obj: Any) -> None:
     """Give ``data`` (from :func:`pack`) back to the pool unless it is ``obj``'s own."""
     td, _ = unwrap(obj)
     own = td.__dict__.get("_consolidated") if hasattr(td, "__dict__") else None
-    if own is not None and own["storage"].untyped_storage().data_ptr() == data.untyped_storage().data_ptr():
+    if (
+        own is not None
+        and own["storage"].untyped_storage().data_ptr() == data.untyped_storage().data_ptr()
+    ):
         return
     _buffers.give(data)
 
@@ -185,14 +249,20 @@ def _objects(td: Any, out: list[Any]) -> list[Any]:
             _objects(m, out)
         return out
     for value in td._tensordict.values():
-        if isinstance(value, torch.Tensor) or not hasattr(value, "_tensordict") and _lazy_members(value) is None:
+        if (
+            isinstance(value, torch.Tensor)
+            or not hasattr(value, "_tensordict")
+            and _lazy_members(value) is None
+        ):
             out.append(value)
         else:
             _objects(value, out)
     return out
 
 
-def _remember(template: Any, target: Any, desc: bytes, buffer: torch.Tensor, pairs: list[Any]) -> None:
+def _remember(
+    template: Any, target: Any, desc: bytes, buffer: torch.Tensor, pairs: list[Any]
+) -> None:
     key = id(template)
     try:
         ref = weakref.ref(template, lambda _, key=key: _CACHE.pop(key, None))

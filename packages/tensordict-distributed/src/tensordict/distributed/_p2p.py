@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from tensordict import _wire
 from tensordict.distributed import _message, _peers
 from tensordict.distributed._peers import Channel, wait
 
@@ -74,7 +75,7 @@ def _post_send(
         text = _peers.error_bytes(err)
         works = [
             ch.isend(_peers.header(_peers.STATUS_ERROR, len(text), 0, ch.device), tags[0]),
-            ch.isend(_peers.bytes_tensor(text, ch.device), tags[1]),
+            ch.isend(_wire.bytes_tensor(text, ch.device), tags[1]),
         ]
         try:
             for work in works:
@@ -83,7 +84,7 @@ def _post_send(
             pass  # the receiver may be gone; the original error is what matters
         raise
     head = _peers.header(_peers.STATUS_OK, len(desc), data.numel(), ch.device)
-    desc_t = _peers.bytes_tensor(desc, ch.device)
+    desc_t = _wire.bytes_tensor(desc, ch.device)
     keep = [head, desc_t, data]  # alive until sent
     works = [ch.isend(head, tags[0]), ch.isend(desc_t, tags[1])]
     if data.numel():
@@ -181,7 +182,7 @@ def _post_recv(
         desc_t = torch.empty(desc_len, dtype=torch.uint8, device=ch.device)
         if desc_len:
             wait(ch.irecv(desc_t, tags[1]), what, limit)
-        desc = _peers.tensor_bytes(desc_t)
+        desc = _wire.tensor_bytes(desc_t)
         if status == _peers.STATUS_ERROR:
             raise _peers.RemoteError(
                 f"{what}: the sender failed before sending: {desc.decode(errors='replace')}"
@@ -217,11 +218,9 @@ def _post_recv(
             if bad is not None:
                 raise bad
             if plan.problems:
-                from tensordict._wire import problems_text
-
                 raise ValueError(
                     f"{what}: the received tensordict does not fit this one; nothing was "
-                    f"written. {problems_text(plan.problems)}"
+                    f"written. {_wire.problems_text(plan.problems)}"
                 )
         except BaseException:
             plan.discard()

@@ -216,9 +216,7 @@ class Channel:
             raise translate(err, f"{self.what} from {self.label}", None) from err
 
 
-def peer(
-    peer: Any, group_peer: Any, group: Any, names: tuple[str, str], what: str
-) -> Channel:
+def peer(peer: Any, group_peer: Any, group: Any, names: tuple[str, str], what: str) -> Channel:
     """The :class:`Channel` to ``peer`` (global rank) or ``group_peer`` (rank in ``group``)."""
     check_peer(peer, group_peer, group, names, what)
     if group_peer is not None:
@@ -275,36 +273,16 @@ def read_header(t: torch.Tensor, source: str) -> tuple[int, int, int]:
     return status, desc_len, data_len
 
 
-def bytes_tensor(data: bytes, device: torch.device, size: int | None = None) -> torch.Tensor:
-    """``data`` as a ``uint8`` tensor (zero-padded to ``size``) on ``device``."""
-    size = len(data) if size is None else size
-    out = torch.zeros(size, dtype=torch.uint8)
-    if data:
-        out[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    return out.to(device)
-
-
-def tensor_bytes(t: torch.Tensor) -> bytes:
-    return bytes(t.cpu().numpy().tobytes())
-
-
 def error_bytes(err: BaseException) -> bytes:
     return f"{type(err).__name__}: {err}".encode()[:MAX_ERROR_BYTES]
-
-
-def padded(t: torch.Tensor, size: int) -> torch.Tensor:
-    """``t`` zero-padded to ``size`` elements (itself when it has that size)."""
-    if t.numel() == size:
-        return t
-    out = torch.zeros(size, dtype=t.dtype, device=t.device)
-    out[: t.numel()] = t
-    return out
 
 
 def group_ranks(group: Any) -> Sequence[int]:
     """The global ranks of ``group`` (the world when ``None``)."""
     import torch.distributed as dist
 
-    return list(dist.get_process_group_ranks(group)) if group is not None else list(
-        range(dist.get_world_size())
+    return (
+        list(dist.get_process_group_ranks(group))
+        if group is not None
+        else list(range(dist.get_world_size()))
     )

@@ -124,6 +124,7 @@ class Connection:
         client: Any,
         redis_kwargs: dict[str, Any],
     ) -> None:
+        self.owns_client = client is None
         if client is None:
             redis = redis_module()
             if unix_socket_path is not None:
@@ -187,7 +188,7 @@ class Connection:
         if self._writer is None:
             self._writer = self.client.register_script(_WRITE_RANGES)
         writer = self._writer
-        (status, bad), = self.run(lambda pipe: writer(keys=keys, args=args, client=pipe))
+        ((status, bad),) = self.run(lambda pipe: writer(keys=keys, args=args, client=pipe))
         if int(status) != 1:
             name = bad.decode() if isinstance(bad, bytes) else bad
             raise StoreDataLostError(
@@ -205,12 +206,15 @@ class Connection:
             )
 
     def close(self) -> None:
+        """Stop using the server; a client this store made is closed (a client passed in
+        belongs to the caller and stays open)."""
         if not self.closed:
             self.closed = True
-            try:
-                self.client.close()
-            except Exception:  # pragma: no cover - closing a broken connection
-                pass
+            if self.owns_client:
+                try:
+                    self.client.close()
+                except Exception:  # pragma: no cover - closing a broken connection
+                    pass
 
     def delete_all(self) -> None:
         """Delete every key of this store (its data strings and its metadata)."""

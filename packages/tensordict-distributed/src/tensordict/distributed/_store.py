@@ -60,6 +60,14 @@ def _runs(rows: Sequence[int]) -> list[tuple[int, int]]:
     return out
 
 
+def is_key(index: Any) -> bool:
+    """Whether ``store[index]`` names an entry (a string or a tuple of strings) rather
+    than rows."""
+    return isinstance(index, str) or (
+        isinstance(index, tuple) and bool(index) and all(isinstance(i, str) for i in index)
+    )
+
+
 class TensorDictStore(TensorDictBase):
     """A tensordict kept on a Redis-compatible server (``pip install
     tensordict-distributed[redis]``).
@@ -459,7 +467,11 @@ class TensorDictStore(TensorDictBase):
                 f"{tuple(value.shape)} but its leading dimensions must equal the store's "
                 f"batch_size={tuple(self._batch_size)}."
             )
-        meta = {"kind": "tensor", "dtype": _redis.dtype_name(value.dtype), "shape": list(value.shape)}
+        meta = {
+            "kind": "tensor",
+            "dtype": _redis.dtype_name(value.dtype),
+            "shape": list(value.shape),
+        }
         return meta, _redis.to_bytes(value)
 
     def _flatten(self, path: _Path, value: Any, check: bool = True) -> list[tuple[_Path, Any]]:
@@ -484,12 +496,18 @@ class TensorDictStore(TensorDictBase):
         trip. With ``inplace``, leaves of the same dtype and shape are overwritten in place
         (and must still be on the server)."""
         leaves = [
-            (p, *self._leaf_entry(p, v)) for path, value in items for p, v in self._flatten(path, value)
+            (p, *self._leaf_entry(p, v))
+            for path, value in items
+            for p, v in self._flatten(path, value)
         ]
         entries = self._entries()
         if inplace and all(entries.get(p) == m for p, m, d in leaves if d is not None):
             self._conn.write_ranges(
-                [(self._conn.data_key(p), d.nbytes, [(0, d)]) for p, m, d in leaves if d is not None]
+                [
+                    (self._conn.data_key(p), d.nbytes, [(0, d)])
+                    for p, m, d in leaves
+                    if d is not None
+                ]
             )
             leaves = [(p, m, d) for p, m, d in leaves if d is None]
             if not leaves:
@@ -561,9 +579,7 @@ class TensorDictStore(TensorDictBase):
         return out
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, str) or (
-            isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)
-        ):
+        if is_key(index):
             return self.get(index)
         plan = self._row_plan(index)
         if plan is None:
@@ -576,16 +592,16 @@ class TensorDictStore(TensorDictBase):
         return local[(slice(None), *rest)] if rest else local
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        if isinstance(index, str) or (
-            isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)
-        ):
+        if is_key(index):
             self.set(index, value)
             return
         plan = self._row_plan(index)
         if plan is None:
             local = self.to_local()
             local[index] = value
-            self._write_rows(list(range(self._batch_size[0])) if self._batch_size else [], local, False)
+            self._write_rows(
+                list(range(self._batch_size[0])) if self._batch_size else [], local, False
+            )
             return
         rows, drop, rest = plan
         if rest:  # read the rows, change them locally, write them back
@@ -665,7 +681,9 @@ class TensorDictStore(TensorDictBase):
             snapshot = self.to_local()
         return snapshot._rebuild(it)
 
-    def _aligned_tensors(self, other: Any, default: Any, out: list | None = None, prefix: tuple = ()) -> list:
+    def _aligned_tensors(
+        self, other: Any, default: Any, out: list | None = None, prefix: tuple = ()
+    ) -> list:
         return self.to_local()._aligned_tensors(other, default, out, prefix)  # type: ignore[attr-defined,no-any-return]
 
     def _apply_nest(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> Any:
@@ -676,7 +694,9 @@ class TensorDictStore(TensorDictBase):
             return self
         return result
 
-    def update(self, input_dict_or_td: Any, clone: bool = False, inplace: bool = False, **kwargs: Any) -> TensorDictStore:  # type: ignore[override]
+    def update(
+        self, input_dict_or_td: Any, clone: bool = False, inplace: bool = False, **kwargs: Any
+    ) -> TensorDictStore:  # type: ignore[override]
         """Write every entry of ``input_dict_or_td`` (one round trip)."""
         source = input_dict_or_td
         if isinstance(source, dict):

@@ -24,7 +24,7 @@ from tensordict._kinds import is_tensorclass
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
 from tensordict.distributed._redis import StoreDataLostError
-from tensordict.distributed._store import TensorDictStore
+from tensordict.distributed._store import TensorDictStore, is_key
 
 _Path = tuple[str, ...]
 
@@ -116,7 +116,9 @@ class LazyStackedTensorDictStore(TensorDictStore):
         dtype = _redis.parse_dtype(entry["dtype"], None)
         return [math.prod(s) * dtype.itemsize for s in entry["shapes"]]
 
-    def _read_elements(self, items: list[int], paths: list[_Path] | None = None) -> list[TensorDict]:
+    def _read_elements(
+        self, items: list[int], paths: list[_Path] | None = None
+    ) -> list[TensorDict]:
         """Elements ``items`` as local tensordicts (only ``paths`` when given): one trip."""
         entries = self._entries()
         chosen = [(p, e) for p, e in sorted(entries.items()) if paths is None or p in paths]
@@ -190,7 +192,11 @@ class LazyStackedTensorDictStore(TensorDictStore):
             entry = entries.get(key)
             if not isinstance(values[0], torch.Tensor):
                 data = [getattr(v, "data", v) for v in values]
-                if entry is not None and entry["kind"] == "json" and all(d == entry["value"] for d in data):
+                if (
+                    entry is not None
+                    and entry["kind"] == "json"
+                    and all(d == entry["value"] for d in data)
+                ):
                     continue
                 if len({json.dumps(d) for d in data}) > 1:
                     raise ValueError(
@@ -201,8 +207,10 @@ class LazyStackedTensorDictStore(TensorDictStore):
                 continue
             dtype = values[0].dtype
             shapes = entry["shapes"] if entry is not None and entry["kind"] == "tensor" else None
-            if shapes is not None and entry["dtype"] == _redis.dtype_name(dtype) and all(
-                list(v.shape) == shapes[i] for v, i in zip(values, items)
+            if (
+                shapes is not None
+                and entry["dtype"] == _redis.dtype_name(dtype)
+                and all(list(v.shape) == shapes[i] for v, i in zip(values, items))
             ):
                 sizes = self._element_bytes(entry)
                 starts = [sum(sizes[:i]) for i in range(len(sizes))]
@@ -262,10 +270,17 @@ class LazyStackedTensorDictStore(TensorDictStore):
         for path, entry in sorted(self._entries().items()):
             if entry["kind"] == "tensor":
                 shapes = entry["shapes"]
-                shape = list(shapes[0]) if all(s == shapes[0] for s in shapes) else list(self._inner)
+                shape = (
+                    list(shapes[0]) if all(s == shapes[0] for s in shapes) else list(self._inner)
+                )
                 shape.insert(self._stack_dim, self._count)
                 dtype = _redis.parse_dtype(entry["dtype"], path)
-                out._set_tuple(path, torch.empty(shape, dtype=dtype, device="meta"), inplace=False, validated=True)
+                out._set_tuple(
+                    path,
+                    torch.empty(shape, dtype=dtype, device="meta"),
+                    inplace=False,
+                    validated=True,
+                )
             else:
                 out._set_tuple(path, entry["value"], inplace=False, validated=False)
         return out
@@ -290,7 +305,11 @@ class LazyStackedTensorDictStore(TensorDictStore):
         self, key: tuple, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
     ) -> LazyStackedTensorDictStore:
         path = tuple(key)
-        parts = value.unbind(self._stack_dim) if isinstance(value, (torch.Tensor, TensorDictBase)) else [value] * self._count
+        parts = (
+            value.unbind(self._stack_dim)
+            if isinstance(value, (torch.Tensor, TensorDictBase))
+            else [value] * self._count
+        )
         members = []
         for part in parts:
             td = TensorDict(batch_size=self._inner)
@@ -332,9 +351,7 @@ class LazyStackedTensorDictStore(TensorDictStore):
         return None
 
     def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, str) or (
-            isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)
-        ):
+        if is_key(index):
             return self.get(index)
         plan = self._elements(index)
         if plan is None:
@@ -346,9 +363,7 @@ class LazyStackedTensorDictStore(TensorDictStore):
         return LazyStackedTensorDict(*members, stack_dim=0)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        if isinstance(index, str) or (
-            isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)
-        ):
+        if is_key(index):
             self.set(index, value)
             return
         plan = self._elements(index)
@@ -366,7 +381,9 @@ class LazyStackedTensorDictStore(TensorDictStore):
             values = list(value.unbind(0))
         self._write_members(items, values)
 
-    def update(self, input_dict_or_td: Any, clone: bool = False, inplace: bool = False, **kwargs: Any) -> LazyStackedTensorDictStore:  # type: ignore[override]
+    def update(
+        self, input_dict_or_td: Any, clone: bool = False, inplace: bool = False, **kwargs: Any
+    ) -> LazyStackedTensorDictStore:  # type: ignore[override]
         source = input_dict_or_td
         if hasattr(source, "tensordicts") and len(source.tensordicts) == self._count:
             self._write_members(list(range(self._count)), list(source.tensordicts))

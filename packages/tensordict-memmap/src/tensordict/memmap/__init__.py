@@ -56,10 +56,12 @@ from tensordict.memmap._api import (
 )
 from tensordict.memmap._classes import register_class
 from tensordict.memmap._future import TensorDictFuture
+from tensordict.memmap._persistent import PersistentTensorDict, from_h5, td_to_h5
 from tensordict.memmap._safetensors import from_safetensors, to_safetensors
 from tensordict.memmap._tensor import MemoryMappedTensor
 
 MemoryMappedTensor.__module__ = __name__
+PersistentTensorDict.__module__ = __name__
 TensorDictFuture.__module__ = __name__
 
 __version__ = "0.1.0"
@@ -68,6 +70,8 @@ _DISTRIBUTION = "tensordict-memmap"
 
 __all__ = [
     "MemoryMappedTensor",
+    "PersistentTensorDict",
+    "from_h5",
     "append_memmap",
     "TensorDictFuture",
     "is_memmap",

@@ -361,15 +361,35 @@ def td_memmap_refresh_(td: Any, *, allow_pickle: bool | None = None) -> Any:
 def td_is_memmap(td: Any) -> bool:
     """``TensorDict.is_memmap``: every tensor is memory-mapped (an empty tensordict counts
     when it was memory-mapped itself)."""
+    found, ok = _memmap_state(td)
+    return ok and (found or td.__dict__.get(_writer.PREFIX_ATTR) is not None)
+
+
+def _memmap_state(td: Any) -> tuple[bool, bool]:
+    """(has a tensor, every tensor is memory-mapped), walking members and nested levels."""
     if is_tensorclass(td):
         td = td._tensordict
+    levels = list(td.tensordicts) if isinstance(td, LazyStackedTensorDict) else [td]
     found = False
-    for value in td.values(True, True):
-        if isinstance(value, torch.Tensor):
-            if not isinstance(value, MemoryMappedTensor):
-                return False
-            found = True
-    return found or td.__dict__.get(_writer.PREFIX_ATTR, None) is not None
+    for level in levels:
+        if isinstance(level, LazyStackedTensorDict):
+            sub_found, sub_ok = _memmap_state(level)
+            if not sub_ok:
+                return found, False
+            found = found or sub_found
+            continue
+        for key in level.keys():
+            value = level._get_str(key, None)
+            if isinstance(value, torch.Tensor):
+                if not isinstance(value, MemoryMappedTensor):
+                    return found, False
+                found = True
+            elif isinstance(value, TensorDictBase) or is_tensorclass(value):
+                sub_found, sub_ok = _memmap_state(value)
+                if not sub_ok:
+                    return found, False
+                found = found or sub_found
+    return found, True
 
 
 def td_saved_path(td: Any) -> str:

@@ -121,7 +121,7 @@ def resolve(
     """The class named ``dotted`` (``module.qualname``), found without importing code
     unless ``import_classes`` is true; None if it cannot be found that way."""
     for cls in classes:
-        if qualified_name(cls) == dotted or cls.__qualname__ == dotted.rsplit(".", 1)[-1]:
+        if qualified_name(cls) == dotted or cls.__name__ == dotted.rsplit(".", 1)[-1]:
             return cls
     found = lookup_class(dotted)
     if found is not None:

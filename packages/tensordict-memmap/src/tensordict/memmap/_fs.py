@@ -133,22 +133,27 @@ def reject_symlink(path: Path, what: str) -> None:
         )
 
 
-def create_file(path: Path, *, exclusive: bool) -> int:
+def create_file(path: str | Path, *, exclusive: bool) -> int:
     """Open ``path`` for writing, creating it (never through a symlink); returns the fd.
 
     With ``exclusive=True`` an existing file raises :class:`RuntimeError` ("already exists").
     """
-    reject_symlink(path, "tensor")
-    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
     if exclusive:
         flags |= os.O_EXCL
+    elif hasattr(os, "O_NOFOLLOW"):
+        flags |= os.O_NOFOLLOW
+    else:  # pragma: no cover - platforms without O_NOFOLLOW
+        reject_symlink(Path(path), "tensor")
     try:
         return os.open(path, flags, 0o666)
     except FileExistsError:
+        if os.path.islink(path):
+            reject_symlink(Path(path), "tensor")
         raise RuntimeError(f"The file {str(path)!r} already exists (existsok=False).") from None
     except OSError as err:
         if err.errno == errno.ELOOP:
-            reject_symlink(path, "tensor")
+            reject_symlink(Path(path), "tensor")
         raise
 
 

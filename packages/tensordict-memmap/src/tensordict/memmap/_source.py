@@ -7,6 +7,8 @@ loader (:mod:`~tensordict.memmap._reader`) is written once.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +38,7 @@ class FolderSource:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self._root = str(root)
 
     def path(self, rel: Rel) -> Path:
         out = self.root
@@ -43,19 +46,24 @@ class FolderSource:
             out = _fs.child(out, name)
         return out
 
+    def _str(self, rel: Rel) -> str:
+        for name in rel:
+            if not _fs.is_plain_name(name):
+                raise ValueError(f"refusing the path component {name!r} under {str(self.root)!r}")
+        return os.path.join(self._root, *rel)
+
     def describe(self, rel: Rel) -> str:
         return repr(str(self.path(rel)))
 
     def exists(self, rel: Rel) -> bool:
-        path = self.path(rel)
-        return path.exists() or path.is_symlink()
+        return os.path.lexists(self._str(rel))
 
     def is_dir(self, rel: Rel) -> bool:
         path = self.path(rel)
         return path.is_dir() and not path.is_symlink()
 
     def is_file(self, rel: Rel) -> bool:
-        return self.path(rel).is_file()
+        return os.path.isfile(self._str(rel))
 
     def read_bytes(self, rel: Rel) -> bytes:
         path = self.path(rel)
@@ -68,16 +76,17 @@ class FolderSource:
 
     def file_size(self, rel: Rel) -> int:
         """Size of a regular file; FileNotFoundError/ValueError for missing, links, others."""
-        path = self.path(rel)
-        if path.is_symlink():
-            raise ValueError(f"{str(path)!r} is a symlink; refusing to follow it.")
-        size = path.stat().st_size  # FileNotFoundError when missing
-        if not path.is_file():
-            raise ValueError(f"{str(path)!r} is not a regular file.")
-        return size
+        path = self._str(rel)
+        info = os.lstat(path)  # FileNotFoundError when missing
+        if stat.S_ISLNK(info.st_mode):
+            raise ValueError(f"{path!r} is a symlink; refusing to follow it.")
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError(f"{path!r} is not a regular file.")
+        return info.st_size
 
     def tensor(self, rel: Rel, dtype: torch.dtype, shape: Any, mode: str | None) -> torch.Tensor:
-        return map_file(str(self.path(rel)), dtype, shape, mode)
+        """Map a file whose size :meth:`file_size` has checked."""
+        return map_file(self._str(rel), dtype, shape, mode, checked=True)
 
     def folder(self, rel: Rel) -> Path:
         """Where a loaded level lives (recorded as its ``saved_path``)."""

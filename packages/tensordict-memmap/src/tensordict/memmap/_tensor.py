@@ -52,7 +52,13 @@ class _SharedMemoryHandler:
         return int(self.storage.nbytes())
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_SharedMemoryHandler, (self.storage,))
+        # a tensor over the memory: torch.multiprocessing shares it by handle, a plain
+        # pickle copies its bytes
+        return (_handler_from_bytes, (torch.empty(0, dtype=torch.uint8).set_(self.storage),))
+
+
+def _handler_from_bytes(data: torch.Tensor) -> _SharedMemoryHandler:
+    return _SharedMemoryHandler(data.untyped_storage())
 
 
 def _new_shared_storage(nbytes: int) -> tuple[torch.UntypedStorage, bool]:
@@ -136,10 +142,24 @@ def _map_file(path: str, nbytes: int, mode: str | None) -> tuple[torch.UntypedSt
     return torch.UntypedStorage.from_file(path, shared=effective == "r+", nbytes=nbytes), effective
 
 
-def map_file(path: str, dtype: torch.dtype, shape: Any, mode: str | None) -> MemoryMappedTensor:
-    """Map an existing file holding a tensor of ``dtype``/``shape`` (no creation, no growth)."""
+def map_file(
+    path: str, dtype: torch.dtype, shape: Any, mode: str | None, *, checked: bool = False
+) -> MemoryMappedTensor:
+    """Map an existing file holding a tensor of ``dtype``/``shape`` (no creation, no growth).
+
+    ``checked=True``: the caller already verified the file's size (and wants it shared
+    when ``mode`` is None and the file is writable).
+    """
     nbytes = shape_numel(shape) * dtype.itemsize
-    storage, effective = _map_file(path, nbytes, mode)
+    if checked:
+        effective = mode or ("r+" if os.access(path, os.W_OK) else "r")
+        storage = (
+            torch.UntypedStorage.from_file(path, shared=effective == "r+", nbytes=nbytes)
+            if nbytes
+            else torch.UntypedStorage(0)
+        )
+    else:
+        storage, effective = _map_file(path, nbytes, mode)
     return MemoryMappedTensor._wrap(
         _view_of_storage(storage, dtype, shape), path, None, shape, effective
     )
@@ -151,6 +171,8 @@ def _tensor_bytes(tensor: torch.Tensor) -> torch.Tensor:
     if t.is_nested:
         parts = [x.reshape(-1) for x in t.unbind()]
         t = torch.cat(parts) if parts else torch.empty(0, dtype=t.dtype)
+    elif t.is_contiguous() and t.device.type == "cpu" and not (t.is_conj() or t.is_neg()):
+        return t.view(-1).view(torch.uint8) if t.numel() else torch.empty(0, dtype=torch.uint8)
     if t.is_conj():
         t = t.resolve_conj()
     if t.is_neg():
@@ -162,14 +184,21 @@ def _tensor_bytes(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def write_tensor_file(
-    path: Path, tensor: torch.Tensor | None, nbytes: int, *, exclusive: bool, fsync: bool
+    path: str | Path, tensor: torch.Tensor | None, nbytes: int, *, exclusive: bool, fsync: bool
 ) -> None:
-    """Write ``tensor``'s bytes to ``path`` (or ``nbytes`` zero bytes if ``tensor`` is None)."""
+    """Write ``tensor``'s bytes to ``path`` (or ``nbytes`` zero bytes if ``tensor`` is None).
+
+    Zero bytes are a sparse extension of the file (no data written); an existing file is
+    overwritten in place and cut to ``nbytes``.
+    """
     fd = _fs.create_file(path, exclusive=exclusive)
     try:
-        os.ftruncate(fd, nbytes)
         if tensor is not None and nbytes:
             _fs.write_all(fd, _tensor_bytes(tensor).numpy())
+            if not exclusive:
+                os.ftruncate(fd, nbytes)
+        else:
+            os.ftruncate(fd, nbytes)
         if fsync:
             os.fsync(fd)
     finally:

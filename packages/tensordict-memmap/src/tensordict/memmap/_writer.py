@@ -230,8 +230,10 @@ def _run_jobs(
     total = sum(job.nbytes for job in jobs)
     with Bar(total, "saving", wants_bar(progress, total)) as bar:
 
+        base = str(root)
+
         def run(job: Job) -> None:
-            path = root.joinpath(*job.rel)
+            path = os.path.join(base, *job.rel)
             if job.link is not None:
                 try:
                     os.link(job.link, path)
@@ -355,7 +357,7 @@ def _leaf_tensor(node: Node, root: Path | None) -> torch.Tensor:
         if not node.like:
             return MemoryMappedTensor.from_tensor(src.detach())
         return MemoryMappedTensor.zeros_like(src)
-    return map_file(str(root.joinpath(*node.rel)), node.dtype, node.shape, "r+")
+    return map_file(os.path.join(str(root), *node.rel), node.dtype, node.shape, "r+", checked=True)
 
 
 def apply_inplace(node: Node, obj: Any, root: Path | None) -> Any:

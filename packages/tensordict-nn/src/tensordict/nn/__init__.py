@@ -21,7 +21,6 @@ distribution (``pip install tensordict-nn[tensorclass]``), never imported here.
 """
 
 from tensordict import make_tensordict
-
 from tensordict.nn._interaction import InteractionType, interaction_type, set_interaction_type
 from tensordict.nn.common import (
     TensorDictModule,
@@ -46,12 +45,11 @@ from tensordict.nn.distributions import (
     rand_one_hot,
 )
 from tensordict.nn.ensemble import EnsembleModule
-from tensordict.nn.functional_modules import (
-    from_module,
-    from_modules,
-    td_from_module,
-    td_to_module,
-)
+from tensordict.nn.functional_modules import from_module, from_modules
+
+# Hooks of core's TensorDict.from_module / td.to_module forwarders.
+from tensordict.nn.functional_modules import td_from_module as td_from_module
+from tensordict.nn.functional_modules import td_to_module as td_to_module
 from tensordict.nn.params import TensorDictParams
 from tensordict.nn.probabilistic import (
     ProbabilisticTensorDictModule,

@@ -61,7 +61,8 @@ def interaction_type() -> InteractionType | None:
     ...     interaction_type()
     <InteractionType.RANDOM: 'random'>
     """
-    return _INTERACTION.get()
+    value: InteractionType | None = _INTERACTION.get()
+    return value
 
 
 def as_interaction_type(value: InteractionType | str | None) -> InteractionType | None:
@@ -104,9 +105,10 @@ class set_interaction_type(ScopedSetter):
 
 def _is_discrete(dist: D.Distribution) -> bool:
     try:
-        return bool(dist.support.is_discrete)
+        support = dist.support
     except NotImplementedError:
         return False
+    return bool(getattr(support, "is_discrete", False))
 
 
 def empirical_mean(dist: D.Distribution, n: int) -> Any:
@@ -124,7 +126,7 @@ def deterministic_sample(dist: D.Distribution, n_empirical: int) -> Any:
     """``dist.deterministic_sample`` when defined; else the mode of a discrete distribution,
     the mean, the mode, or an empirical mean, whichever exists first."""
     if hasattr(type(dist), "deterministic_sample"):
-        return dist.deterministic_sample
+        return getattr(dist, "deterministic_sample")  # noqa: B009 (a property of subclasses)
     if _is_discrete(dist):
         with contextlib.suppress(NotImplementedError):
             return dist.mode
@@ -139,9 +141,11 @@ def draw(
     dist: D.Distribution,
     kind: InteractionType,
     n_empirical: int,
-    sample_shape: torch.Size = torch.Size(),
+    sample_shape: torch.Size | None = None,
 ) -> Any:
     """The value of ``dist`` for interaction type ``kind``."""
+    if sample_shape is None:
+        sample_shape = torch.Size()
     if kind is InteractionType.RANDOM:
         if dist.has_rsample:
             return dist.rsample(sample_shape)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warnings
 from collections import OrderedDict
-from typing import Any
+from typing import Any, cast
 
 import torch
 from torch import distributions as D
@@ -13,7 +13,6 @@ from torch import nn
 
 from tensordict import TensorDictBase
 from tensordict._keys import NestedKey
-
 from tensordict.nn._interaction import InteractionType
 from tensordict.nn._keys import as_key_list
 from tensordict.nn.distributions.composite import CompositeDistribution
@@ -95,9 +94,11 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
                 *args,
                 partial_tolerant=self.partial_tolerant,
                 return_composite=self.return_composite,
-                inplace=self.inplace,
+                inplace=self.inplace,  # type: ignore[arg-type]
             )
-        return TensorDictSequential(*args, partial_tolerant=self.partial_tolerant, inplace=self.inplace)
+        return TensorDictSequential(
+            *args, partial_tolerant=self.partial_tolerant, inplace=self.inplace
+        )
 
     # ------------------------------------------------------------------ parts
     def _prob_modules(self) -> list[Any]:
@@ -106,7 +107,9 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     def _last_prob(self) -> Any:
         prob = self._prob_modules()
         if not prob:
-            raise RuntimeError("This ProbabilisticTensorDictSequential has no probabilistic module.")
+            raise RuntimeError(
+                "This ProbabilisticTensorDictSequential has no probabilistic module."
+            )
         return prob[-1]
 
     @property
@@ -131,37 +134,36 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     @property
     def default_interaction_type(self) -> InteractionType:
         """The default interaction type of the last probabilistic module."""
-        return self._last_prob().default_interaction_type
+        kind: InteractionType = self._last_prob().default_interaction_type
+        return kind
 
     @property
-    def num_samples(self) -> torch.Size | tuple:
+    def num_samples(self) -> torch.Size | tuple[int, ...]:
         """The number of samples drawn by the last probabilistic module (``()``: one)."""
         prob = self._prob_modules()
         value = prob[-1].num_samples if prob else None
         return () if value is None else value
 
+    def _keys_of_prob_modules(self, attribute: str) -> list[Any]:
+        keys: list[Any] = []
+        for module in self._prob_modules():
+            keys += [k for k in getattr(module, attribute) if k not in keys]
+        return keys
+
     @property
     def dist_params_keys(self) -> list[Any]:
         """The keys of the distribution parameters of the probabilistic modules."""
-        keys: list[Any] = []
-        for module in self._prob_modules():
-            keys += [k for k in module.dist_params_keys if k not in keys]
-        return keys
+        return self._keys_of_prob_modules("dist_params_keys")
 
     @property
     def dist_sample_keys(self) -> list[Any]:
         """The keys the probabilistic modules write their samples to."""
-        keys: list[Any] = []
-        for module in self._prob_modules():
-            keys += [k for k in module.dist_sample_keys if k not in keys]
-        return keys
+        return self._keys_of_prob_modules("dist_sample_keys")
 
     @property
     def log_prob_keys(self) -> list[Any]:
-        keys: list[Any] = []
-        for module in self._prob_modules():
-            keys += [k for k in module.log_prob_keys if k not in keys]
-        return keys
+        """The keys the probabilistic modules write log-probabilities to."""
+        return self._keys_of_prob_modules("log_prob_keys")
 
     @property
     def log_prob_key(self) -> Any:
@@ -174,21 +176,29 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
 
     # ------------------------------------------------------------------ distributions
     def get_dist_params(
-        self, tensordict: TensorDictBase, tensordict_out: TensorDictBase | None = None, **kwargs: Any
+        self,
+        tensordict: TensorDictBase,
+        tensordict_out: TensorDictBase | None = None,
+        **kwargs: Any,
     ) -> TensorDictBase:
         """Run the modules before the last probabilistic one (in place) and return the
         tensordict holding the distribution parameters."""
         det = self._det_part
         if det is None:
             return tensordict if tensordict_out is None else tensordict_out
-        return det(tensordict, tensordict_out=tensordict_out, **kwargs)
+        out: TensorDictBase = det(tensordict, tensordict_out=tensordict_out, **kwargs)
+        return out
 
     def build_dist_from_params(self, tensordict: TensorDictBase) -> D.Distribution:
         """The last probabilistic module's distribution from parameters already computed."""
-        return self._last_prob().build_dist_from_params(tensordict)
+        dist: D.Distribution = self._last_prob().build_dist_from_params(tensordict)
+        return dist
 
     def get_dist(
-        self, tensordict: TensorDictBase, tensordict_out: TensorDictBase | None = None, **kwargs: Any
+        self,
+        tensordict: TensorDictBase,
+        tensordict_out: TensorDictBase | None = None,
+        **kwargs: Any,
     ) -> D.Distribution:
         """The distribution of the sequence's samples.
 
@@ -199,12 +209,14 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         """
         if not self.return_composite:
             params = self.get_dist_params(tensordict, tensordict_out, **kwargs)
-            return self._last_prob().get_dist(params)
+            dist: D.Distribution = self._last_prob().get_dist(params)
+            return dist
         td = tensordict if tensordict_out is None else tensordict_out
         dists: dict[Any, D.Distribution] = {}
         modules = self._module_list()
         last = len(modules) - 1
         for i, module in enumerate(modules):
+            module = cast(Any, module)
             if not _is_prob(module):
                 td = module(td, **kwargs)
                 continue

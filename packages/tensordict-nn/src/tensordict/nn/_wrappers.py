@@ -14,14 +14,52 @@ from typing import Any, TypeVar
 
 from tensordict import TensorDictBase
 from tensordict._keys import NestedKey
-
 from tensordict.nn._keys import as_key_list
-from tensordict.nn.common import TensorDictModuleBase
+from tensordict.nn.common import TensorDictModuleBase, forward_attribute
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
 
-class TensorDictModuleWrapper(TensorDictModuleBase):
+class DelegatedKeys(TensorDictModuleBase):
+    """A module whose keys and key selection are those of an inner tensordict module
+    (``_key_owner()``)."""
+
+    def _key_owner(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def in_keys(self) -> list[Any]:
+        keys: list[Any] = self._key_owner().in_keys
+        return keys
+
+    @in_keys.setter
+    def in_keys(self, value: Any) -> None:
+        self._key_owner().in_keys = value
+
+    @property
+    def out_keys(self) -> list[Any]:
+        keys: list[Any] = self._key_owner().out_keys
+        return keys
+
+    @out_keys.setter
+    def out_keys(self, value: Any) -> None:
+        self._key_owner().out_keys = value
+
+    @property
+    def out_keys_source(self) -> list[Any]:
+        keys: list[Any] = self._key_owner().out_keys_source
+        return keys
+
+    def select_out_keys(self, *out_keys: NestedKey) -> DelegatedKeys:
+        self._key_owner().select_out_keys(*out_keys)
+        return self
+
+    def reset_out_keys(self) -> DelegatedKeys:
+        self._key_owner().reset_out_keys()
+        return self
+
+
+class TensorDictModuleWrapper(DelegatedKeys):
     """Wrap a tensordict module; keys, key selection and attributes go to the wrapped one.
 
     >>> import torch
@@ -40,48 +78,15 @@ class TensorDictModuleWrapper(TensorDictModuleBase):
         super().__init__()
         self.td_module = td_module
 
-    @property
-    def in_keys(self) -> list[Any]:  # type: ignore[override]
-        return self.td_module.in_keys
-
-    @in_keys.setter
-    def in_keys(self, value: Any) -> None:
-        self.td_module.in_keys = value
-
-    @property
-    def out_keys(self) -> list[Any]:  # type: ignore[override]
-        return self.td_module.out_keys
-
-    @out_keys.setter
-    def out_keys(self, value: Any) -> None:
-        self.td_module.out_keys = value
-
-    @property
-    def out_keys_source(self) -> list[Any]:
-        return self.td_module.out_keys_source
-
-    def select_out_keys(self, *out_keys: NestedKey) -> TensorDictModuleWrapper:
-        self.td_module.select_out_keys(*out_keys)
-        return self
-
-    def reset_out_keys(self) -> TensorDictModuleWrapper:
-        self.td_module.reset_out_keys()
-        return self
+    def _key_owner(self) -> Any:
+        return self._modules["td_module"]
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Call the wrapped module."""
         return self.td_module(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            if name.startswith("__"):
-                raise
-            td_module = self.__dict__.get("_modules", {}).get("td_module")
-            if td_module is None:
-                raise
-            return getattr(td_module, name)
+        return forward_attribute(self, name, "td_module")
 
 
 class WrapModule(TensorDictModuleBase):

@@ -9,29 +9,23 @@ live in :mod:`tensordict.nn._wrappers` and are re-exported here.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.modules import module as _torch_module
 
-from tensordict import TensorDict, TensorDictBase, is_tensor_collection, make_tensordict
+from tensordict import TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
 from tensordict._nontensor import NON_TENSOR
-
 from tensordict.nn._keys import IGNORE, as_key_list, select_keys
-from tensordict.nn.dispatch import dispatch
-from tensordict.nn.utils import set_skip_existing
+from tensordict.nn.dispatch import tensordict_entry
+from tensordict.nn.utils import _SKIP_EXISTING
 
-__all__ = [
-    "TensorDictModule",
-    "TensorDictModuleBase",
-    "TensorDictModuleWrapper",
-    "WrapModule",
-    "as_tensordict_module",
-    "dispatch",
-    "make_tensordict",
-]
+# Also importable from here (defined elsewhere): TensorDictModuleWrapper, WrapModule,
+# as_tensordict_module, dispatch, make_tensordict.
+__all__ = ["TensorDictModule", "TensorDictModuleBase"]
 
 _MISSING_INPUTS = (
     "Some tensors that are necessary for the module call may not have not been found in "
@@ -39,8 +33,29 @@ _MISSING_INPUTS = (
 )
 
 
+_Tensor = torch.Tensor
+_MISS = object()
+
+
 def _indent(text: str) -> str:
     return text.replace("\n", "\n    ")
+
+
+def _hooks_or_tracing(module: nn.Module) -> bool:
+    """Whether a call must go through ``nn.Module.__call__`` (hooks, jit tracing, or a
+    ``module.compile()``-d call); otherwise ``forward`` can be called directly."""
+    return bool(
+        module._forward_hooks
+        or module._forward_pre_hooks
+        or module._backward_hooks
+        or module._backward_pre_hooks
+        or _torch_module._global_forward_hooks
+        or _torch_module._global_forward_pre_hooks
+        or _torch_module._global_backward_hooks
+        or _torch_module._global_backward_pre_hooks
+        or module.__dict__.get("_compiled_call_impl") is not None
+        or torch._C._get_tracing_state()
+    )
 
 
 class TensorDictModuleBase(nn.Module):
@@ -73,10 +88,18 @@ class TensorDictModuleBase(nn.Module):
                 setattr(cls, f"_{name}_default", value)
                 delattr(cls, name)
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # nn.Module.__call__ costs two Python frames even without hooks: skip it when
+        # nothing (hook, tracer, compiled call) would see the difference.
+        if _hooks_or_tracing(self):
+            return nn.Module.__call__(self, *args, **kwargs)
+        return self.forward(*args, **kwargs)
+
     # ------------------------------------------------------------------ keys
     def _keys_attr(self, name: str) -> list[Any]:
         try:
-            return self.__dict__[name]
+            keys: list[Any] = self.__dict__[name]
+            return keys
         except KeyError:
             default = getattr(type(self), f"{name}_default", None)
             if default is None:
@@ -223,6 +246,27 @@ class TensorDictModuleBase(nn.Module):
         return f"{type(self).__name__}(\n    " + ",\n    ".join(fields) + ")"
 
 
+def forward_attribute(module: nn.Module, name: str, child: str) -> Any:
+    """``nn.Module.__getattr__``, then the attribute of the wrapped ``child`` (an
+    ``nn.Module`` child or a plain attribute); dunder names are never forwarded."""
+    try:
+        return nn.Module.__getattr__(module, name)
+    except AttributeError:
+        if name.startswith("__"):
+            raise
+        inner = module.__dict__.get("_modules", {}).get(child)
+        if inner is None:
+            inner = module.__dict__.get(child)
+        if inner is None:
+            raise
+        return getattr(inner, name)
+
+
+def _is_collection(value: Any) -> bool:
+    """A tensordict that holds entries (not a non-tensor wrapper)."""
+    return isinstance(value, TensorDictBase) and not isinstance(value, NON_TENSOR)
+
+
 def _lookup(container: Any, key: Any) -> Any:
     if isinstance(container, TensorDictBase):
         return container.get(key)
@@ -272,16 +316,16 @@ class TensorDictModule(TensorDictModuleBase):
 
     def __init__(
         self,
-        module: Callable,
+        module: Callable[..., Any],
         in_keys: NestedKey | list[NestedKey] | dict[Any, Any],
         out_keys: NestedKey | list[NestedKey],
         *,
         out_to_in_map: bool | None = None,
         inplace: bool | str | TensorDictBase = True,
         method: str | None = None,
-        method_kwargs: dict | None = None,
+        method_kwargs: dict[str, Any] | None = None,
         strict: bool = False,
-        get_kwargs: dict | None = None,
+        get_kwargs: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         if isinstance(module, type) or not callable(module):
@@ -363,7 +407,7 @@ class TensorDictModule(TensorDictModuleBase):
         return False
 
     # ------------------------------------------------------------------ call
-    def _callable(self) -> Callable:
+    def _callable(self) -> Callable[..., Any]:
         module = self._modules.get("module")
         if module is None:
             module = self.__dict__["module"]
@@ -385,25 +429,29 @@ class TensorDictModule(TensorDictModuleBase):
                 tensordict.get(key, default=None, **get_kwargs)
                 for key in self._keys_attr("_in_keys")
             ]
+        keys = self._keys_attr("_in_keys")
+        if type(tensordict) is TensorDict:
+            store = tensordict._tensordict
+            values = [store.get(key) if type(key) is str else _MISS for key in keys]
+            if all(type(v) is _Tensor for v in values):  # the hot path: plain tensors
+                return values
         get = tensordict.get
-        return [get(key, None) for key in self._keys_attr("_in_keys")]
+        return [get(key, None) for key in keys]
 
     def _module_name(self) -> str:
         module = self._modules.get("module", self.__dict__.get("module"))
         return type(module).__name__ if isinstance(module, nn.Module) else repr(module)
 
-    def _outputs(self, out: Any) -> tuple:
+    def _outputs(self, out: Any) -> tuple[Any, ...]:
         out_keys = self._keys_attr("_out_keys")
-        if type(out) is tuple:
+        if isinstance(out, _Tensor):
+            results: tuple[Any, ...] = (out,)
+        elif type(out) is tuple:
             results = out
         elif out is None and not out_keys:
             return ()
-        elif isinstance(out, Mapping) or (
-            isinstance(out, TensorDictBase) and not isinstance(out, NON_TENSOR)
-        ):
-            return tuple(
-                None if key == IGNORE else _lookup(out, key) for key in out_keys
-            )
+        elif isinstance(out, Mapping) or (_is_collection(out)):
+            return tuple(None if key == IGNORE else _lookup(out, key) for key in out_keys)
         else:
             results = (out,)
         if len(results) != len(out_keys):
@@ -419,8 +467,7 @@ class TensorDictModule(TensorDictModuleBase):
             )
         return results
 
-    @dispatch(auto_batch_size=False)
-    @set_skip_existing(None)
+    @tensordict_entry(auto_batch_size=False)
     def forward(
         self,
         tensordict: TensorDictBase,
@@ -443,11 +490,7 @@ class TensorDictModule(TensorDictModuleBase):
         except Exception as err:
             signature_error = isinstance(err, TypeError) and "keyword argument" in str(err)
             if not signature_error and any(t is None for t in tensors):
-                missing = {
-                    key
-                    for key, t in zip(self._keys_attr("_in_keys"), tensors)
-                    if t is None
-                }
+                missing = {key for key, t in zip(self._keys_attr("_in_keys"), tensors) if t is None}
                 raise KeyError(
                     f"{_MISSING_INPUTS}: the following inputs are None: {missing} "
                     f"(module: {self._module_name()}; the call raised "
@@ -465,22 +508,72 @@ class TensorDictModule(TensorDictModuleBase):
                 tensordict_out = tensordict.empty()
             else:
                 tensordict_out = inplace
-        for i, key in self.__dict__["_write_plan"]:
-            tensordict_out.set(key, results[i])
+        written: TensorDictBase = self._write(tensordict_out, results)
+        return written
+
+    def _write(self, tensordict_out: Any, results: tuple[Any, ...]) -> Any:
+        if type(tensordict_out) is TensorDict:
+            for i, key in self.__dict__["_write_plan"]:
+                value = results[i]
+                if type(key) is str:
+                    tensordict_out._set_str(key, value, inplace=False, validated=False)
+                else:
+                    tensordict_out.set(key, value)
+        else:
+            for i, key in self.__dict__["_write_plan"]:
+                tensordict_out.set(key, results[i])
         return tensordict_out
 
+    def _direct(self, td: TensorDict) -> Any:
+        """``forward(td)`` for the common case, in one function: plain tensors at the
+        in_keys, a positional call, outputs written in place. Returns a sentinel
+        (having done nothing) when the case does not apply."""
+        d = self.__dict__
+        if (
+            d["inplace"] is not True
+            or d["_kwarg_names"] is not None
+            or d["method"] is not None
+            or d["method_kwargs"]
+            or d["get_kwargs"]
+        ):
+            return _MISS
+        store = td._tensordict
+        tensors = []
+        for key in d["_in_keys"]:
+            value = store.get(key) if type(key) is str else None
+            if type(value) is not _Tensor:
+                return _MISS
+            tensors.append(value)
+        module = self._modules.get("module")
+        out = (d["module"] if module is None else module)(*tensors)
+        if type(out) is _Tensor and len(d["_out_keys"]) == 1:
+            for _, key in d["_write_plan"]:
+                if type(key) is str:
+                    td._set_str(key, out, inplace=False, validated=False)
+                else:
+                    td.set(key, out)
+            return td
+        return self._write(td, self._outputs(out))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # The hot path: a dense tensordict, no hook, forward not overridden, skip-existing
+        # off: straight to the body of forward (no entry wrapper, no nn.Module.__call__).
+        if (
+            args
+            and type(args[0]) is TensorDict
+            and type(self).forward is _TDM_FORWARD
+            and not _SKIP_EXISTING.get()
+            and not _hooks_or_tracing(self)
+        ):
+            if len(args) == 1 and not kwargs:
+                out = self._direct(args[0])
+                if out is not _MISS:
+                    return out
+            return _TDM_FORWARD_BODY(self, *args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
     def __getattr__(self, name: str) -> Any:
-        try:
-            return super().__getattr__(name)
-        except AttributeError:
-            if name.startswith("__"):
-                raise
-            module = self.__dict__.get("_modules", {}).get("module")
-            if module is None:
-                module = self.__dict__.get("module")
-            if module is None:
-                raise
-            return getattr(module, name)
+        return forward_attribute(self, name, "module")
 
     def _repr_fields(self) -> list[str]:
         fields = super()._repr_fields()
@@ -489,8 +582,12 @@ class TensorDictModule(TensorDictModuleBase):
         return fields
 
 
-from tensordict.nn._wrappers import (  # noqa: E402  (they subclass the classes above)
-    TensorDictModuleWrapper,
-    WrapModule,
-    as_tensordict_module,
-)
+_TDM_FORWARD = TensorDictModule.forward
+_TDM_FORWARD_BODY = TensorDictModule.forward.__wrapped__  # type: ignore[attr-defined]
+
+# Re-exported here, where the reference library defines them.
+from tensordict import make_tensordict as make_tensordict  # noqa: E402
+from tensordict.nn._wrappers import TensorDictModuleWrapper as TensorDictModuleWrapper  # noqa: E402
+from tensordict.nn._wrappers import WrapModule as WrapModule  # noqa: E402
+from tensordict.nn._wrappers import as_tensordict_module as as_tensordict_module  # noqa: E402
+from tensordict.nn.dispatch import dispatch as dispatch  # noqa: E402

@@ -17,7 +17,6 @@ import torch
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 from tensordict import TensorDict, TensorDictBase, is_tensor_collection
-
 from tensordict.nn._keys import as_key_list
 
 __all__ = ["CudaGraphModule"]
@@ -72,8 +71,16 @@ class CudaGraphModule:
     ) -> None:
         self.module = module
         self.warmup = warmup
-        self.in_keys = as_key_list(in_keys, "in_keys") if in_keys is not None else getattr(module, "in_keys", None)
-        self.out_keys = as_key_list(out_keys, "out_keys") if out_keys is not None else getattr(module, "out_keys", None)
+        self.in_keys = (
+            as_key_list(in_keys, "in_keys")
+            if in_keys is not None
+            else getattr(module, "in_keys", None)
+        )
+        self.out_keys = (
+            as_key_list(out_keys, "out_keys")
+            if out_keys is not None
+            else getattr(module, "out_keys", None)
+        )
         self.device = torch.device(device) if device is not None else None
         self.counter = 0
         self._graph: torch.cuda.CUDAGraph | None = None
@@ -88,7 +95,9 @@ class CudaGraphModule:
             return False
         return self.device is None or self.device.type == "cuda"
 
-    def _flatten_inputs(self, args: tuple, kwargs: dict) -> tuple[list[Any], Any]:
+    def _flatten_inputs(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[list[Any], Any]:
         if args and is_tensor_collection(args[0]) and not kwargs and len(args) == 1:
             td = args[0]
             keys = self.in_keys if self.in_keys else list(td.keys(True, True))
@@ -97,7 +106,9 @@ class CudaGraphModule:
         leaves, spec = tree_flatten((args, kwargs))
         return leaves, ("tree", spec)
 
-    def _rebuild_inputs(self, leaves: list[Any], spec: Any) -> tuple[tuple, dict]:
+    def _rebuild_inputs(
+        self, leaves: list[Any], spec: Any
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
         if spec[0] == "td":
             _, keys, batch_size, device = spec
             td = TensorDict(batch_size=batch_size, device=device)
@@ -159,7 +170,7 @@ class CudaGraphModule:
         if self._graph is None:
             self.counter += 1
             if self.counter <= self.warmup:
-                stream = torch.cuda.Stream()
+                stream = torch.cuda.Stream()  # type: ignore[no-untyped-call]
                 stream.wait_stream(torch.cuda.current_stream())
                 with torch.cuda.stream(stream):
                     out = self.module(*args, **kwargs)
@@ -177,7 +188,7 @@ class CudaGraphModule:
             return args[0].update(out)
         return out
 
-    def _capture(self, args: tuple, kwargs: dict) -> Any:
+    def _capture(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         leaves, spec = self._flatten_inputs(args, kwargs)
         device = self.device or torch.device("cuda", torch.cuda.current_device())
         self._static_in = [

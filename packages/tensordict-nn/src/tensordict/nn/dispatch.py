@@ -14,8 +14,7 @@ from typing import Any, TypeVar
 
 from tensordict import TensorDict, is_tensor_collection, unravel_key_list
 from tensordict._keys import NestedKey
-
-from tensordict.nn.utils import _DISPATCH
+from tensordict.nn.utils import _DISPATCH, _SKIP_EXISTING, should_skip
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -43,8 +42,8 @@ def _arg_name(key: Any, separator: str) -> str:
 def dispatch_call(
     func: Callable[..., Any],
     module: Any,
-    args: tuple,
-    kwargs: dict,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
     *,
     separator: str = "_",
     source: str | Sequence[NestedKey] = "in_keys",
@@ -149,3 +148,36 @@ class dispatch:
             return dispatch_call(func, _self, args, kwargs, **options)  # type: ignore[arg-type]
 
         return wrapper  # type: ignore[return-value]
+
+
+def tensordict_entry(auto_batch_size: bool = False) -> Callable[[_F], _F]:
+    """The entry of a tensordict module's ``forward``: :class:`dispatch` and
+    ``set_skip_existing(None)`` in one wrapper (one Python frame on the hot path).
+
+    A tensordict first argument goes straight to the method, unless the global
+    skip-existing mode says the module's outputs are already there; tensors are
+    dispatched as with ``@dispatch``.
+    """
+    options = {
+        "separator": "_",
+        "source": "in_keys",
+        "dest": "out_keys",
+        "auto_batch_size": auto_batch_size,
+    }
+
+    def decorator(func: _F) -> _F:
+        @functools.wraps(func)
+        def forward(_self: Any, *args: Any, **kwargs: Any) -> Any:
+            first = args[0] if args else kwargs.get("tensordict")
+            if first is not None and (type(first) is TensorDict or is_tensor_collection(first)):
+                mode = _SKIP_EXISTING.get()
+                if mode and should_skip(_self, first, mode):
+                    return first
+                return func(_self, *args, **kwargs)
+            if (not args and not kwargs) or not _DISPATCH.get():
+                return func(_self, *args, **kwargs)
+            return dispatch_call(func, _self, args, kwargs, **options)  # type: ignore[arg-type]
+
+        return forward  # type: ignore[return-value]
+
+    return decorator

@@ -8,16 +8,28 @@ from typing import Any
 
 import torch
 
-from tensordict import TensorDict, TensorDictBase
-
-from tensordict.nn.common import TensorDictModuleBase
+from tensordict import TensorDictBase
+from tensordict.nn._swap import Swapper, entries_of, tree_to_td
+from tensordict.nn._wrappers import DelegatedKeys
+from tensordict.nn.common import TensorDictModuleBase, _is_collection
 from tensordict.nn.functional_modules import td_from_module
 from tensordict.nn.params import TensorDictParams
 
 __all__ = ["EnsembleModule"]
 
 
-class EnsembleModule(TensorDictModuleBase):
+def _tensor_tree(td: Any) -> dict[str, Any]:
+    """The tensors of a tensordict as nested dicts (non-tensor entries left out)."""
+    out: dict[str, Any] = {}
+    for key, value in entries_of(td).items():
+        if isinstance(value, torch.Tensor):
+            out[key] = value
+        elif _is_collection(value):
+            out[key] = _tensor_tree(value)
+    return out
+
+
+class EnsembleModule(DelegatedKeys):
     """Run ``num_copies`` copies of a tensordict module, each with its own parameters.
 
     The copies' parameters are stacked in ``params_td`` (a
@@ -41,43 +53,29 @@ class EnsembleModule(TensorDictModuleBase):
     torch.Size([4, 5, 2])
     """
 
-    def __init__(self, module: TensorDictModuleBase, num_copies: int, expand_input: bool = True) -> None:
+    def __init__(
+        self, module: TensorDictModuleBase, num_copies: int, expand_input: bool = True
+    ) -> None:
         super().__init__()
         if num_copies < 1:
             raise ValueError(f"EnsembleModule needs num_copies >= 1; got {num_copies}.")
-        params = td_from_module(module).detach()
+        params: Any = td_from_module(module).detach()
         stacked = params.expand(num_copies, *params.batch_size).clone()
         for i in range(num_copies):
             module.reset_parameters_recursive(stacked[i])
         # The template keeps the structure only: its own tensors move to the meta device.
         template = copy.deepcopy(module)
-        td_from_module(template).detach().to("meta").to_module(template, preserve_module_state=False)
+        meta: Any = td_from_module(template).detach()
+        meta.to("meta").to_module(template, preserve_module_state=False)
         self.module = template
         self.params_td = TensorDictParams(stacked)
         self.num_copies = num_copies
         self.expand_input = expand_input
 
-    @property
-    def in_keys(self) -> list[Any]:  # type: ignore[override]
-        return self.module.in_keys
+    def _key_owner(self) -> Any:
+        return self._modules["module"]
 
-    @in_keys.setter
-    def in_keys(self, value: Any) -> None:
-        self.module.in_keys = value
-
-    @property
-    def out_keys(self) -> list[Any]:  # type: ignore[override]
-        return self.module.out_keys
-
-    @out_keys.setter
-    def out_keys(self, value: Any) -> None:
-        self.module.out_keys = value
-
-    @property
-    def out_keys_source(self) -> list[Any]:
-        return self.module.out_keys_source
-
-    def forward(self, tensordict: TensorDictBase) -> TensorDictBase:
+    def forward(self, tensordict: Any) -> TensorDictBase:
         """Run every copy; the result has a leading dimension of size ``num_copies``."""
         if self.expand_input:
             tensordict = tensordict.expand(self.num_copies, *tensordict.batch_size)
@@ -87,29 +85,29 @@ class EnsembleModule(TensorDictModuleBase):
                 f"dimension is num_copies={self.num_copies}; got batch_size "
                 f"{tuple(tensordict.batch_size)}."
             )
-        # torch.vmap sees flat lists of tensors: the tensordicts are rebuilt inside, so
-        # nothing depends on how vmap handles tensordicts (nor on tracing it).
-        param_keys = list(self.params_td.keys(True, True))
-        param_leaves = [self.params_td.get(key) for key in param_keys]
-        in_keys = [k for k in tensordict.keys(True, True) if isinstance(tensordict.get(k), torch.Tensor)]
-        in_leaves = [tensordict.get(key) for key in in_keys]
+        # torch.vmap sees nested dicts of tensors: the tensordicts are rebuilt inside
+        # without validation, so nothing depends on how vmap handles tensordicts (nor on
+        # tracing that), and the weights go straight into the module (no tensordict).
+        params = _tensor_tree(self.params_td)
+        inputs = _tensor_tree(tensordict)
         inner_batch = tensordict.batch_size[1:]
-        out_keys: list[Any] = []
+        module = self.module
 
-        def call_one(params: list[torch.Tensor], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-            weights = TensorDict(dict(zip(param_keys, params)), batch_size=[])
-            td = TensorDict(dict(zip(in_keys, inputs)), batch_size=inner_batch)
-            with weights.to_module(self.module):
-                out = self.module(td)
-            out_keys[:] = list(out.keys(True, True))
-            return [out.get(key) for key in out_keys]
+        def call_one(weights: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+            swapper = Swapper()
+            swapper.write(weights, module, {})
+            try:
+                out = module(tree_to_td(data, inner_batch))
+            finally:
+                swapper.rollback()
+            return _tensor_tree(out)
 
-        leaves = torch.vmap(call_one, (0, 0))(param_leaves, in_leaves)
-        return TensorDict(
-            dict(zip(out_keys, leaves)), batch_size=[self.num_copies, *inner_batch]
-        )
+        outputs = torch.vmap(call_one, (0, 0))(params, inputs)
+        return tree_to_td(outputs, torch.Size([self.num_copies, *inner_batch]))
 
-    def reset_parameters_recursive(self, parameters: TensorDictBase | None = None) -> TensorDictBase | None:
+    def reset_parameters_recursive(
+        self, parameters: TensorDictBase | None = None
+    ) -> TensorDictBase | None:
         """Re-initialise every copy (of ``parameters`` when given, else ``params_td``)."""
         target = self.params_td if parameters is None else parameters
         for i in range(target.batch_size[0]):

@@ -19,11 +19,11 @@ from torch import nn
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict._nontensor import NON_TENSOR
+from tensordict.nn._swap import Swapper, entries_of, tree_to_td, undo
 
 __all__ = ["from_module", "from_modules", "td_from_module", "td_to_module"]
 
 _Parameter = nn.Parameter
-_is_wrapped = torch._C._functorch.is_functorch_wrapped_tensor
 
 
 def _is_td(value: Any) -> bool:
@@ -90,7 +90,11 @@ def td_from_module(
     >>> params["0", "weight"] is model[0].weight
     True
     """
-    td: TensorDictBase = _module_td(module, use_state_dict, filter_empty)
+    return _finish(_module_td(module, use_state_dict, filter_empty), as_module, lock)
+
+
+def _finish(td: TensorDictBase, as_module: bool, lock: bool) -> TensorDictBase:
+    """``td`` as a TensorDictParams (``as_module``), locked (``lock``)."""
     if as_module:
         from tensordict.nn.params import TensorDictParams
 
@@ -115,7 +119,11 @@ def from_module(
     True
     """
     return td_from_module(
-        module, as_module=as_module, lock=lock, use_state_dict=use_state_dict, filter_empty=filter_empty
+        module,
+        as_module=as_module,
+        lock=lock,
+        use_state_dict=use_state_dict,
+        filter_empty=filter_empty,
     )
 
 
@@ -132,7 +140,7 @@ def _stack_leaves(leaves: list[Any], expand_identical: bool) -> Any:
     return data
 
 
-def _stack_stores(tds: list[TensorDict], expand_identical: bool, path: tuple) -> dict:
+def _stack_stores(tds: list[Any], expand_identical: bool, path: tuple[str, ...]) -> dict[str, Any]:
     stores = [td._tensordict for td in tds]
     keys = list(stores[0])
     for i, store in enumerate(stores[1:], 1):
@@ -195,125 +203,10 @@ def from_modules(
     else:
         tds = [_module_td(m, use_state_dict, True) for m in modules]
         td = TensorDict(_stack_stores(tds, expand_identical, ()), batch_size=[len(modules)])
-    if as_module:
-        from tensordict.nn.params import TensorDictParams
-
-        td = TensorDictParams(td, no_convert=True)
-    if lock:
-        td.lock_()
-    return td
+    return _finish(td, as_module, lock)
 
 
 # --------------------------------------------------------------------------- to_module
-
-
-def _module_has(module: nn.Module, name: str) -> bool:
-    return (
-        name in module._parameters
-        or name in module._buffers
-        or isinstance(module.__dict__.get(name), torch.Tensor)
-    )
-
-
-def _entries(target: Any) -> list[str]:
-    if isinstance(target, nn.Module) and not isinstance(target, TensorDictBase):
-        names = list(target._parameters) + list(target._buffers) + list(target._modules)
-        return sorted(set(names))
-    return sorted(target.keys())
-
-
-def _plan(td: TensorDictBase, target: Any, path: tuple, plan: list) -> None:
-    """Check that every entry of ``td`` has a place in ``target``; list the writes."""
-    is_module = isinstance(target, nn.Module) and not isinstance(target, TensorDictBase)
-    for key in td.keys():
-        value = td._get_str(key, None)
-        if isinstance(value, NON_TENSOR):
-            continue
-        where = (*path, key)
-        if _is_td(value):
-            child = target._modules.get(key) if is_module else target._get_str(key, None)
-            if child is None or not (isinstance(child, nn.Module) or _is_td(child)):
-                raise KeyError(
-                    f"to_module: {'.'.join(where)!r} names no submodule of "
-                    f"{type(target).__name__}; its entries are {_entries(target)}. "
-                    "The module was left unchanged."
-                )
-            _plan(value, child, where, plan)
-            continue
-        if is_module:
-            found = _module_has(target, key)
-        else:
-            found = isinstance(target._get_str(key, None), torch.Tensor)
-        if not found:
-            raise KeyError(
-                f"to_module: {type(target).__name__} has no parameter or buffer "
-                f"{'.'.join(where)!r}; its entries are {_entries(target)}. "
-                "The module was left unchanged."
-            )
-        plan.append((target, key, value, where))
-
-
-def _as_param(value: torch.Tensor, old: Any) -> torch.Tensor:
-    """A plain, detached value for a parameter slot becomes a parameter like ``old``."""
-    if isinstance(value, _Parameter) or value.requires_grad or torch.compiler.is_compiling():
-        return value
-    if _is_wrapped(value):  # inside torch.vmap / torch.func transforms
-        return value
-    requires_grad = old.requires_grad if isinstance(old, torch.Tensor) else False
-    return _Parameter(value, requires_grad=requires_grad)
-
-
-def _swap_module_entry(module: nn.Module, name: str, value: Any, preserve: bool) -> Any:
-    params, buffers, attrs = module._parameters, module._buffers, module.__dict__
-    if name in buffers:
-        old = buffers[name]
-        if preserve and isinstance(value, _Parameter):
-            value = value.detach()
-        buffers[name] = value
-        return old
-    if name in params:
-        old = params[name]
-        if preserve:
-            params[name] = _as_param(value, old)
-        elif isinstance(value, _Parameter):
-            params[name] = value
-        else:
-            del params[name]
-            attrs[name] = value
-        return old
-    old = attrs[name]  # a plain tensor attribute left by preserve_module_state=False
-    if isinstance(value, _Parameter):
-        del attrs[name]
-        params[name] = value
-    else:
-        attrs[name] = value
-    return old
-
-
-def _swap_td_entry(td: TensorDictBase, key: str, value: Any, preserve: bool) -> Any:
-    store = td._tensordict  # type: ignore[attr-defined]
-    old = store[key]
-    if preserve and isinstance(old, _Parameter):
-        value = _as_param(value, old)
-    store[key] = value
-    return old
-
-
-def _copy_into(current: torch.Tensor, value: torch.Tensor, non_blocking: bool) -> torch.Tensor:
-    previous = current.detach().clone()
-    with torch.no_grad():
-        current.copy_(value, non_blocking=non_blocking)
-    return previous
-
-
-def _set_path(store: dict, path: tuple, value: Any) -> None:
-    for part in path[:-1]:
-        store = store.setdefault(part, {})
-    store[path[-1]] = value
-
-
-def _restore(swap: TensorDictBase, module: nn.Module, options: dict) -> None:
-    td_to_module(swap, module, return_swap=False, **options)
 
 
 def td_to_module(
@@ -326,7 +219,7 @@ def td_to_module(
     use_state_dict: bool = False,
     non_blocking: bool = False,
     preserve_module_state: bool = True,
-    memo: dict | None = None,
+    memo: dict[Any, Any] | None = None,
 ) -> TensorDictBase | None:
     """Write the entries of ``td`` into ``module`` (``td.to_module(module)``).
 
@@ -358,36 +251,19 @@ def td_to_module(
     >>> model = nn.Linear(2, 2)
     >>> zeros = TensorDict.from_module(model).detach().clone().zero_()
     >>> with zeros.to_module(model):
-    ...     model(torch.ones(2))
-    tensor([0., 0.])
+    ...     model(torch.ones(2)).tolist()
+    [0.0, 0.0]
     >>> bool((model.weight == 0).all())
     False
     """
     inplace = bool(inplace)
     if use_state_dict:
         return _to_module_state_dict(td, module, inplace, return_swap, swap_dest)
-    plan: list = []
-    _plan(td, module, (), plan)
-    memo = {} if memo is None else memo
+    swapper = Swapper(
+        preserve=preserve_module_state, inplace=inplace, non_blocking=non_blocking, memo=memo
+    )
     replaced: dict[str, Any] = {}
-    for target, key, value, path in plan:
-        slot = (id(target), key)
-        if slot in memo:
-            old = memo[slot]
-        else:
-            if inplace:
-                if isinstance(target, nn.Module) and not isinstance(target, TensorDictBase):
-                    current = getattr(target, key)
-                else:
-                    current = target._get_str(key, None)
-                old = _copy_into(current, value, non_blocking)
-            elif isinstance(target, nn.Module) and not isinstance(target, TensorDictBase):
-                old = _swap_module_entry(target, key, value, preserve_module_state)
-            else:
-                old = _swap_td_entry(target, key, value, preserve_module_state)
-            memo[slot] = old
-        if return_swap or swap_dest is not None:
-            _set_path(replaced, path, old)
+    swapper.write(entries_of(td), module, replaced)
     if not return_swap and swap_dest is None:
         return None
     if swap_dest is not None:
@@ -395,13 +271,12 @@ def td_to_module(
             swap_dest.set(path, old)
         swap = swap_dest
     else:
-        swap = TensorDict(replaced, batch_size=[])
-    options = {"inplace": inplace, "preserve_module_state": preserve_module_state}
-    swap._last_op = ("to_module", _restore, swap, module, options)
+        swap = tree_to_td(replaced)
+    swap._last_op = ("to_module", undo, swapper.undo)
     return swap
 
 
-def _flat(store: dict, path: tuple) -> list[tuple[tuple, Any]]:
+def _flat(store: dict[str, Any], path: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
     out = []
     for key, value in store.items():
         if isinstance(value, dict):
@@ -418,7 +293,7 @@ def _to_module_state_dict(
     return_swap: bool,
     swap_dest: TensorDictBase | None,
 ) -> TensorDictBase | None:
-    flat = {k: v for k, v in td.flatten_keys(".").items()}
+    flat = {k: v for k, v in td.flatten_keys(".").items() if isinstance(k, str)}
     current = module.state_dict(keep_vars=True)
     missing = sorted(set(flat) - set(current))
     if missing:
@@ -434,7 +309,10 @@ def _to_module_state_dict(
         return None
     if swap_dest is not None:
         swap_dest.update(old)
-        old = swap_dest
-    options = {"inplace": inplace, "use_state_dict": True}
-    old._last_op = ("to_module", _restore, old, module, options)
+        old = swap_dest  # type: ignore[assignment]
+    old._last_op = ("to_module", _load_back, old, module, inplace)
     return old
+
+
+def _load_back(swap: TensorDictBase, module: nn.Module, inplace: bool) -> None:
+    _to_module_state_dict(swap, module, inplace, return_swap=False, swap_dest=None)

@@ -247,7 +247,9 @@ class TensorDictParams(TensorDict, nn.Module):
             return _convert_td(TensorDict(dict(value)), self.no_convert, {})
         return value
 
-    def _set_str(self, key: str, value: Any, *, inplace: bool, validated: bool, **kwargs: Any) -> Any:  # type: ignore[override]
+    def _set_str(
+        self, key: str, value: Any, *, inplace: bool, validated: bool, **kwargs: Any
+    ) -> Any:  # type: ignore[override]
         if inplace and key in self._tensordict:
             with torch.no_grad():
                 return super()._set_str(key, value, inplace=True, validated=validated, **kwargs)
@@ -255,7 +257,9 @@ class TensorDictParams(TensorDict, nn.Module):
             key, self._converted(value), inplace=inplace, validated=validated, **kwargs
         )
 
-    def _set_tuple(self, key: tuple, value: Any, *, inplace: bool, validated: bool, **kwargs: Any) -> Any:  # type: ignore[override]
+    def _set_tuple(
+        self, key: tuple, value: Any, *, inplace: bool, validated: bool, **kwargs: Any
+    ) -> Any:  # type: ignore[override]
         if len(key) == 1:
             return self._set_str(key[0], value, inplace=inplace, validated=validated, **kwargs)
         with torch.no_grad():
@@ -376,7 +380,9 @@ class TensorDictParams(TensorDict, nn.Module):
             for key, value in moved._tensordict.items():
                 mine = None if own is None else own.get(key)
                 if isinstance(value, TensorDict):
-                    store[key] = rewrap(value, mine._tensordict if isinstance(mine, TensorDict) else None)
+                    store[key] = rewrap(
+                        value, mine._tensordict if isinstance(mine, TensorDict) else None
+                    )
                 elif isinstance(mine, _Parameter) and not isinstance(value, _Parameter):
                     store[key] = _Parameter(value.detach(), requires_grad=mine.requires_grad)
                 else:
@@ -392,13 +398,17 @@ class TensorDictParams(TensorDict, nn.Module):
         )
 
     # ------------------------------------------------------------------ module protocol
-    def state_dict(self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False) -> Any:  # type: ignore[override]
+    def state_dict(
+        self, *args: Any, destination: Any = None, prefix: str = "", keep_vars: bool = False
+    ) -> Any:  # type: ignore[override]
         """``nn.Module.state_dict``: flat ``"a.b"`` names."""
         return nn.Module.state_dict(
             self, *args, destination=destination, prefix=prefix, keep_vars=keep_vars
         )
 
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any:  # type: ignore[override]
+    def load_state_dict(
+        self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False
+    ) -> Any:  # type: ignore[override]
         """Load a module state dict (flat names) or a ``TensorDict.state_dict()``, in place."""
         nested = any(isinstance(v, Mapping) for v in state_dict.values()) or any(
             str(k).startswith("__") for k in state_dict
@@ -450,7 +460,9 @@ class TensorDictParams(TensorDict, nn.Module):
         )
 
     def __repr__(self) -> str:
-        plain = TensorDict._new_unsafe(self._tensordict, self._batch_size, self._device, self._names)
+        plain = TensorDict._new_unsafe(
+            self._tensordict, self._batch_size, self._device, self._names
+        )
         return f"TensorDictParams(params={_indent(repr(plain))})"
 
     def extra_repr(self) -> str:
@@ -468,9 +480,7 @@ def _indent(text: str) -> str:
     return text.replace("\n", "\n    ")
 
 
-def _rebuild_params(
-    store: dict, batch_size: tuple, device: Any, locked: bool
-) -> TensorDictParams:
+def _rebuild_params(store: dict, batch_size: tuple, device: Any, locked: bool) -> TensorDictParams:
     out = TensorDictParams(TensorDict(store, batch_size=batch_size, device=device), no_convert=True)
     if locked:
         out.lock_()

@@ -16,18 +16,17 @@ from torch import distributions as D
 
 from tensordict import TensorDictBase, unravel_key
 from tensordict._keys import NestedKey
-
 from tensordict.nn._interaction import (
     InteractionType,
     as_interaction_type,
     draw,
     interaction_type,
-    set_interaction_type,
     using_generator,
 )
+from tensordict.nn._interaction import set_interaction_type as set_interaction_type
 from tensordict.nn._keys import IGNORE, as_key_list
 from tensordict.nn.common import TensorDictModuleBase
-from tensordict.nn.dispatch import dispatch
+from tensordict.nn.dispatch import tensordict_entry
 from tensordict.nn.distributions.composite import (
     CompositeDistribution,
     composite_keys,
@@ -35,15 +34,11 @@ from tensordict.nn.distributions.composite import (
     suffixed,
 )
 from tensordict.nn.distributions.continuous import Delta
-from tensordict.nn.utils import composite_lp_aggregate, set_skip_existing
+from tensordict.nn.utils import composite_lp_aggregate
 
-__all__ = [
-    "InteractionType",
-    "ProbabilisticTensorDictModule",
-    "ProbabilisticTensorDictSequential",
-    "interaction_type",
-    "set_interaction_type",
-]
+# Also importable from here (defined elsewhere): InteractionType, interaction_type,
+# set_interaction_type, ProbabilisticTensorDictSequential.
+__all__ = ["ProbabilisticTensorDictModule"]
 
 _SEED_BOUND = 2**62
 
@@ -97,7 +92,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         *,
         default_interaction_type: InteractionType | str = InteractionType.DETERMINISTIC,
         distribution_class: type = Delta,
-        distribution_kwargs: dict | None = None,
+        distribution_kwargs: dict[str, Any] | None = None,
         return_log_prob: bool = False,
         log_prob_keys: list[NestedKey] | None = None,
         log_prob_key: NestedKey | None = None,
@@ -125,7 +120,10 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
                 else [IGNORE]
             )
         self.__dict__["_sample_keys"] = as_key_list(out_keys, "out_keys")
-        self.default_interaction_type = as_interaction_type(default_interaction_type)
+        kind = as_interaction_type(default_interaction_type)
+        if kind is None:
+            raise ValueError("default_interaction_type cannot be None.")
+        self.default_interaction_type: InteractionType = kind
         self.return_log_prob = return_log_prob
         self._aggregate = composite_lp_aggregate()
         self._log_prob_key = None if log_prob_key is None else unravel_key(log_prob_key)
@@ -133,12 +131,12 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             None
             if log_prob_keys is None
             else as_key_list(
-                list(log_prob_keys) if isinstance(log_prob_keys, tuple) else log_prob_keys,
+                list(log_prob_keys),
                 "log_prob_keys",
             )
         )
         self.cache_dist = cache_dist
-        self._dist = None
+        self._dist: D.Distribution | None = None
         self.n_empirical_estimate = n_empirical_estimate
         if num_samples is not None and not isinstance(num_samples, torch.Size):
             num_samples = torch.Size([num_samples] if isinstance(num_samples, int) else num_samples)
@@ -202,7 +200,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         return keys[0]
 
     @property
-    def out_keys(self) -> list[Any]:  # type: ignore[override]
+    def out_keys(self) -> list[Any]:
         keys = list(self.__dict__["_sample_keys"])
         if self.return_log_prob:
             keys += [k for k in self.log_prob_keys if k not in keys]
@@ -231,7 +229,8 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             for name, key in zip(self.__dict__["_dist_names"], self.in_keys)
         }
         try:
-            return self.distribution_class(**kwargs, **self.distribution_kwargs)
+            dist: D.Distribution = self.distribution_class(**kwargs, **self.distribution_kwargs)
+            return dist
         except TypeError as err:
             if "unexpected keyword" not in str(err) and "missing" not in str(err):
                 raise
@@ -258,15 +257,14 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             return dist.log_prob(tensordict)
         keys = self.dist_sample_keys
         if len(keys) != 1:
-            raise RuntimeError(
-                f"log_prob needs one sample key; this module writes {keys}."
-            )
+            raise RuntimeError(f"log_prob needs one sample key; this module writes {keys}.")
         return dist.log_prob(tensordict.get(keys[0]))
 
     # ------------------------------------------------------------------ call
     def _interaction(self) -> InteractionType:
         current = interaction_type()
-        return self.default_interaction_type if current is None else current
+        kind: InteractionType = self.default_interaction_type if current is None else current
+        return kind
 
     def _draw(self, dist: D.Distribution, kind: InteractionType, tensordict: TensorDictBase) -> Any:
         shape = self.num_samples if (self.num_samples and kind is InteractionType.RANDOM) else ()
@@ -301,8 +299,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             tensordict.set_non_tensor(key, next_seed)
         return value
 
-    @dispatch(auto_batch_size=False)
-    @set_skip_existing(None)
+    @tensordict_entry(auto_batch_size=False)
     def forward(
         self,
         tensordict: TensorDictBase,
@@ -372,6 +369,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         return fields
 
 
-from tensordict.nn._prob_sequence import (  # noqa: E402  (it subclasses the module above)
-    ProbabilisticTensorDictSequential,
+# Defined in its own module (it subclasses the class above); importable from here.
+from tensordict.nn._prob_sequence import (  # noqa: E402
+    ProbabilisticTensorDictSequential as ProbabilisticTensorDictSequential,
 )

@@ -10,12 +10,11 @@ from torch import nn
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
-
 from tensordict.nn._keys import as_key_list, select_keys
 from tensordict.nn._wrappers import WrapModule
-from tensordict.nn.common import TensorDictModuleBase
-from tensordict.nn.dispatch import dispatch
-from tensordict.nn.utils import set_skip_existing
+from tensordict.nn.common import TensorDictModuleBase, _hooks_or_tracing
+from tensordict.nn.dispatch import tensordict_entry
+from tensordict.nn.utils import _SKIP_EXISTING
 
 __all__ = ["TensorDictSequential"]
 
@@ -72,18 +71,19 @@ class TensorDictSequential(TensorDictModuleBase):
 
     def __init__(
         self,
-        *modules: Callable[[TensorDictBase], TensorDictBase] | dict,
+        *modules: Callable[[TensorDictBase], TensorDictBase] | dict[str, Any],
         partial_tolerant: bool = False,
         selected_out_keys: list[NestedKey] | None = None,
         inplace: bool | str | None = None,
     ) -> None:
         super().__init__()
         if len(modules) == 1 and isinstance(modules[0], dict):
-            self.module = nn.ModuleDict(
+            container: nn.Module = nn.ModuleDict(
                 OrderedDict((name, _as_td_module(m)) for name, m in modules[0].items())
             )
         else:
-            self.module = nn.ModuleList([_as_td_module(m) for m in modules])
+            container = nn.ModuleList([_as_td_module(m) for m in modules])
+        self.module = container
         self.partial_tolerant = partial_tolerant
         if isinstance(inplace, str) and inplace != "empty":
             raise ValueError(f"inplace must be True, False, 'empty' or None; got {inplace!r}.")
@@ -93,13 +93,13 @@ class TensorDictSequential(TensorDictModuleBase):
             self.select_out_keys(*as_key_list(selected_out_keys, "selected_out_keys"))
 
     # ------------------------------------------------------------------ container
-    def _module_list(self) -> list[nn.Module]:
-        container = self._modules["module"]
+    def _module_list(self) -> list[Any]:
+        container: Any = self._modules["module"]
         if isinstance(container, nn.ModuleDict):
             return list(container.values())
         return list(container)
 
-    def _new_like(self, modules: list[nn.Module], names: list[str] | None) -> TensorDictSequential:
+    def _new_like(self, modules: list[Any], names: list[str] | None) -> TensorDictSequential:
         """A sequence of the same kind with ``modules`` (named ``names`` for a dict)."""
         args: Any = (OrderedDict(zip(names, modules)),) if names is not None else modules
         return TensorDictSequential(
@@ -107,14 +107,15 @@ class TensorDictSequential(TensorDictModuleBase):
         )
 
     def _names(self) -> list[str] | None:
-        container = self._modules["module"]
+        container: Any = self._modules["module"]
         return list(container.keys()) if isinstance(container, nn.ModuleDict) else None
 
     def __len__(self) -> int:
-        return len(self._modules["module"])
+        container: Any = self._modules["module"]
+        return len(container)
 
     def __getitem__(self, index: int | slice | str) -> Any:
-        container = self._modules["module"]
+        container: Any = self._modules["module"]
         if isinstance(index, str):
             return container[index]
         if isinstance(index, slice):
@@ -125,7 +126,7 @@ class TensorDictSequential(TensorDictModuleBase):
         return self._module_list()[index]
 
     def __setitem__(self, index: int | str, module: Any) -> None:
-        container = self._modules["module"]
+        container: Any = self._modules["module"]
         module = _as_td_module(module)
         if isinstance(container, nn.ModuleDict):
             name = index if isinstance(index, str) else list(container.keys())[index]
@@ -134,7 +135,7 @@ class TensorDictSequential(TensorDictModuleBase):
             container[index] = module
 
     def __delitem__(self, index: int | slice | str) -> None:
-        container = self._modules["module"]
+        container: Any = self._modules["module"]
         if isinstance(container, nn.ModuleDict) and not isinstance(index, str):
             names = list(container.keys())[index]
             for name in [names] if isinstance(names, str) else names:
@@ -144,9 +145,9 @@ class TensorDictSequential(TensorDictModuleBase):
 
     # ------------------------------------------------------------------ keys
     @property
-    def in_keys(self) -> list[Any]:  # type: ignore[override]
+    def in_keys(self) -> list[Any]:
         """The inputs that no earlier module of the sequence produces."""
-        explicit = self.__dict__.get("_in_keys")
+        explicit: list[Any] | None = self.__dict__.get("_in_keys")
         if explicit is not None:
             return explicit
         produced: set[Any] = set()
@@ -164,7 +165,7 @@ class TensorDictSequential(TensorDictModuleBase):
 
     @property
     def out_keys_source(self) -> list[Any]:
-        explicit = self.__dict__.get("_out_keys")
+        explicit: list[Any] | None = self.__dict__.get("_out_keys")
         if explicit is not None:
             return explicit
         keys: list[Any] = []
@@ -175,9 +176,9 @@ class TensorDictSequential(TensorDictModuleBase):
         return keys
 
     @property
-    def out_keys(self) -> list[Any]:  # type: ignore[override]
+    def out_keys(self) -> list[Any]:
         """Every output, or the selected ones after :meth:`select_out_keys`."""
-        selected = self.__dict__.get("_selected_out_keys")
+        selected: list[Any] | None = self.__dict__.get("_selected_out_keys")
         return self.out_keys_source if selected is None else selected
 
     @out_keys.setter
@@ -198,9 +199,7 @@ class TensorDictSequential(TensorDictModuleBase):
         >>> sorted(seq(TensorDict(x=torch.zeros(()))).keys())
         ['x', 'z']
         """
-        self.__dict__["_selected_out_keys"] = select_keys(
-            selected_out_keys, self.out_keys_source
-        )
+        self.__dict__["_selected_out_keys"] = select_keys(selected_out_keys, self.out_keys_source)
         return self
 
     def reset_out_keys(self) -> TensorDictSequential:
@@ -237,8 +236,8 @@ class TensorDictSequential(TensorDictModuleBase):
         ['b', 'c']
         """
         modules = self._module_list()
-        names = self._names() or [None] * len(modules)
-        pairs: list[tuple[Any, nn.Module]] = list(zip(names, modules))
+        names: list[Any] = self._names() or [None] * len(modules)
+        pairs: list[tuple[Any, Any]] = list(zip(names, modules))
         if in_keys is not None:
             tainted = set(as_key_list(list(in_keys), "in_keys"))
             kept = []
@@ -275,7 +274,7 @@ class TensorDictSequential(TensorDictModuleBase):
         return self._new_like([m for _, m in pairs], kept_names)
 
     # ------------------------------------------------------------------ call
-    def _run_module(self, module: nn.Module, td: TensorDictBase, **kwargs: Any) -> Any:
+    def _run_module(self, module: Any, td: Any, **kwargs: Any) -> Any:
         if not self.partial_tolerant:
             return module(td, **kwargs)
         keys = module.in_keys
@@ -289,14 +288,13 @@ class TensorDictSequential(TensorDictModuleBase):
                         member.update(result)
         return td
 
-    @dispatch(auto_batch_size=False)
-    @set_skip_existing(None)
+    @tensordict_entry(auto_batch_size=False)
     def forward(
         self,
-        tensordict: TensorDictBase,
-        tensordict_out: TensorDictBase | None = None,
+        tensordict: Any,
+        tensordict_out: Any = None,
         **kwargs: Any,
-    ) -> TensorDictBase:
+    ) -> Any:
         """Run every module in order; return the tensordict (see ``inplace``)."""
         inplace = self.inplace
         if tensordict_out is not None or inplace is False or isinstance(inplace, str):
@@ -307,8 +305,15 @@ class TensorDictSequential(TensorDictModuleBase):
         if selected is not None:
             present = working.keys(True)
             dropped = [k for k in self.out_keys_source if k not in selected and k not in present]
-        for module in self._module_list():
-            result = self._run_module(module, working, **kwargs)
+        tolerant = self.partial_tolerant
+        container: Any = self._modules["module"]
+        for module in container._modules.values():
+            if tolerant:
+                result = self._run_module(module, working, **kwargs)
+            elif kwargs:
+                result = module(working, **kwargs)
+            else:
+                result = module(working)
             if (
                 inplace is True
                 and result is not working
@@ -329,3 +334,20 @@ class TensorDictSequential(TensorDictModuleBase):
         if isinstance(inplace, str):  # "empty"
             return tensordict.empty().update(working.select(*keys))
         return TensorDict().update(working.select(*keys))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # As for TensorDictModule: a dense tensordict, no hook, forward not overridden,
+        # skip-existing off: straight to the body of forward.
+        if (
+            args
+            and type(args[0]) is TensorDict
+            and type(self).forward is _SEQ_FORWARD
+            and not _SKIP_EXISTING.get()
+            and not _hooks_or_tracing(self)
+        ):
+            return _SEQ_FORWARD_BODY(self, *args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+_SEQ_FORWARD = TensorDictSequential.forward
+_SEQ_FORWARD_BODY = TensorDictSequential.forward.__wrapped__  # type: ignore[attr-defined]

@@ -14,8 +14,7 @@ from typing import Any, Generic, TypeVar
 
 from torch import nn
 
-from tensordict import TensorDictBase, is_tensor_collection
-
+from tensordict import is_tensor_collection
 from tensordict.nn.common import TensorDictModuleBase
 
 __all__ = ["TensorClassModuleBase", "TensorClassModuleWrapper"]
@@ -29,10 +28,17 @@ def _is_tensorclass_type(cls: Any) -> bool:
 
 
 def _field_types(cls: type) -> dict[str, Any]:
+    """The resolved type of each field (classes defined in a function included: the
+    tensorclass machinery records the hints it resolved where the class was defined)."""
     try:
-        return typing.get_type_hints(cls)
+        hints = typing.get_type_hints(cls)
     except Exception:
-        return dict(getattr(cls, "__annotations__", {}))
+        hints = {}
+    for name, spec in (getattr(cls, "_field_specs", None) or {}).items():
+        hint = getattr(spec, "hint", None)
+        if isinstance(hint, type):
+            hints.setdefault(name, hint)
+    return hints
 
 
 def _leaf_keys(cls: type, prefix: tuple[str, ...] = ()) -> list[Any]:
@@ -45,7 +51,7 @@ def _leaf_keys(cls: type, prefix: tuple[str, ...] = ()) -> list[Any]:
         if name in {"batch_size", "device", "names"}:
             continue
         hint = hints.get(name)
-        if _is_tensorclass_type(hint):
+        if hint is not None and _is_tensorclass_type(hint):
             keys += _leaf_keys(hint, (*prefix, name))
         else:
             path = (*prefix, name)
@@ -101,7 +107,7 @@ class TensorClassModuleWrapper(TensorDictModuleBase):
     tensorclass's entries are written into the tensordict.
     """
 
-    def __init__(self, module: TensorClassModuleBase) -> None:
+    def __init__(self, module: TensorClassModuleBase[Any, Any]) -> None:
         in_type, out_type = module.input_type, module.output_type
         if not (_is_tensorclass_type(in_type) and _is_tensorclass_type(out_type)):
             raise ValueError(
@@ -115,7 +121,7 @@ class TensorClassModuleWrapper(TensorDictModuleBase):
         self.in_keys = _leaf_keys(in_type)
         self.out_keys = _leaf_keys(out_type)
 
-    def forward(self, tensordict: TensorDictBase | None = None, **kwargs: Any) -> Any:
+    def forward(self, tensordict: Any = None, **kwargs: Any) -> Any:
         """Call the module on the tensordict's content, write the output's entries."""
         in_type = self.tc_module.input_type
         if tensordict is None:

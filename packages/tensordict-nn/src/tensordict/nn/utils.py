@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 
 from tensordict import unravel_key_list
 from tensordict._keys import NestedKey
-
 from tensordict.nn._mode import ScopedSetter, Setting
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -42,7 +41,8 @@ def skip_existing() -> bool | list[NestedKey]:
     ...     skip_existing()
     True
     """
-    return _SKIP_EXISTING.get()
+    value: bool | list[NestedKey] = _SKIP_EXISTING.get()
+    return value
 
 
 def should_skip(
@@ -107,9 +107,9 @@ class set_skip_existing(ScopedSetter):
         *,
         thread_local: bool = False,
     ) -> None:
-        if mode is not None and not isinstance(mode, bool):
-            mode = unravel_key_list(mode)
-        self.value = mode
+        self.value: bool | list[Any] | None = (
+            mode if mode is None or isinstance(mode, bool) else unravel_key_list(mode)
+        )
         self.in_key_attr = in_key_attr
         self.out_key_attr = out_key_attr
         self.thread_local = thread_local
@@ -179,7 +179,7 @@ class set_composite_lp_aggregate(ScopedSetter):
 
 def dispatch_enabled() -> bool:
     """Whether modules turn keyword-tensor calls into tensordict calls (default ``True``)."""
-    return _DISPATCH.get()
+    return bool(_DISPATCH.get())
 
 
 class _set_dispatch_td_nn_modules(ScopedSetter):

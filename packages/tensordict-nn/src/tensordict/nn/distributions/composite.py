@@ -10,8 +10,8 @@ from torch import distributions as D
 
 from tensordict import TensorDict, TensorDictBase, unravel_key
 from tensordict._keys import NestedKey
-
 from tensordict.nn._interaction import deterministic_sample
+from tensordict.nn.distributions.utils import NO_SHAPE as _NO_SHAPE
 from tensordict.nn.utils import composite_lp_aggregate
 
 __all__ = ["CompositeDistribution", "suffixed"]
@@ -69,15 +69,15 @@ class CompositeDistribution(D.Distribution):
     ['move_log_prob', 'pick_log_prob']
     """
 
-    arg_constraints: dict = {}
+    arg_constraints: dict[str, Any] = {}
 
     def __init__(
         self,
         params: TensorDictBase,
-        distribution_map: dict,
+        distribution_map: dict[Any, Any],
         *,
-        name_map: dict | None = None,
-        extra_kwargs: dict | None = None,
+        name_map: dict[Any, Any] | None = None,
+        extra_kwargs: dict[Any, Any] | None = None,
         log_prob_key: NestedKey | None = None,
         entropy_key: NestedKey | None = None,
     ) -> None:
@@ -94,12 +94,12 @@ class CompositeDistribution(D.Distribution):
                 )
             kwargs = dict(dist_params.items()) if isinstance(dist_params, TensorDictBase) else {}
             kwargs.update(extra.get(key, {}))
-            dists[names.get(key, key)] = dist_class(**kwargs)
+            dists[names.get(key, key)] = dist_class(**kwargs)  # type: ignore[arg-type]
         self._setup(dists, params.batch_size, log_prob_key, entropy_key)
 
     def _setup(
         self,
-        dists: dict,
+        dists: dict[Any, Any],
         batch_shape: torch.Size,
         log_prob_key: NestedKey | None,
         entropy_key: NestedKey | None,
@@ -113,9 +113,9 @@ class CompositeDistribution(D.Distribution):
     def from_distributions(
         cls,
         params: TensorDictBase,
-        distributions: dict,
+        distributions: dict[Any, Any],
         *,
-        name_map: dict | None = None,
+        name_map: dict[Any, Any] | None = None,
         log_prob_key: NestedKey | None = None,
         entropy_key: NestedKey | None = None,
     ) -> CompositeDistribution:
@@ -134,11 +134,11 @@ class CompositeDistribution(D.Distribution):
             out.set(name, fn(name, dist))
         return out
 
-    def sample(self, sample_shape: torch.Size | Sequence[int] = torch.Size()) -> TensorDict:
+    def sample(self, sample_shape: torch.Size | Sequence[int] = _NO_SHAPE) -> TensorDict:  # type: ignore[override]
         shape = torch.Size(sample_shape)
         return self._gather(lambda _, d: d.sample(shape), shape + self.batch_shape)
 
-    def rsample(self, sample_shape: torch.Size | Sequence[int] = torch.Size()) -> TensorDict:
+    def rsample(self, sample_shape: torch.Size | Sequence[int] = _NO_SHAPE) -> TensorDict:  # type: ignore[override]
         shape = torch.Size(sample_shape)
         return self._gather(lambda _, d: d.rsample(shape), shape + self.batch_shape)
 
@@ -147,11 +147,11 @@ class CompositeDistribution(D.Distribution):
         return all(d.has_rsample for d in self.dists.values())
 
     @property
-    def mode(self) -> TensorDict:
+    def mode(self) -> TensorDict:  # type: ignore[override]
         return self._gather(lambda _, d: d.mode, self.batch_shape)
 
     @property
-    def mean(self) -> TensorDict:
+    def mean(self) -> TensorDict:  # type: ignore[override]
         return self._gather(lambda _, d: d.mean, self.batch_shape)
 
     @property
@@ -159,16 +159,13 @@ class CompositeDistribution(D.Distribution):
         return self._gather(lambda _, d: deterministic_sample(d, 1000), self.batch_shape)
 
     # ------------------------------------------------------------------ densities
-    def log_prob_composite(self, sample: TensorDictBase, include_sum: bool | None = None) -> TensorDict:
+    def log_prob_composite(
+        self, sample: TensorDictBase, include_sum: bool | None = None
+    ) -> TensorDict:
         """One ``<name>_log_prob`` entry per distribution (and, when ``include_sum`` or
         :func:`~tensordict.nn.composite_lp_aggregate`, their sum at ``log_prob_key``)."""
         out = TensorDict(batch_size=sample.batch_size)
-        total = None
-        for name, dist in self.dists.items():
-            lp = dist.log_prob(sample.get(name))
-            out.set(suffixed(name, "_log_prob"), lp)
-            part = _sum_beyond(lp, sample.ndim)
-            total = part if total is None else total + part
+        total = self._log_probs_into(sample, out)
         if include_sum if include_sum is not None else composite_lp_aggregate():
             out.set(self.log_prob_key, total)
         return out
@@ -179,14 +176,19 @@ class CompositeDistribution(D.Distribution):
         When aggregating, the per-distribution entries are also written into ``sample``.
         """
         if composite_lp_aggregate():
-            total = None
-            for name, dist in self.dists.items():
-                lp = dist.log_prob(sample.get(name))
-                sample.set(suffixed(name, "_log_prob"), lp)
-                part = _sum_beyond(lp, sample.ndim)
-                total = part if total is None else total + part
-            return total  # type: ignore[return-value]
+            return self._log_probs_into(sample, sample)
         return self.log_prob_composite(sample, include_sum=False)
+
+    def _log_probs_into(self, sample: TensorDictBase, out: TensorDictBase) -> torch.Tensor:
+        """Write each ``<name>_log_prob`` of ``sample`` into ``out``; return their sum
+        (each summed over its dimensions beyond the sample's batch)."""
+        total: Any = None
+        for name, dist in self.dists.items():
+            lp = dist.log_prob(sample.get(name))
+            out.set(suffixed(name, "_log_prob"), lp)
+            part = _sum_beyond(lp, sample.ndim)
+            total = part if total is None else total + part
+        return total  # type: ignore[no-any-return]
 
     def entropy(self, samples_mc: int = 1) -> TensorDictBase | torch.Tensor:  # type: ignore[override]
         """The entropy of each distribution (a Monte-Carlo estimate with ``samples_mc``
@@ -237,7 +239,7 @@ def is_composite_class(distribution_class: Any) -> bool:
     return isinstance(func, type) and issubclass(func, CompositeDistribution)
 
 
-def composite_keys(distribution_class: Any, distribution_kwargs: Mapping) -> list[Any]:
+def composite_keys(distribution_class: Any, distribution_kwargs: Mapping[str, Any]) -> list[Any]:
     """The sample keys of the composite that ``distribution_class(**kwargs)`` builds."""
     kwargs = {**getattr(distribution_class, "keywords", {}), **distribution_kwargs}
     dist_map = kwargs.get("distribution_map")

@@ -9,12 +9,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from numbers import Number
+from typing import Any
 
 import torch
 from torch import distributions as D
 from torch import nn
 
+from tensordict.nn.distributions.utils import NO_SHAPE as _NO_SHAPE
 from tensordict.nn.distributions.utils import mappings
 
 __all__ = ["AddStateIndependentNormalScale", "Delta", "NormalParamExtractor"]
@@ -35,7 +36,7 @@ class Delta(D.Distribution):
     (torch.Size([3, 1, 2]), tensor([inf]))
     """
 
-    arg_constraints: dict = {}
+    arg_constraints: dict[str, Any] = {}
     has_rsample = True
 
     def __init__(
@@ -64,11 +65,9 @@ class Delta(D.Distribution):
         self.rtol = rtol
         super().__init__(batch_shape=batch_shape, event_shape=event_shape, validate_args=False)
 
-    def expand(self, batch_shape: torch.Size, _instance: Delta | None = None) -> Delta:
+    def expand(self, batch_shape: Any, _instance: Delta | None = None) -> Delta:
         shape = torch.Size(batch_shape) + self.event_shape
-        return Delta(
-            self.param.expand(shape), self.atol, self.rtol, batch_shape, self.event_shape
-        )
+        return Delta(self.param.expand(shape), self.atol, self.rtol, batch_shape, self.event_shape)
 
     def _is_equal(self, value: torch.Tensor) -> torch.Tensor:
         equal = torch.isclose(value, self.param.expand_as(value), atol=self.atol, rtol=self.rtol)
@@ -81,10 +80,10 @@ class Delta(D.Distribution):
         return torch.where(equal, torch.inf, -torch.inf).to(self.param.dtype)
 
     @torch.no_grad()
-    def sample(self, sample_shape: torch.Size | Sequence[int] = torch.Size()) -> torch.Tensor:
+    def sample(self, sample_shape: torch.Size | Sequence[int] = _NO_SHAPE) -> torch.Tensor:
         return self.param.expand(*sample_shape, *self.param.shape).clone()
 
-    def rsample(self, sample_shape: torch.Size | Sequence[int] = torch.Size()) -> torch.Tensor:
+    def rsample(self, sample_shape: torch.Size | Sequence[int] = _NO_SHAPE) -> torch.Tensor:
         return self.param.expand(*sample_shape, *self.param.shape)
 
     @property
@@ -121,7 +120,7 @@ class NormalParamExtractor(nn.Module):
             [1., 1.]]))
     """
 
-    def __init__(self, scale_mapping: str = "biased_softplus_1.0", scale_lb: Number = 1e-4) -> None:
+    def __init__(self, scale_mapping: str = "biased_softplus_1.0", scale_lb: float = 1e-4) -> None:
         super().__init__()
         self.scale_mapping = mappings(scale_mapping)
         self.scale_lb = scale_lb
@@ -158,10 +157,10 @@ class AddStateIndependentNormalScale(nn.Module):
 
     def __init__(
         self,
-        scale_shape: torch.Size | int | tuple | None = None,
+        scale_shape: torch.Size | int | tuple[int, ...] | None = None,
         *,
         scale_mapping: str = "exp",
-        scale_lb: Number = 1e-4,
+        scale_lb: float = 1e-4,
         device: torch.device | None = None,
         make_param: bool = True,
         init_value: float = 0.0,

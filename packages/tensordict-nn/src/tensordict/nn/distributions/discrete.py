@@ -8,6 +8,8 @@ from typing import Any
 import torch
 from torch import distributions as D
 
+from tensordict.nn.distributions.utils import NO_SHAPE as _NO_SHAPE
+
 __all__ = ["OneHotCategorical", "rand_one_hot"]
 
 
@@ -53,7 +55,7 @@ class OneHotCategorical(D.OneHotCategorical):
     def deterministic_sample(self) -> torch.Tensor:
         return self.mode
 
-    def rsample(self, sample_shape: torch.Size | Sequence[int] = torch.Size()) -> torch.Tensor:
-        sample = self.sample(sample_shape)
-        probs = self.probs.expand_as(sample)
+    def rsample(self, sample_shape: torch.Size | Sequence[int] = _NO_SHAPE) -> torch.Tensor:
+        sample: torch.Tensor = self.sample(sample_shape)  # type: ignore[no-untyped-call]
+        probs: torch.Tensor = self.probs.expand_as(sample)
         return sample + probs - probs.detach()

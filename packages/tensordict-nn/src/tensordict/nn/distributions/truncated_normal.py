@@ -5,11 +5,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from numbers import Number
+from typing import Any
 
 import torch
 from torch import distributions as D
 from torch.distributions import constraints
 from torch.distributions.utils import broadcast_all
+
+from tensordict.nn.distributions.utils import NO_SHAPE as _NO_SHAPE
 
 __all__ = ["TruncatedNormal"]
 
@@ -51,7 +54,7 @@ class TruncatedNormal(D.Distribution):
         b: Number | torch.Tensor,
         validate_args: bool | None = None,
     ) -> None:
-        self.loc, self.scale, self.a, self.b = broadcast_all(loc, scale, a, b)
+        self.loc, self.scale, self.a, self.b = broadcast_all(loc, scale, a, b)  # type: ignore[arg-type]
         if validate_args is not False and bool((self.a >= self.b).any()):
             raise ValueError("TruncatedNormal needs a < b everywhere.")
         dtype = self.loc.dtype
@@ -65,9 +68,9 @@ class TruncatedNormal(D.Distribution):
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
     def support(self) -> constraints.Constraint:
-        return constraints.interval(self.a, self.b)
+        return constraints.interval(self.a, self.b)  # type: ignore[no-untyped-call]
 
-    def expand(self, batch_shape: torch.Size, _instance: TruncatedNormal | None = None) -> TruncatedNormal:
+    def expand(self, batch_shape: Any, _instance: TruncatedNormal | None = None) -> TruncatedNormal:
         shape = torch.Size(batch_shape)
         return TruncatedNormal(
             self.loc.expand(shape),
@@ -80,7 +83,8 @@ class TruncatedNormal(D.Distribution):
     # ------------------------------------------------------------------ moments
     @property
     def _pdf_gap(self) -> torch.Tensor:
-        return (_pdf(self._alpha) - _pdf(self._beta)) / self._z
+        gap: torch.Tensor = (_pdf(self._alpha) - _pdf(self._beta)) / self._z
+        return gap
 
     @property
     def mean(self) -> torch.Tensor:
@@ -100,36 +104,40 @@ class TruncatedNormal(D.Distribution):
         beta_pdf = torch.where(self._beta.isinf(), 0.0, self._beta * _pdf(self._beta))
         alpha_pdf = torch.where(self._alpha.isinf(), 0.0, alpha_pdf)
         ratio = (alpha_pdf - beta_pdf) / self._z
-        return self.scale.pow(2) * (1 + ratio - self._pdf_gap.pow(2))
+        variance: torch.Tensor = self.scale.pow(2) * (1 + ratio - self._pdf_gap.pow(2))
+        return variance
 
     def entropy(self) -> torch.Tensor:
         alpha_pdf = torch.where(self._alpha.isinf(), 0.0, self._alpha * _pdf(self._alpha))
         beta_pdf = torch.where(self._beta.isinf(), 0.0, self._beta * _pdf(self._beta))
-        return (
+        entropy: torch.Tensor = (
             _LOG_SQRT_2PI
             + 0.5
             + self.scale.log()
             + self._z.log()
             + (alpha_pdf - beta_pdf) / (2 * self._z)
         )
+        return entropy
 
     # ------------------------------------------------------------------ density
     def log_prob(self, value: torch.Tensor) -> torch.Tensor:
         if self._validate_args:
             self._validate_sample(value)
         xi = (value - self.loc) / self.scale
-        return -0.5 * xi * xi - _LOG_SQRT_2PI - self.scale.log() - self._z.log()
+        log_prob: torch.Tensor = -0.5 * xi * xi - _LOG_SQRT_2PI - self.scale.log() - self._z.log()
+        return log_prob
 
     def cdf(self, value: torch.Tensor) -> torch.Tensor:
         xi = (value - self.loc) / self.scale
-        return ((torch.special.ndtr(xi) - self._cdf_alpha) / self._z).clamp(0, 1)
+        cdf: torch.Tensor = ((torch.special.ndtr(xi) - self._cdf_alpha) / self._z).clamp(0, 1)
+        return cdf
 
     def icdf(self, value: torch.Tensor) -> torch.Tensor:
         p = (self._cdf_alpha + value * self._z).clamp(self.eps, 1 - self.eps)
         x = self.loc + self.scale * torch.special.ndtri(p)
         return torch.maximum(torch.minimum(x, self.b), self.a)
 
-    def rsample(self, sample_shape: torch.Size | Sequence[int] = torch.Size()) -> torch.Tensor:
+    def rsample(self, sample_shape: torch.Size | Sequence[int] = _NO_SHAPE) -> torch.Tensor:
         shape = self._extended_shape(torch.Size(sample_shape))
         u = torch.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.icdf(u)

@@ -13,6 +13,9 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+#: The default sample shape of the distributions (one shared constant).
+NO_SHAPE = torch.Size()
+
 __all__ = ["add_custom_mapping", "biased_softplus", "expln", "inv_softplus", "mappings"]
 
 
@@ -43,7 +46,9 @@ class biased_softplus(nn.Module):
     def __init__(self, bias: float, min_val: float = 0.01) -> None:
         super().__init__()
         if bias <= min_val:
-            raise ValueError(f"biased_softplus needs bias > min_val; got bias={bias}, min_val={min_val}.")
+            raise ValueError(
+                f"biased_softplus needs bias > min_val; got bias={bias}, min_val={min_val}."
+            )
         self.bias = inv_softplus(bias - min_val)
         self.min_val = min_val
 

@@ -1,0 +1,98 @@
+"""Several processes on one dataset, growing a dataset, and kill -9 during saves."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+
+import pytest
+import torch
+import torch.multiprocessing as mp
+from memmap_helpers import ROOT
+
+from tensordict import NonTensorStack, TensorDict, append_memmap
+
+WRITERS = 4
+ROWS_EACH = 25
+
+
+def _fill_rows(prefix, writer):
+    td = TensorDict.load_memmap(prefix)
+    rows = slice(writer * ROWS_EACH, (writer + 1) * ROWS_EACH)
+    td[rows] = TensorDict(
+        {"obs": torch.full((ROWS_EACH, 3), float(writer)), "info": {"id": torch.full((ROWS_EACH,), writer)}},
+        [ROWS_EACH],
+    )
+
+
+@pytest.mark.slow
+def test_four_processes_fill_disjoint_rows_of_a_memmap_like_dataset(tmp_path):
+    template = TensorDict(
+        {"obs": torch.zeros(3), "info": {"id": torch.zeros((), dtype=torch.int64)}}, []
+    ).expand(WRITERS * ROWS_EACH)
+    dataset = template.memmap_like(tmp_path / "ds")
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_fill_rows, args=(str(tmp_path / "ds"), w)) for w in range(WRITERS)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(timeout=300)
+        assert p.exitcode == 0
+    for ds in (dataset, TensorDict.load_memmap(tmp_path / "ds")):  # the parent's mapping sees them too
+        for w in range(WRITERS):
+            rows = slice(w * ROWS_EACH, (w + 1) * ROWS_EACH)
+            assert (ds["obs"][rows] == w).all() and (ds["info", "id"][rows] == w).all()
+
+
+def test_append_memmap_grows_along_dim_zero(tmp_path):
+    td = TensorDict({"x": torch.arange(6.0).view(2, 3), "n": {"y": torch.zeros(2, dtype=torch.int8)}, "tag": "run", "lab": NonTensorStack("a", "b")}, [2])
+    td.memmap(tmp_path)
+    size_before = (tmp_path / "x.memmap").stat().st_size
+    rows = TensorDict({"x": torch.ones(3, 3), "n": {"y": torch.ones(3, dtype=torch.int8)}, "tag": "run", "lab": NonTensorStack("c", "d", "e")}, [3])
+    append_memmap(tmp_path, rows)
+    assert (tmp_path / "x.memmap").stat().st_size == size_before + 3 * 3 * 4
+    grown = TensorDict.load_memmap(tmp_path)
+    assert grown.batch_size == (5,) and grown["n"].batch_size == (5,)
+    assert torch.equal(grown["x"][:2], td["x"]) and (grown["x"][2:] == 1).all()
+    assert grown.get("lab").tolist() == ["a", "b", "c", "d", "e"] and grown["tag"] == "run"
+
+
+@pytest.mark.parametrize(
+    "rows, match",
+    [
+        (TensorDict({"x": torch.ones(1, 4)}, [1]), "shape"),
+        (TensorDict({"x": torch.ones(1, 3, dtype=torch.int64)}, [1]), "dtype"),
+        (TensorDict({"z": torch.ones(1, 3)}, [1]), "keys"),
+        (TensorDict({"x": torch.ones(3)}, []), "batch size"),
+    ],
+)
+def test_append_memmap_refuses_rows_that_do_not_fit(tmp_path, rows, match):
+    TensorDict({"x": torch.zeros(2, 3)}, [2]).memmap(tmp_path)
+    before = (tmp_path / "x.memmap").read_bytes(), (tmp_path / "meta.json").read_bytes()
+    with pytest.raises(ValueError, match=match):
+        append_memmap(tmp_path, rows)
+    assert ((tmp_path / "x.memmap").read_bytes(), (tmp_path / "meta.json").read_bytes()) == before
+
+
+def test_append_memmap_needs_a_folder(tmp_path):
+    TensorDict({"x": torch.zeros(2)}, [2]).save(tmp_path / "a.tdz")
+    with pytest.raises(ValueError, match="unpack"):
+        append_memmap(tmp_path / "a.tdz", TensorDict({"x": torch.zeros(1)}, [1]))
+
+
+def _crash_script():
+    spec = importlib.util.spec_from_file_location("crash_save", ROOT / "benchmarks" / "crash_save.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_kill_9_during_an_overwrite_never_loads_wrong_data(tmp_path):
+    """A quick version of benchmarks/crash_save.py (100 trials there, README figures)."""
+    report = _crash_script().main(
+        ["--trials", "10", "--leaves", "8", "--leaf-mb", "0.5", "--dir", str(tmp_path), "--json", str(tmp_path / "r.json")]
+    )
+    assert report["wrong"] == 0, report["examples"]
+    assert report["old"] + report["new"] + report["error"] == 10
+    assert json.loads((tmp_path / "r.json").read_text())["trials"] == 10

@@ -1,0 +1,336 @@
+"""Saving and loading folders: round trips, in-place variants, options, repr."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import torch
+from memmap_helpers import assert_same, run_python, sample_lazy, sample_td
+
+import tensordict
+from tensordict import (
+    LazyStackedTensorDict,
+    MemoryMappedTensor,
+    MetaData,
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+)
+from tensordict.memmap import TensorDictFuture
+
+
+def test_memmap_round_trip_of_every_entry_kind(tmp_path):
+    td = sample_td()
+    td.names = ["batch"]
+    out = td.memmap(tmp_path / "d")
+    assert out is not td and out.is_locked and out.is_memmap()
+    assert type(out["float"]) is MemoryMappedTensor
+    assert out["float"].filename == str(tmp_path / "d" / "float.memmap")
+    loaded = TensorDict.load_memmap(tmp_path / "d")
+    assert_same(loaded, td)
+    assert loaded.names == ["batch"]
+    assert type(loaded["nested", "deeper", "y"]) is MemoryMappedTensor
+    assert loaded.get("labels").tolist() == ["a", "b", "c"]
+    assert isinstance(loaded.get("labels"), NonTensorStack)
+
+
+def test_layout_is_one_meta_json_per_level_and_one_file_per_leaf(tmp_path):
+    sample_td().memmap(tmp_path)
+    meta = json.loads((tmp_path / "meta.json").read_text())
+    assert meta["shape"] == [3] and meta["_class"] == "tensordict:TensorDict"
+    assert meta["float"] == {"device": "cpu", "shape": [3, 4], "dtype": "torch.float32", "is_nested": False}
+    assert meta["nested"] == {"type": "TensorDict"} and meta["text"] == {"type": "NonTensorData"}
+    assert (tmp_path / "float.memmap").stat().st_size == 12 * 4
+    assert json.loads((tmp_path / "text" / "meta.json").read_text())["data"] == "a string"
+    stack = json.loads((tmp_path / "labels" / "meta.json").read_text())
+    assert stack["data"] == ["a", "b", "c"] and stack["_class"] == "tensordict:NonTensorStack"
+    assert (tmp_path / "nested" / "deeper" / "y.memmap").is_file()
+
+
+def test_lazy_stack_round_trip(tmp_path):
+    lazy = sample_lazy()
+    out = lazy.memmap(tmp_path)
+    assert isinstance(out, LazyStackedTensorDict) and out.is_memmap()
+    loaded = TensorDict.load_memmap(tmp_path)
+    assert isinstance(loaded, LazyStackedTensorDict) and loaded.stack_dim == 0
+    for a, b in zip(loaded.tensordicts, lazy.tensordicts):
+        assert_same(a, b)
+    assert (tmp_path / "0" / "meta.json").is_file() and (tmp_path / "1" / "only.memmap").is_file()
+
+
+def test_lazy_stack_inside_a_tensordict_and_stack_dim(tmp_path):
+    inner = LazyStackedTensorDict(
+        TensorDict({"a": torch.zeros(3)}, [3]), TensorDict({"a": torch.ones(3)}, [3]), stack_dim=1
+    )
+    td = TensorDict({"inner": inner, "x": torch.arange(3)}, [3])
+    loaded = TensorDict.load_memmap(td.memmap(tmp_path).saved_path)
+    assert isinstance(loaded["inner"], LazyStackedTensorDict) and loaded["inner"].stack_dim == 1
+    assert torch.equal(loaded["inner", "a"], inner["a"])
+
+
+def test_non_tensor_root_and_metadata(tmp_path):
+    td = TensorDict(
+        {
+            "m": MetaData("run-1", batch_size=[2]),
+            "n": NonTensorData(None, batch_size=[2]),
+            "f": NonTensorData(1.5, batch_size=[2]),
+            "l": NonTensorData([1, "a"], batch_size=[2]),
+        },
+        [2],
+    )
+    loaded = TensorDict.load_memmap(td.memmap(tmp_path).saved_path)
+    assert type(loaded.get("m")).__name__ == "MetaData" or loaded["m"] == "run-1"
+    assert loaded["m"] == "run-1" and loaded["n"] is None and loaded["f"] == 1.5 and loaded["l"] == [1, "a"]
+    stack = NonTensorStack.from_list([["a", "b"], ["c", "d"]])
+    tensordict.memmap(stack, tmp_path / "s")
+    loaded = tensordict.load_memmap(tmp_path / "s")
+    assert loaded.tolist() == [["a", "b"], ["c", "d"]]
+
+
+def test_memmap_in_place(tmp_path):
+    td = sample_td()
+    ids = id(td["nested"])
+    assert td.memmap_(tmp_path) is td
+    assert td.is_locked and td.is_memmap() and id(td["nested"]) == ids
+    assert type(td["nested", "x"]) is MemoryMappedTensor
+    assert td.saved_path == str(tmp_path) and td["nested"].saved_path == str(tmp_path / "nested")
+    again = td.memmap_()  # already memory-mapped: a no-op
+    assert again is td and td["float"] is again["float"]
+
+
+def test_memmap_in_place_of_a_lazy_stack(tmp_path):
+    lazy = sample_lazy()
+    lazy.memmap_(tmp_path)
+    assert all(type(t["a"]) is MemoryMappedTensor for t in lazy.tensordicts)
+    assert lazy.is_memmap()
+
+
+def test_memmap_without_prefix_uses_shared_memory():
+    td = sample_td()
+    out = td.memmap()
+    assert type(out["float"]) is MemoryMappedTensor and out["float"]._filename is None
+    assert out["float"].is_shared()
+    assert_same(out, td)
+    with pytest.raises(AttributeError, match="saved path"):
+        out.saved_path
+
+
+def test_memmap_of_a_memmapped_tensordict_needs_copy_existing(tmp_path):
+    source = sample_td()
+    td = source.memmap(tmp_path / "a")
+    with pytest.raises(RuntimeError, match="copy_existing"):
+        td.memmap(tmp_path / "b")
+    assert not (tmp_path / "b").exists()  # nothing written
+    copy = td.memmap(tmp_path / "b", copy_existing=True)
+    assert copy["float"].filename.startswith(str(tmp_path / "b"))
+    assert_same(TensorDict.load_memmap(tmp_path / "b"), source)
+
+
+def test_re_memmap_to_the_same_prefix_keeps_the_files(tmp_path):
+    td = TensorDict({"a": torch.arange(4.0)}, [4]).memmap_(tmp_path)
+    before = os.stat(tmp_path / "a.memmap").st_ino
+    td.memmap_(tmp_path)  # hard-linked into the new folder, not copied
+    assert os.stat(tmp_path / "a.memmap").st_ino == before
+    td["a"][0] = 9  # the tensordict still maps the live file
+    assert TensorDict.load_memmap(tmp_path)["a"][0] == 9
+
+
+def test_existsok(tmp_path):
+    td = sample_td()
+    td.memmap(tmp_path / "d")
+    with pytest.raises(RuntimeError, match="already exists"):
+        td.memmap(tmp_path / "d", existsok=False)
+    td.memmap(tmp_path / "empty", existsok=False)  # a new folder is fine
+    (tmp_path / "e").mkdir()
+    td.memmap(tmp_path / "e", existsok=False)  # and so is an empty one
+
+
+def test_overwrite_keeps_foreign_files_and_drops_stale_entries(tmp_path):
+    TensorDict({"old": torch.zeros(2), "p": NonTensorData(1 + 2j)}, [2]).memmap(tmp_path, allow_pickle=True)
+    (tmp_path / "notes.txt").write_text("mine")
+    TensorDict({"new": torch.ones(2)}, [2]).memmap(tmp_path)
+    names = set(os.listdir(tmp_path))
+    assert names == {"meta.json", "new.memmap", "notes.txt"}
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("num_threads", [0, 3])
+def test_num_threads_and_return_early(tmp_path, num_threads):
+    td = TensorDict({f"k{i}": torch.full((50,), float(i)) for i in range(20)}, [50])
+    out = td.memmap(tmp_path / "t", num_threads=num_threads)
+    assert_same(out, td)
+    future = td.memmap(tmp_path / "f", num_threads=num_threads, return_early=True)
+    assert isinstance(future, TensorDictFuture)
+    result = future.result(timeout=120)
+    assert future.done() and future.exception() is None
+    assert_same(result, td)
+    failing = TensorDict({"c": NonTensorData(1j)}, []).memmap(tmp_path / "x", return_early=True)
+    with pytest.raises(TypeError, match="allow_pickle"):
+        failing.result(timeout=120)
+
+
+def test_memmap_like(tmp_path):
+    td = sample_td()
+    like = td.memmap_like(tmp_path)
+    assert like.is_memmap() and like["text"] == "a string"
+    assert not like["float"].any() and like["float"].shape == (3, 4)
+    assert like["float"].untyped_storage().data_ptr() != td["float"].untyped_storage().data_ptr()
+    expanded = TensorDict({"img": torch.zeros(3, 8, 8, dtype=torch.uint8)}, []).expand(10_000)
+    big = expanded.memmap_like(tmp_path / "big")
+    # zero-filled files are sparse: allocating does not write 1.9 MB of zeros
+    stat = os.stat(tmp_path / "big" / "img.memmap")
+    assert stat.st_size == 10_000 * 3 * 8 * 8
+    assert stat.st_blocks * 512 < stat.st_size
+    big[42] = TensorDict({"img": torch.full((3, 8, 8), 7, dtype=torch.uint8)}, [])
+    again = TensorDict.load_memmap(tmp_path / "big")
+    assert (again["img"][42] == 7).all() and not again["img"][41].any()
+
+
+def test_save_and_dumps_alias(tmp_path):
+    td = sample_td()
+    assert td.save(tmp_path / "a").is_memmap()
+    assert td.dumps(tmp_path / "b").is_memmap()
+    assert_same(TensorDict.load(tmp_path / "a"), td)
+    assert_same(tensordict.load(tmp_path / "b"), td)
+    assert_same(tensordict.save(td, tmp_path / "c"), td)
+
+
+def test_load_options(tmp_path):
+    td = sample_td()
+    td.memmap(tmp_path)
+    meta = TensorDict.load_memmap(tmp_path, device="meta")
+    assert meta["float"].device.type == "meta" and meta["nested", "x"].shape == (3, 5)
+    nested = TensorDict.load_memmap(tmp_path, subpath=("nested", "deeper"))
+    assert torch.equal(nested["y"], td["nested", "deeper", "y"])
+    assert torch.equal(TensorDict.load_memmap(tmp_path, subpath="nested/deeper")["y"], nested["y"])
+    with pytest.raises(ValueError, match="No tensordict found under subpath"):
+        TensorDict.load_memmap(tmp_path, subpath=("nested", "missing"))
+    with pytest.raises(ValueError, match="mode must be"):
+        TensorDict.load_memmap(tmp_path, mode="w")
+    private = TensorDict.load_memmap(tmp_path, mode="r")
+    private["float"].fill_(-1)
+    assert TensorDict.load_memmap(tmp_path)["float"][0, 1] == 1  # copy-on-write
+    shared = TensorDict.load_memmap(tmp_path, mode="r+")
+    shared["float"].fill_(-1)
+    assert (TensorDict.load_memmap(tmp_path)["float"] == -1).all()
+    cpu = TensorDict.load_memmap(tmp_path, device="cpu", non_blocking=True)
+    assert cpu.device == torch.device("cpu")
+
+
+def test_load_into_out_and_in_place_loads(tmp_path):
+    td = sample_td()
+    td.memmap(tmp_path)
+    out = TensorDict({"extra": torch.zeros(3)}, [3])
+    assert TensorDict.load_memmap(tmp_path, out=out) is out
+    assert "extra" in out.keys() and torch.equal(out["float"], td["float"])
+    dest = td.clone().zero_()
+    assert dest.load_memmap_(tmp_path) is dest
+    assert torch.equal(dest["int"], td["int"]) and type(dest["int"]) is MemoryMappedTensor
+    dest2 = td.clone().zero_()
+    dest2.load_(tmp_path)
+    assert torch.equal(dest2["float"], td["float"])
+
+
+def test_memmap_refresh_sees_entries_added_by_others(tmp_path):
+    td = TensorDict({"a": torch.zeros(2)}, [2]).memmap_(tmp_path)
+    other = TensorDict.load_memmap(tmp_path).memmap_()
+    other.make_memmap(("b", "c"), shape=[2, 3], dtype=torch.int32).fill_(4)
+    assert ("b", "c") not in td.keys(True)
+    td.memmap_refresh_()
+    assert (td["b", "c"] == 4).all() and td.is_locked
+
+
+def test_make_memmap_family(tmp_path):
+    td = TensorDict().memmap_(tmp_path)
+    td.make_memmap("a", shape=[3, 4], dtype=torch.float32).fill_(1)
+    td.make_memmap(("b", "c"), shape=[5], dtype=torch.int64).fill_(2)
+    src = torch.arange(6.0).view(2, 3)
+    copy = td.make_memmap_from_tensor("t", src)
+    assert copy.untyped_storage().data_ptr() != src.untyped_storage().data_ptr()
+    storage = MemoryMappedTensor.from_tensor(torch.ones(4)).untyped_storage()
+    td.make_memmap_from_storage("s", storage, shape=[4], dtype=torch.float32)
+    assert td.is_locked and td.is_memmap()
+    loaded = TensorDict.load_memmap(tmp_path)
+    assert (loaded["a"] == 1).all() and (loaded["b", "c"] == 2).all()
+    assert torch.equal(loaded["t"], src) and (loaded["s"] == 1).all()
+    with pytest.raises(RuntimeError, match="already exists"):
+        td.make_memmap(("b", "c"), shape=[5])
+    foreign = MemoryMappedTensor.ones([2], filename=tmp_path / "elsewhere.memmap")
+    with pytest.raises(RuntimeError, match="filename"):
+        td.make_memmap_from_storage("f", foreign.untyped_storage(), shape=[2])
+    with pytest.raises(RuntimeError, match="memmap_"):
+        TensorDict().make_memmap("x", shape=[1])
+
+
+def test_memmap_in_place_refuses_views():
+    class View(TensorDict):
+        pass
+
+    td = TensorDict({"a": torch.zeros(2)}, [2])
+    assert td.memmap_() is td  # plain tensordicts are fine
+    from tensordict.memmap._api import td_memmap_
+
+    with pytest.raises(RuntimeError, match="in-place"):
+        td_memmap_(object())
+
+
+def test_repr_shows_memory_mapping_and_location(tmp_path):
+    td = TensorDict({"a": torch.zeros(2)}, [2]).memmap(tmp_path)
+    text = repr(td)
+    assert "MemoryMappedTensor(" in text and f"memmap_prefix='{tmp_path}'" in text
+    assert "memmap_prefix" not in repr(td.clone())
+
+
+def test_top_level_functions(tmp_path):
+    td = sample_td()
+    out = tensordict.memmap(td, tmp_path / "m")
+    assert tensordict.is_memmap(out) and not tensordict.is_memmap(td)
+    assert tensordict.is_memmap(out["float"]) and not tensordict.is_memmap(1)
+    assert_same(tensordict.load_memmap(tmp_path / "m"), td)
+    import tensordict.memmap as package
+
+    assert callable(package) and package(td, tmp_path / "n").is_memmap()
+
+
+def test_reload_lazily_in_a_fresh_process(tmp_path):
+    td = TensorDict({"x": torch.arange(1000.0).view(100, 10)}, [100])
+    td.memmap(tmp_path)
+    code = (
+        "import sys, torch\n"
+        "from tensordict import TensorDict\n"
+        "td = TensorDict.load_memmap(sys.argv[1])\n"
+        "print(type(td['x']).__name__, float(td['x'][42].sum()))\n"
+    )
+    assert run_python(code, str(tmp_path)).split() == ["MemoryMappedTensor", str(float(sum(range(420, 430))))]
+
+
+def test_progress_bar(tmp_path, capsys):
+    td = TensorDict({"a": torch.zeros(1000)}, [1000])
+    td.memmap(tmp_path / "quiet")
+    assert "saving" not in capsys.readouterr().err  # not a terminal, small: no bar
+    td.memmap(tmp_path / "loud", progress=True)
+    assert "saving" in capsys.readouterr().err
+    td.memmap(tmp_path / "off", progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_share_non_tensor_is_refused_clearly(tmp_path):
+    with pytest.raises(NotImplementedError, match="share_non_tensor"):
+        TensorDict({"a": "x"}, []).memmap(tmp_path, share_non_tensor=True)
+
+
+def test_bad_arguments(tmp_path):
+    td = sample_td()
+    with pytest.raises(ValueError, match="num_threads"):
+        td.memmap(tmp_path, num_threads=-1)
+    with pytest.raises(ValueError, match="compression"):
+        td.memmap(tmp_path, compression="deflate")
+    with pytest.raises(TypeError, match="allow_pickle must be a bool"):
+        TensorDict.load_memmap(tmp_path, allow_pickle=1)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(RuntimeError, match="not a folder"):
+        td.memmap(tmp_path / "file", archive=False)
+    with pytest.raises(FileNotFoundError, match="meta.json"):
+        TensorDict.load_memmap(tmp_path / "missing")
