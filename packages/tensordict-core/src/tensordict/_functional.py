@@ -621,11 +621,10 @@ def dense_stack_tds(
     >>> out.batch_size, out["a"][0]
     (torch.Size([2, 3]), tensor([0., 1., 2.]))
     """
-    members = _kinds.lazy_members(td_list)
-    if members is not None and isinstance(td_list, TensorDictBase):
+    if isinstance(td_list, _kinds.Lazy):
         if dim is None:
-            dim = td_list.stack_dim  # type: ignore[attr-defined]
-        td_list = list(members)
+            dim = td_list.stack_dim
+        td_list = list(td_list.tensordicts)
     elif dim is None:
         raise ValueError("dense_stack_tds: pass dim= when stacking a list of tensordicts.")
     tds: list[Any] = list(td_list)

@@ -29,22 +29,66 @@ from typing import TYPE_CHECKING, Any
 from tensordict._nontensor import NON_TENSOR
 
 if TYPE_CHECKING:  # pragma: no cover - the bound classes, as type checkers see them
+    import torch
+
     from tensordict._lazy import LazyStackedTensorDict as Lazy
     from tensordict._td import TensorDict as Dense
     from tensordict.base import TensorDictBase as Base
+
+    #: the mixins shared by every concrete kind see the whole ``TensorDictBase`` interface
+    SharedMixin = Base
+
+    class DenseMixin(Base):
+        """What the mixins of ``TensorDict`` see of it: its storage and constructors."""
+
+        _tensordict: dict[str, Any]
+        _batch_size: torch.Size
+        _device: torch.device | None
+        _names: list[str | None] | None
+
+        @classmethod
+        def _new_unsafe(
+            cls,
+            source: dict[str, Any],
+            batch_size: torch.Size,
+            device: torch.device | None = None,
+            names: list[str | None] | None = None,
+        ) -> Dense: ...
+        def _validate_value(
+            self, key: Any, value: Any, non_blocking: bool = False, prefix: tuple[str, ...] = ()
+        ) -> Any: ...
+
+    class LazyMixin(Base):
+        """What the mixins of ``LazyStackedTensorDict`` see of it: its members."""
+
+        tensordicts: list[Base]
+        stack_dim: int
+        _batch_size: torch.Size
+        _td_dim_name: str | None
+
+        def _gather(self, key: tuple[str, ...], default: Any) -> Any: ...
+        def _common_keys(self) -> list[str]: ...
+        def _stack_values(self, key: tuple[str, ...], values: list[Any]) -> Any: ...
+        def _unbind_like(self, other: Any, op: str) -> list[Any]: ...
+        def _has_names(self) -> bool: ...
 else:
 
     class _Unbound:
         """Placeholder until the defining module is imported (matches nothing)."""
 
     Base = Dense = Lazy = _Unbound
+    # The mixins of the concrete classes derive from these for type checkers only.
+    DenseMixin = LazyMixin = SharedMixin = object
 
 _NAMES = ("Base", "Dense", "Lazy")
 
 __all__ = [
     "Base",
     "Dense",
+    "DenseMixin",
     "Lazy",
+    "LazyMixin",
+    "SharedMixin",
     "bind",
     "is_leaf_default",
     "is_nested",

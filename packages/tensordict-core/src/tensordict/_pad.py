@@ -20,8 +20,6 @@ from tensordict._tree import leaf_items
 from tensordict.base import TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
-    from typing_extensions import Self
-
     from tensordict._td import TensorDict
 
 _Tensor = torch.Tensor
@@ -265,7 +263,7 @@ def pad_sequence(
     if device is not None:
         result = result.to(device)
     if out is not None:
-        out.update(result)  # type: ignore[attr-defined]
+        out.update(result)
         return out  # type: ignore[return-value]
     return result
 
@@ -304,11 +302,13 @@ def _masks(
     return out
 
 
-class PadOps:
+class PadOps(_kinds.SharedMixin):
     """Mixin of :class:`~tensordict.TensorDict` and :class:`~tensordict.LazyStackedTensorDict`:
     ``pad`` and ``to_padded_tensor`` (a lazy stack has its own ``to_padded_tensor``)."""
 
-    def to_padded_tensor(self, padding: float = 0.0, mask_key: NestedKey | None = None) -> Self:
+    def to_padded_tensor(
+        self, padding: float = 0.0, mask_key: NestedKey | None = None
+    ) -> TensorDict:
         """Replace every nested (jagged) tensor leaf by its padded version.
 
         With ``mask_key``, a boolean mask of the valid positions (shape: the padded
@@ -337,12 +337,12 @@ class PadOps:
                         "describe both."
                     )
         ids = {id(v) for _, v in nested}
-        out = self._map_tensors(  # type: ignore[attr-defined]
+        out = self._map_tensors(
             lambda t: torch.nested.to_padded_tensor(t, padding) if id(t) in ids else t
         )
-        if mask is not None:
+        if mask is not None and mask_key is not None:
             out.set(mask_key, mask)
-        return out  # type: ignore[no-any-return]
+        return out  # type: ignore[return-value]
 
     def pad(
         self, pad_size: Sequence[int], value: float = 0.0, inplace: bool = False, safe: bool = True
@@ -364,8 +364,8 @@ class PadOps:
                 [0., 0., 0.]])
         """
         if inplace:
-            return pad(self, pad_size, value, inplace=True, safe=safe)  # type: ignore[arg-type]
-        src = self if isinstance(self, _kinds.Dense) else self.to_tensordict()  # type: ignore[attr-defined]
+            return pad(self, pad_size, value, inplace=True, safe=safe)
+        src = self if isinstance(self, _kinds.Dense) else self.to_tensordict()
         return pad(src, pad_size, value, safe=safe)
 
 

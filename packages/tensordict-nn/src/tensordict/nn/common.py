@@ -184,7 +184,7 @@ class TensorDictModuleBase(nn.Module):
 
         def drop_unselected(module: nn.Module, args: Any, output: Any) -> Any:
             if isinstance(output, TensorDictBase):
-                output.exclude(*dropped, inplace=True)  # type: ignore[attr-defined]
+                output.exclude(*dropped, inplace=True)
             return output
 
         self.__dict__["_selection_hook"] = self.register_forward_hook(drop_unselected)
@@ -505,7 +505,7 @@ class TensorDictModule(TensorDictModuleBase):
             elif inplace is False:
                 tensordict_out = TensorDict()
             elif isinstance(inplace, str):  # "empty"
-                tensordict_out = tensordict.empty()  # type: ignore[attr-defined]
+                tensordict_out = tensordict.empty()
             else:
                 tensordict_out = inplace
         written: TensorDictBase = self._write(tensordict_out, results)

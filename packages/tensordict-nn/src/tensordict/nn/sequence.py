@@ -285,7 +285,7 @@ class TensorDictSequential(TensorDictModuleBase):
                 if _has_keys(member, keys):
                     result = self._run_module(module, member, **kwargs)
                     if result is not member:
-                        member.update(result)  # type: ignore[attr-defined]
+                        member.update(result)
         return td
 
     @tensordict_entry(auto_batch_size=False)
