@@ -107,11 +107,11 @@ class _Wrapper(TensorDictBase):
     def _rewrap(cls, td: TensorDictBase) -> Any:
         """A new instance around ``td`` (the result of an operation on an instance)."""
         obj = object.__new__(cls)
-        if type(td) is _TD:
-            object.__setattr__(obj, "_tensordict", td)
-            object.__setattr__(obj, "__dict__", td._tensordict)
-        else:
+        if type(td) is not _TD or _is_compiling():
             obj._link(td)
+        else:  # the slot setters themselves (dynamo traces object.__setattr__ only)
+            _set_data(obj, td)
+            _set_dict(obj, td._tensordict)
         if cls._post_init_on_rebuild:
             obj.__post_init__()
         return obj
@@ -167,8 +167,11 @@ class _Wrapper(TensorDictBase):
                 td = _TD._new_unsafe(source, bs, dev)
                 if names is not None:
                     td.names = names
-            object.__setattr__(self, "_tensordict", td)
-            object.__setattr__(self, "__dict__", td._tensordict)
+            if _is_compiling():
+                self._link(td)
+            else:
+                _set_data(self, td)
+                _set_dict(self, td._tensordict)
             if other and cls._plain_names:
                 self._check_plain(td._tensordict)
         else:
@@ -391,6 +394,8 @@ class _Wrapper(TensorDictBase):
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, index: Any) -> Any:
+        if type(index) is int or type(index) is slice:
+            return type(self)._rewrap(self._tensordict[index])
         if type(index) is str or (type(index) is tuple and index and type(index[0]) is str):
             return self._get_key(index)
         if isinstance(index, TensorDictBase):
@@ -561,6 +566,13 @@ for _name, _sub, _hook, _kind in _sibling_rows():
     setattr(_Wrapper, _name, _sibling_method(_name, _sub, _hook, _kind))
 _install_casts()
 _forward.install(_Wrapper)
+# The setters of the ``_tensordict`` slot and of ``__dict__``, called directly: half the
+# cost of ``object.__setattr__``, on the path of every operation's result.
+_set_data = _Wrapper.__dict__["_tensordict"].__set__
+_set_dict = next(
+    k.__dict__["__dict__"] for k in _Wrapper.__mro__ if "__dict__" in k.__dict__
+).__set__
+_is_compiling = torch.compiler.is_compiling
 
 
 # ----------------------------------------------------------------------------- __init__
