@@ -262,7 +262,7 @@ except ModuleNotFoundError as err:
 except NotImplementedError as err:
     print("tensordict-memmap is a skeleton so far:", err)
 
-section("12. Models: a policy and a value network trained on the rollout (tensordict.nn)")
+section("14. Models: a policy and a value network trained on the rollout (tensordict.nn)")
 if importlib.util.find_spec("tensordict.nn") is None:
     print("tensordict-nn is not installed: pip install tensordict-nn")
 else:

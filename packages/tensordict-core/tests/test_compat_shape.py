@@ -172,3 +172,61 @@ def test_pad_sequence_left_side_per_key_values_and_mask_key() -> None:
     assert torch.equal(right["masks", "a"], torch.tensor([[True, True], [True, False]]))
     with pytest.raises(ValueError, match="padding_side"):
         pad_sequence(feature, padding_side="middle")
+
+
+CONTEXT_OPS: dict[str, Callable[[Any], Any]] = {
+    "transpose": lambda td: td.transpose(1, 0),
+    "permute": lambda td: td.permute(1, 0),
+    "unsqueeze": lambda td: td.unsqueeze(0),
+    "squeeze": lambda td: td.unsqueeze(1).squeeze(1),
+    "view": lambda td: td.view(-1),
+    "flatten": lambda td: td.flatten(0, 1),
+    "unflatten": lambda td: td.unflatten(1, (2, 2)),
+}
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+@pytest.mark.parametrize("name", list(CONTEXT_OPS))
+def test_keys_added_in_a_shape_context_reach_the_source(name: str, lazy: bool) -> None:
+    source = TensorDict(a=torch.arange(24.0).reshape(3, 4, 2), batch_size=[3, 4])
+    if lazy:
+        source = lazy_stack(list(source.unbind(0)))
+    op = CONTEXT_OPS[name]
+    if name == "squeeze":  # the context belongs to the squeeze, whose source is unsqueezed
+        source = source.unsqueeze(1)
+        op = lambda td: td.squeeze(1)  # noqa: E731
+    view = op(source)
+    c = torch.arange(float(view.numel())).reshape(view.shape)
+    with view as t:
+        t.set("c", c)
+        t.set(("n", "d"), c.unsqueeze(-1))
+    expected = op(TensorDict(c=torch.zeros(source.shape), batch_size=source.shape)).batch_size
+    assert expected == view.batch_size
+    assert source["c"].shape == source.batch_size
+    # the value reached the source through the inverse operation
+    assert torch.equal(op(source)["c"], c)
+    assert torch.equal(op(source)["n", "d"], c.unsqueeze(-1))
+
+
+def test_replaced_entries_reach_the_source_and_deleted_ones_stay() -> None:
+    td = TensorDict(a=torch.zeros(3, 4), b=torch.zeros(3, 4), batch_size=[3, 4])
+    with td.transpose(1, 0) as t:
+        t["a"] = torch.ones(4, 3)
+        del t["b"]
+    assert td["a"].sum() == 12
+    assert "b" in td.keys()
+
+
+def test_squeeze_without_dim_cannot_write_back() -> None:
+    td = TensorDict(a=torch.zeros(3, 1), batch_size=[3, 1])
+    with pytest.raises(RuntimeError, match="dim"):
+        with td.squeeze() as t:
+            t.set("c", torch.ones(3))
+
+
+def test_shape_op_results_still_pickle() -> None:
+    import pickle
+
+    td = TensorDict(a=torch.arange(6.0).reshape(2, 3), batch_size=[2, 3])
+    back = pickle.loads(pickle.dumps(td.transpose(1, 0)))
+    assert torch.equal(back["a"], td["a"].T)

@@ -83,9 +83,11 @@ def test_from_dict_bad_input_names_key_and_path():
         TensorDict.from_dict([1, 2])
     with pytest.raises(RuntimeError, match=r"key 'c'.*\(3,\).*\('a', 'b'\)"):
         TensorDict.from_dict({"a": {"b": {"c": torch.zeros(2)}}}, batch_size=[3])
-    with pytest.raises(TypeError, match="mutually exclusive"):
-        TensorDict.from_dict({}, batch_size=[], auto_batch_size=True)
-    with pytest.raises(TypeError, match="mutually exclusive"):
+    # a given batch size wins over auto_batch_size; batch_dims with it is a ValueError
+    data = {"a": torch.zeros(3, 4), "b": {"c": torch.zeros(3, 4, 5)}}
+    out = TensorDict.from_dict(data, batch_size=[3], auto_batch_size=True)
+    assert out.batch_size == out["b"].batch_size == torch.Size([3])
+    with pytest.raises(ValueError, match="both batch_size and batch_dims"):
         TensorDict.from_dict({}, batch_size=[], batch_dims=1)
     with pytest.raises(TypeError, match=r"got 1 \(type int\).*'a'"):
         TensorDict.from_dict({"a": {1: torch.zeros(1)}})
@@ -176,8 +178,14 @@ def test_from_any_h5_goes_to_memmap_sibling():
         pass
 
     FakeFile.__module__ = "h5py._hl.files"
-    with pytest.raises((ModuleNotFoundError, NotImplementedError), match="tensordict-memmap"):
-        TensorDict.from_any(FakeFile())
+    import importlib.util
+
+    if importlib.util.find_spec("tensordict.memmap") is None:
+        with pytest.raises(ModuleNotFoundError, match="tensordict-memmap"):
+            TensorDict.from_any(FakeFile())
+    else:  # the sibling got it and handed it to h5py, which refuses a fake file
+        with pytest.raises(TypeError):
+            TensorDict.from_any(FakeFile())
 
 
 # ---------------------------------------------------------------------- namedtuples, tuples

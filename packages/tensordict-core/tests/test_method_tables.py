@@ -341,7 +341,9 @@ def test_reduction_leafwise(name, dim, kind):
 @pytest.mark.parametrize("dim", DIMS, ids=str)
 @pytest.mark.parametrize("name", list(REDUCTIONS))
 def test_reduction_reduce_true(name, dim, kind):
-    """``reduce=True``: one tensor, the reduction of every leaf seen as (*batch, features)."""
+    """``reduce=True``: one tensor. Over batch dims, the leaves concatenated along the first
+    one (they need one shape: otherwise it raises); over features or everything, every
+    leaf seen as (*batch, features)."""
     td = make_td(kind)
     mats = [x.reshape(*BS, -1) for x in tensor_leaves(td).values()]
     matrix = torch.cat(mats, -1)
@@ -352,15 +354,13 @@ def test_reduction_reduce_true(name, dim, kind):
                 want = oracle(name, flat, None, False, kw)
                 if keepdim:
                     want = want.reshape(1, 1)
+            elif dim == "feature":
+                want = oracle(name, matrix, (2,), True, kw).squeeze(-1)
             else:
-                dims = (
-                    ()
-                    if dim == "feature"
-                    else tuple(sorted({d % 2 for d in ((dim,) if isinstance(dim, int) else dim)}))
-                )
-                want = oracle(name, matrix, (*dims, 2), True, kw).squeeze(-1)
-                if not keepdim and dims:
-                    want = want.squeeze(dims)
+                # batch dims: the leaves concatenated along the first one, features kept
+                dims = tuple(sorted({d % 2 for d in ((dim,) if isinstance(dim, int) else dim)}))
+                stacked = torch.cat(list(tensor_leaves(td).values()), dims[0])
+                want = oracle(name, stacked, dims, keepdim, kw)
         except (RuntimeError, TypeError) as err:
             with pytest.raises(type(err)):
                 _call(td, name, dim, keepdim, kw, reduce=True)
@@ -863,8 +863,8 @@ def test_lazy_stacks():
         check_leafwise(call(lazy), call(dense), lambda k, x: x)
     close(lazy.std(reduce=True), dense.std(reduce=True))
     nested = TensorDict({"l": lazy}, [2, 2])
-    want = TensorDict({"l": dense}, [2, 2]).sum(1, reduce=True)
-    close(nested.sum(dim=1, reduce=True), want)
+    want = TensorDict({"l": dense}, [2, 2]).sum("feature", reduce=True)
+    close(nested.sum(dim="feature", reduce=True), want)
     lazy.masked_fill_(torch.tensor([True, False]), -1.0)
     assert (members[0]["a"] == -1).all() and (members[1]["a"] != -1).all()
 
@@ -962,3 +962,16 @@ def test_batch_op_rows_over_every_kind(any_td, name):
         out = getattr(any_td, name)(*args, **kwargs)
         check_any(out, any_td, leaf_fn, batch, non_tensors=False)
         assert tensor_leaves(out) and out["tag"] == "t"
+
+
+@pytest.mark.parametrize("dim", [0, 1, (0, 1), -1])
+@pytest.mark.parametrize("name", ["sum", "mean", "std", "amax"])
+def test_reduce_true_over_batch_dims_keeps_features(name, dim):
+    """Leaves of one shape: concatenated along the first reduced dim, reduced over ``dim``."""
+    a = torch.arange(24.0).reshape(2, 3, 4)
+    b = torch.arange(24.0).reshape(2, 3, 4) ** 2
+    td = TensorDict({"a": a, "n": TensorDict({"b": b}, [2, 3, 4])}, [2, 3])
+    dims = tuple(d % 2 for d in ((dim,) if isinstance(dim, int) else dim))
+    both = torch.cat([a, b], dims[0])
+    want = getattr(torch, name)(both, dims)
+    close(getattr(td, name)(dim=dim, reduce=True), want)

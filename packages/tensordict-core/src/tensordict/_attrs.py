@@ -49,6 +49,11 @@ class TensorAttrs:
     tgt_device: torch.device | None = None
     tgt_dtype: torch.dtype | None = None
     tgt_shape: torch.Size | None = None
+    # The reference's TensorAttrs is a tensorclass; these keywords of its constructor are
+    # accepted (and kept) but take no part in comparisons.
+    batch_size: Any = dataclasses.field(default=(), kw_only=True, compare=False, repr=False)
+    device: Any = dataclasses.field(default=None, kw_only=True, compare=False, repr=False)
+    names: Any = dataclasses.field(default=None, kw_only=True, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         checks: tuple[tuple[str, object, type], ...] = (

@@ -1092,4 +1092,5 @@ class ConsolidateOps:
         state = dict(self.__dict__)
         state.pop("_consolidated", None)
         state.pop("_ctx_ops", None)
+        state.pop("_last_op", None)  # may hold weak references (shape-op contexts)
         return state

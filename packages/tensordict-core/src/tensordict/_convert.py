@@ -50,13 +50,18 @@ def _out_cls(cls: type) -> type[TensorDict]:
 
 
 def _auto(what: str, auto_batch_size: bool | None, batch_dims: int | None, batch_size: Any) -> bool:
-    """Check the batch-size keywords of a ``from_*`` method; whether to auto-size."""
-    if batch_size is not None and auto_batch_size:
-        raise TypeError(f"{what}: batch_size and auto_batch_size=True are mutually exclusive.")
+    """Check the batch-size keywords of a ``from_*`` method; whether to auto-size.
+
+    A given ``batch_size`` wins over ``auto_batch_size=True`` (nothing is left to infer);
+    ``batch_dims`` with ``batch_size`` is a ``ValueError``, as in the reference.
+    """
     if batch_size is not None and batch_dims is not None:
-        raise TypeError(
-            f"{what}: batch_dims (for auto_batch_size) and batch_size are mutually exclusive."
+        raise ValueError(
+            f"{what}: cannot pass both batch_size and batch_dims (which bounds the inferred "
+            "batch size); pass one."
         )
+    if batch_size is not None:
+        return False
     return bool(auto_batch_size) or batch_dims is not None
 
 

@@ -551,9 +551,7 @@ def lazy_stack(
         return NonTensorStack(*items, stack_dim=dim)
     inner = wrapped(items)
     if inner is not None:  # tensorclasses: a lazy stack of their data, in the same class
-        return inner[1](
-            lazy_stack(inner[0], dim, out=getattr(out, "_tensordict", out), **kwargs)
-        )
+        return inner[1](lazy_stack(inner[0], dim, out=getattr(out, "_tensordict", out), **kwargs))
     result = _kinds.Lazy(
         *items,
         stack_dim=dim,

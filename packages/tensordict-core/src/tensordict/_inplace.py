@@ -73,4 +73,5 @@ def _adopt(td: Any, result: Any) -> None:
             new[key] = value
     td._tensordict = new
     td._batch_size = result._batch_size
+    td._device = result._device
     td._names = None if result._names is None else list(result._names)

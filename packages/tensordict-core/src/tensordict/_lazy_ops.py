@@ -30,6 +30,17 @@ from tensordict._shape import (
     parse_batch_size,
     unpack_shape,
 )
+from tensordict._shape_context import (
+    inverse_flatten,
+    inverse_permute,
+    inverse_squeeze,
+    inverse_transpose,
+    inverse_unflatten,
+    inverse_unsqueeze,
+    inverse_view,
+    keeps_lock,
+    undoable,
+)
 from tensordict._tree import run_plan
 from tensordict.base import DEFAULT_APPLY, NO_DEFAULT, ApplySpec, TensorDictBase, _key_tuple
 
@@ -57,6 +68,7 @@ class LazyShapeOps:
             raise RuntimeError("cannot restack an empty LazyStackedTensorDict.")
         return _kinds.Lazy._new(members, stack_dim, self._td_dim_name if names else None)
 
+    @undoable(inverse_unsqueeze)
     def unsqueeze(self, dim: int) -> Any:
         """Insert a batch dimension of size 1 at ``dim`` (in every member).
 
@@ -73,6 +85,7 @@ class LazyShapeOps:
             return self._restack([td.unsqueeze(d) for td in self.tensordicts], sd + 1)
         return self._restack([td.unsqueeze(d - 1) for td in self.tensordicts], sd)
 
+    @undoable(inverse_squeeze)
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Any:
         """Remove batch dimensions of size 1; squeezing the stack dimension of a one-member
         stack returns that member (squeezed).
@@ -97,6 +110,7 @@ class LazyShapeOps:
             return members[0]
         return self._restack(members, sd - sum(1 for d in dims if d < sd))
 
+    @undoable(inverse_permute)
     def permute(self, *args: Any, dims: Sequence[int] | None = None) -> Any:
         """Permute the batch dimensions (the stack dimension moves, members are permuted).
 
@@ -116,6 +130,7 @@ class LazyShapeOps:
         member_perm = [_member_dim(p, sd) for p in perm if p != sd]
         return self._restack([td.permute(member_perm) for td in self.tensordicts], perm.index(sd))
 
+    @undoable(inverse_transpose)
     def transpose(self, dim0: int, dim1: int) -> Any:
         """Swap two batch dimensions (see :meth:`permute`)."""
         nb = len(self._batch_size)
@@ -140,6 +155,7 @@ class LazyShapeOps:
         """Alias of :meth:`movedim`."""
         return self.movedim(source, destination)
 
+    @keeps_lock
     def expand(self, *shape: Any, size: Sequence[int] | None = None) -> Any:
         """Expand the batch (new leading dims allowed); the stack dimension keeps its size.
 
@@ -262,6 +278,7 @@ class LazyShapeOps:
         sd = self.stack_dim
         return len(shape) > sd and shape[: sd + 1] == self._batch_size[: sd + 1]
 
+    @undoable(inverse_view)
     def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:
         """View with a new batch shape; lazy when the dimensions up to the stack dimension
         are kept (else a dense copy is reshaped). ``view(dtype)`` views every leaf."""
@@ -282,6 +299,7 @@ class LazyShapeOps:
             return self._restack([td.view(member) for td in self.tensordicts], sd)
         return self.contiguous().view(new)  # type: ignore[attr-defined]
 
+    @keeps_lock
     def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> Any:
         """Reshape the batch (lazy when the dimensions up to the stack dimension are kept).
 
@@ -302,6 +320,7 @@ class LazyShapeOps:
             return self._restack([td.reshape(member) for td in self.tensordicts], sd)
         return self.contiguous().reshape(new)  # type: ignore[attr-defined]
 
+    @undoable(inverse_flatten)
     def flatten(
         self, start_dim: int | None = None, end_dim: int | None = None, *, inplace: bool = False
     ) -> Any:
@@ -325,6 +344,7 @@ class LazyShapeOps:
         ]
         return self._restack(members, sd if sd < start else sd - (end - start))
 
+    @undoable(inverse_unflatten)
     def unflatten(self, dim: int, unflattened_size: Sequence[int], *, inplace: bool = False) -> Any:
         """Split batch dimension ``dim`` into ``unflattened_size``."""
         if inplace:

@@ -572,8 +572,11 @@ def _reduce_bool(name: str) -> Callable:
         bs = self.batch_size
         new = bs[:d] + bs[d + 1 :]
         fn = torch.all if name == "all" else torch.any
+        names = self.names if self._has_names() else None  # type: ignore[attr-defined]
         return self._map_batch(
-            lambda x: fn(x, dim=d) if isinstance(x, _Tensor) else getattr(x, name)(dim=d), new
+            lambda x: fn(x, dim=d) if isinstance(x, _Tensor) else getattr(x, name)(dim=d),
+            new,
+            None if names is None else names[:d] + names[d + 1 :],
         )
 
     method.__doc__ = (

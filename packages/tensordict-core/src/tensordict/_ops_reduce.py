@@ -14,12 +14,14 @@ Every reduction shares one meaning of its arguments (the reference library's):
   batch dimensions of the tensordict that holds it; batch sizes do not change. A leaf
   without feature dimensions is reduced over its single element (``sum`` returns it,
   ``std`` gives ``nan``).
-* ``reduce=True``: one tensor aggregating every leaf. Each leaf is reshaped to
-  ``(*batch_size, n_features)`` (the batch size of the tensordict the method is called on),
-  the pieces are concatenated along that last dimension (dtypes promoted as by
-  :func:`torch.cat`), and the reduction runs over the requested batch dimensions (all of
-  them for ``dim=None``) together with the concatenated feature dimension. The result has
-  the batch shape without the reduced dimensions (kept with size 1 under ``keepdim``).
+* ``reduce=True``: one tensor aggregating every leaf. With ``dim`` batch dimensions, the
+  leaves (which must then have the same shape) are concatenated along the first of them
+  and reduced over them: the result keeps the other batch dimensions and the feature
+  dimensions. Otherwise (``dim=None`` or ``"feature"``) each leaf is reshaped to
+  ``(*batch_size, n_features)`` (the batch size of the tensordict the method is called
+  on), the pieces are concatenated along that last dimension (dtypes promoted as by
+  :func:`torch.cat`), and the reduction runs over that dimension (and, for ``dim=None``,
+  over all batch dimensions too).
 
 Non-tensor entries are carried over: one value (``NonTensorData``) as it is; a stack of
 values (``NonTensorStack``) keeps the values that are the same all along the reduced
@@ -356,6 +358,8 @@ def _reduce(
     else:
         mode, dims = "batch", batch_dims_of(name, dim, bs)
     if reduce:
+        if mode == "batch" and not (dim is NO_DEFAULT or dim is None):
+            return _aggregate_batch(td, name, spec, dims, keepdim, kw)
         return _aggregate(td, name, spec, mode, dims, keepdim, kw)
     if mode == "all":
         full = spec.full
@@ -437,6 +441,31 @@ def _aggregate(
         dims = tuple(range(nb))
     r = _values_over(spec, m, (*dims, nb), True, kw)
     return r.reshape(_drop(bs, dims, keepdim, 1))
+
+
+def _aggregate_batch(
+    td: TensorDictBase,
+    name: str,
+    spec: Reduction,
+    dims: tuple[int, ...],
+    keepdim: bool,
+    kw: dict,
+) -> _Tensor:
+    """``reduce=True`` over batch dims, the reference's rule: the leaves are concatenated
+    along the first reduced batch dimension (so they need one shape elsewhere) and reduced
+    over ``dims``; the feature dimensions are kept."""
+    leaves = _tensor_leaves(td)
+    if not leaves:
+        raise ValueError(f"{name}(reduce=True): the tensordict has no tensor leaf to reduce.")
+    try:
+        m = torch.cat(leaves, dims[0]) if len(leaves) > 1 else leaves[0]
+    except RuntimeError as err:
+        raise RuntimeError(
+            f"{name}(reduce=True, dim={dims}): the leaves are concatenated along batch "
+            f"dimension {dims[0]}, so they need the same shape elsewhere; got "
+            f"{[tuple(x.shape) for x in leaves]} ({err})."
+        ) from None
+    return _values_over(spec, m, dims, keepdim, kw)
 
 
 def _signature(name: str, spec: Reduction) -> inspect.Signature:

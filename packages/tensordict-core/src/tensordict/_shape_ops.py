@@ -18,6 +18,17 @@ from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
 from tensordict._nontensor import NonTensorData
 from tensordict._shape import infer_shape, movedim_order, normalize_dim, unpack_shape
+from tensordict._shape_context import (
+    inverse_flatten,
+    inverse_permute,
+    inverse_squeeze,
+    inverse_transpose,
+    inverse_unflatten,
+    inverse_unsqueeze,
+    inverse_view,
+    keeps_lock,
+    undoable,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
@@ -28,6 +39,7 @@ _Tensor = torch.Tensor
 class DenseShapeOps:
     """Mixin with the shape operations of :class:`~tensordict.TensorDict`."""
 
+    @undoable(inverse_view)
     def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> TensorDict:
         """View with a new batch shape (``-1`` inferred); ``view(dtype)`` views every leaf
         (``batch_size`` then gives the result's batch size, for dtypes of another width).
@@ -58,6 +70,7 @@ class DenseShapeOps:
             shape,
         )
 
+    @keeps_lock
     def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> TensorDict:
         """Reshape the batch dimensions (copying when a view is impossible); with
         ``inplace=True`` the tensordict itself takes the new shape (see :mod:`~tensordict._inplace`).
@@ -81,6 +94,7 @@ class DenseShapeOps:
         )
         return adopt(self, out, "reshape") if inplace else out
 
+    @undoable(inverse_flatten)
     def flatten(
         self, start_dim: int | None = None, end_dim: int | None = None, *, inplace: bool = False
     ) -> TensorDict:
@@ -112,6 +126,7 @@ class DenseShapeOps:
             names = old[:start] + [None] + old[end + 1 :]
         return self._map_batch(lambda x: x.flatten(start, end), new, names)
 
+    @undoable(inverse_unflatten)
     def unflatten(
         self, dim: int, unflattened_size: Sequence[int], *, inplace: bool = False
     ) -> TensorDict:
@@ -137,6 +152,7 @@ class DenseShapeOps:
             names = old[:d] + [None] * len(sizes) + old[d + 1 :]
         return self._map_batch(lambda x: x.unflatten(d, sizes), new, names)
 
+    @undoable(inverse_squeeze)
     def squeeze(self, dim: int | Sequence[int] | None = None) -> TensorDict:
         """Remove batch dimensions of size 1 (all of them, or ``dim``).
 
@@ -160,6 +176,7 @@ class DenseShapeOps:
         target = tuple(dims)
         return self._map_batch(lambda x: x.squeeze(target), new, names)
 
+    @undoable(inverse_unsqueeze)
     def unsqueeze(self, dim: int) -> TensorDict:
         """Insert a batch dimension of size 1 at ``dim`` (negative counts from the end).
 
@@ -179,6 +196,7 @@ class DenseShapeOps:
             names = old[:d] + [None] + old[d:]
         return self._map_batch(lambda x: x.unsqueeze(d), new, names)
 
+    @undoable(inverse_permute)
     def permute(self, *args: Any, dims: Sequence[int] | None = None) -> TensorDict:
         """Permute the batch dimensions (feature dimensions stay in place); the order is
         given as ints, one sequence, or ``dims=``.
@@ -204,6 +222,7 @@ class DenseShapeOps:
 
         return self._map_batch(fn, new, names)
 
+    @undoable(inverse_transpose)
     def transpose(self, dim0: int, dim1: int) -> TensorDict:
         """Swap two batch dimensions.
 
@@ -249,6 +268,7 @@ class DenseShapeOps:
         """Alias of :meth:`movedim` (numpy's name)."""
         return self.movedim(source, destination)
 
+    @keeps_lock
     def expand(self, *shape: Any, size: Sequence[int] | None = None) -> TensorDict:
         """Expand the batch to ``shape`` or ``size=`` (new leading dims allowed, ``-1`` keeps
         a size).

@@ -49,6 +49,17 @@ def _fmt(key: Any) -> Any:
     return unravel_key(key) if isinstance(key, tuple) else key
 
 
+def _expanded_copy(value: Any, batch_size: torch.Size) -> Any:
+    """A shallow copy of ``value`` with the longer ``batch_size`` (its batch size is a
+    prefix of it), or ``value`` itself when its leaves do not allow it."""
+    out = value.copy()
+    try:
+        out.batch_size = batch_size
+    except (RuntimeError, ValueError):
+        return value
+    return out
+
+
 class TensorDict(
     ConsolidateOps,
     StateDictOps,
@@ -359,6 +370,9 @@ class TensorDict(
                 raise self._shape_error(key, value)
             return value
         if isinstance(value, TensorDictBase):
+            vbs = value.batch_size
+            if len(vbs) < nb and bs[: len(vbs)] == vbs:
+                value = _expanded_copy(value, bs)  # as the reference: a copy, expanded
             if value.batch_size[:nb] != bs:
                 raise RuntimeError(
                     f"batch dimension mismatch for key {_fmt(key)!r}: the nested tensordict has "
@@ -368,6 +382,10 @@ class TensorDict(
             dev = self._device
             if dev is not None and value.device != dev:
                 value = value.to(dev, non_blocking=non_blocking)
+            if self._names is None and nb and isinstance(value, TensorDict):
+                own = value.names[:nb]
+                if all(n is not None for n in own) and not self._tensordict:
+                    self.names = own  # an unnamed, empty parent takes its first child's names
             if self._names is not None and isinstance(value, TensorDict):
                 sub_names = value.names
                 if any(n is not None for n in sub_names[:nb]) and sub_names[:nb] != self._names:

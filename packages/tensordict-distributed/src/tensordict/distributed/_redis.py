@@ -124,6 +124,7 @@ class Connection:
         client: Any,
         redis_kwargs: dict[str, Any],
     ) -> None:
+        self.owns_client = client is None
         if client is None:
             redis = redis_module()
             if unix_socket_path is not None:
@@ -205,12 +206,15 @@ class Connection:
             )
 
     def close(self) -> None:
+        """Stop using the server; a client this store made is closed (a client passed in
+        belongs to the caller and stays open)."""
         if not self.closed:
             self.closed = True
-            try:
-                self.client.close()
-            except Exception:  # pragma: no cover - closing a broken connection
-                pass
+            if self.owns_client:
+                try:
+                    self.client.close()
+                except Exception:  # pragma: no cover - closing a broken connection
+                    pass
 
     def delete_all(self) -> None:
         """Delete every key of this store (its data strings and its metadata)."""

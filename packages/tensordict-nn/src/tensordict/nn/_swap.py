@@ -41,6 +41,9 @@ def as_param(value: _Tensor, old: Any) -> _Tensor:
     if _is_wrapped(value):
         return value
     requires_grad = old.requires_grad if isinstance(old, _Tensor) else False
+    if type(value) is _Tensor:  # what nn.Parameter(value) does, without its checks
+        param: _Tensor = _Tensor._make_subclass(_Parameter, value, requires_grad)
+        return param
     return _Parameter(value, requires_grad=requires_grad)
 
 
