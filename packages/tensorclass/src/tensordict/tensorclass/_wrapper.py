@@ -372,6 +372,29 @@ class _Wrapper(TensorDictBase):
         out: TensorDict = self._tensordict.to_tensordict(retain_none=retain_none)
         return out
 
+    def extend(self, tensordict: Any) -> None:
+        """Add instances (or tensordicts) at the end of a lazily stacked instance: a
+        sequence of them, or one split along the stack dimension.
+
+        >>> import torch
+        >>> from tensordict import TensorClass, lazy_stack
+        >>> class Step(TensorClass):
+        ...     x: torch.Tensor
+        >>> steps = lazy_stack([Step(x=torch.zeros(2)), Step(x=torch.ones(3))])
+        >>> steps.extend([Step(x=torch.ones(1))])
+        >>> steps.batch_size, steps[2].x.shape
+        (torch.Size([3]), torch.Size([1]))
+        """
+        inner = self._tensordict
+        if not isinstance(inner, LazyStackedTensorDict):
+            raise TypeError(
+                f"extend() adds to a lazily stacked {type(self).__name__} (made by lazy_stack); "
+                f"this one holds a {type(inner).__name__}."
+            )
+        if isinstance(tensordict, (list, tuple)):
+            tensordict = [_forward.unwrap(t) for t in tensordict]
+        inner.extend(_forward.unwrap(tensordict))
+
     def from_dict_instance(self, input_dict: Any, *args: Any, **kwargs: Any) -> Any:
         """An instance of the class from a dict shaped like this instance (nested entries
         rebuilt by their own ``from_dict_instance``); fields are cast by the class rules.
