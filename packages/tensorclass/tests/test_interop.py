@@ -248,3 +248,12 @@ def test_to_dict_and_from_dict_instance_keep_classes_and_casts():
     node = rebuilt["b"]
     assert type(node) is Node and type(node.z) is Node
     assert isinstance(node.y, int) and node.z.y == 2 and isinstance(node.x, torch.Tensor)
+
+
+def test_extend_a_lazily_stacked_instance(nested):
+    lazy = lazy_stack([nested[0], nested[1]])
+    lazy.extend([nested[2]])
+    assert type(lazy) is Nested and lazy.batch_size == (3, 4)
+    assert torch.equal(lazy[2].X, nested.X[2])
+    with pytest.raises(TypeError, match="lazily stacked"):
+        nested.extend([nested[0]])

@@ -107,11 +107,11 @@ class _Wrapper(TensorDictBase):
     def _rewrap(cls, td: TensorDictBase) -> Any:
         """A new instance around ``td`` (the result of an operation on an instance)."""
         obj = object.__new__(cls)
-        if type(td) is _TD:
-            object.__setattr__(obj, "_tensordict", td)
-            object.__setattr__(obj, "__dict__", td._tensordict)
-        else:
+        if type(td) is not _TD or _is_compiling():
             obj._link(td)
+        else:  # the slot setters themselves (dynamo traces object.__setattr__ only)
+            _set_data(obj, td)
+            _set_dict(obj, td._tensordict)
         if cls._post_init_on_rebuild:
             obj.__post_init__()
         return obj
@@ -167,8 +167,11 @@ class _Wrapper(TensorDictBase):
                 td = _TD._new_unsafe(source, bs, dev)
                 if names is not None:
                     td.names = names
-            object.__setattr__(self, "_tensordict", td)
-            object.__setattr__(self, "__dict__", td._tensordict)
+            if _is_compiling():
+                self._link(td)
+            else:
+                _set_data(self, td)
+                _set_dict(self, td._tensordict)
             if other and cls._plain_names:
                 self._check_plain(td._tensordict)
         else:
@@ -369,6 +372,29 @@ class _Wrapper(TensorDictBase):
         out: TensorDict = self._tensordict.to_tensordict(retain_none=retain_none)
         return out
 
+    def extend(self, tensordict: Any) -> None:
+        """Add instances (or tensordicts) at the end of a lazily stacked instance: a
+        sequence of them, or one split along the stack dimension.
+
+        >>> import torch
+        >>> from tensordict import TensorClass, lazy_stack
+        >>> class Step(TensorClass):
+        ...     x: torch.Tensor
+        >>> steps = lazy_stack([Step(x=torch.zeros(2)), Step(x=torch.ones(3))])
+        >>> steps.extend([Step(x=torch.ones(1))])
+        >>> steps.batch_size, steps[2].x.shape
+        (torch.Size([3]), torch.Size([1]))
+        """
+        inner = self._tensordict
+        if not isinstance(inner, LazyStackedTensorDict):
+            raise TypeError(
+                f"extend() adds to a lazily stacked {type(self).__name__} (made by lazy_stack); "
+                f"this one holds a {type(inner).__name__}."
+            )
+        if isinstance(tensordict, (list, tuple)):
+            tensordict = [_forward.unwrap(t) for t in tensordict]
+        inner.extend(_forward.unwrap(tensordict))
+
     def from_dict_instance(self, input_dict: Any, *args: Any, **kwargs: Any) -> Any:
         """An instance of the class from a dict shaped like this instance (nested entries
         rebuilt by their own ``from_dict_instance``); fields are cast by the class rules.
@@ -391,6 +417,8 @@ class _Wrapper(TensorDictBase):
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, index: Any) -> Any:
+        if type(index) is int or type(index) is slice:
+            return type(self)._rewrap(self._tensordict[index])
         if type(index) is str or (type(index) is tuple and index and type(index[0]) is str):
             return self._get_key(index)
         if isinstance(index, TensorDictBase):
@@ -561,6 +589,13 @@ for _name, _sub, _hook, _kind in _sibling_rows():
     setattr(_Wrapper, _name, _sibling_method(_name, _sub, _hook, _kind))
 _install_casts()
 _forward.install(_Wrapper)
+# The setters of the ``_tensordict`` slot and of ``__dict__``, called directly: half the
+# cost of ``object.__setattr__``, on the path of every operation's result.
+_set_data = _Wrapper.__dict__["_tensordict"].__set__
+_set_dict = next(
+    k.__dict__["__dict__"] for k in _Wrapper.__mro__ if "__dict__" in k.__dict__
+).__set__
+_is_compiling = torch.compiler.is_compiling
 
 
 # ----------------------------------------------------------------------------- __init__
