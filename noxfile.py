@@ -4,7 +4,7 @@
     nox -s isolated-memmap    one distribution alone (core, memmap, nn, distributed, tensorclass)
     nox -s tests_torch        the test suite against every supported torch
     nox -s cuda               tests marked `cuda` (skips cleanly without a GPU)
-    nox -s lint               version lockstep, ruff, mypy
+    nox -s lint               version lockstep, import structure, ruff, mypy
     nox -s docs               sphinx html + doctest, warnings are errors
     nox -s build              build the five wheels and check how they share the namespace
     nox -s bench              python benchmarks/run.py
@@ -44,6 +44,7 @@ TORCH_VERSIONS = ("2.13.0", "2.14.1")
 TORCH = os.environ.get("TORCH_VERSION", TORCH_VERSIONS[0])
 TEST_DEPS = ("pytest>=8", "hypothesis")
 LINT_DEPS = ("ruff==0.17.6", "mypy==2.4.1")
+TYPING_DEPS = ("pyright==1.1.414",)
 TOOL_DEPS = ("tomli>=1; python_version < '3.11'",)  # tools/*.py read pyproject.toml
 DISTS = distributions()
 
@@ -122,7 +123,11 @@ def pytest(session: nox.Session, *args: str) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """All five distributions installed together (editable, with extras); every test."""
+    """All five distributions installed together (editable, with extras); every test.
+
+    The extras include tensordict-distributed[redis]: its store tests start a real
+    ``redis-server`` (Debian package; .ci/run installs it) and skip without one.
+    """
     install(session, *workspace(), *TEST_DEPS)
     pytest(session)  # testpaths: packages/*/tests
 
@@ -189,14 +194,25 @@ def _nvidia_gpus() -> list[str]:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Version lockstep, ruff check + format check, mypy on core's public API."""
-    # mypy resolves torch/numpy from this environment: core (editable) brings them.
-    install(session, "-e", DISTS[0].rel(), *LINT_DEPS, *TOOL_DEPS)
+    """Version lockstep, core's import structure, ruff check + format check, mypy; the
+    tensorclass typing check (mypy and pyright)."""
+    # mypy resolves torch/numpy from this environment: core brings them. Core and
+    # tensorclass are installed as wheels, not editable: the `tensordict` namespace is then
+    # one folder in site-packages, as users have it, and the type checkers see
+    # `tensordict.tensorclass` (neither merges a namespace split across source folders).
+    tensorclass = next(d for d in DISTS if d.short == "tensorclass")
+    install(session, DISTS[0].rel(), tensorclass.rel(), *LINT_DEPS, *TYPING_DEPS, *TOOL_DEPS)
     session.run("python", "tools/check_versions.py")
     session.run("python", "tools/gen_table_stubs.py", "--check")
+    session.run("python", "tools/check_imports.py")
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")  # files: [tool.mypy] in pyproject.toml
+    typing = "packages/tensorclass/tests/typing"
+    session.run("mypy", "--config-file", f"{typing}/mypy.ini")
+    session.run("mypy", "--config-file", f"{typing}/mypy.ini", "-p", "tensordict.tensorclass")
+    python = str(Path(session.virtualenv.location) / "bin" / "python")
+    session.run("pyright", "--pythonpath", python, "--project", f"{typing}/pyrightconfig.json")
 
 
 @nox.session

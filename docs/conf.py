@@ -41,6 +41,11 @@ from tensordict._keys import *
 from tensordict._nontensor import *
 from tensordict._shape import *
 from tensordict._index import *
+from tensordict._kinds import *
+from tensordict._tree import *
 from tensordict._repr import *
 from tensordict.base import set_get_defaults_to_none, get_defaults_to_none
+from tensordict.nn import *
+from tensordict.nn.distributions import *
+from tensordict.nn.distributions.composite import *
 """

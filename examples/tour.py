@@ -152,7 +152,89 @@ assert all(
 print(f"{len(leaves)} tensor leaves in one buffer of {buffer.nbytes()} bytes")
 assert (pickle.loads(pickle.dumps(packed)) == rollout).all()  # pickles as one buffer
 
-section("11. Sibling distributions plug into the same namespace")
+section("11. Two processes exchange a tensordict; a parallel map with a progress bar")
+
+
+def _peer(port: int) -> None:
+    """The second process: learn the structure from rank 0, add 1, send it back."""
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=1, world_size=2)
+    received = TensorDict.from_remote_init(src=0)  # no template: the message says it all
+    received["observation"] += 1
+    received.send(dst=0)
+    dist.destroy_process_group()
+
+
+def _normalise(rows: TensorDict) -> TensorDict:
+    """What each worker of the parallel map runs on its chunk of rows."""
+    x = rows["x"]
+    return rows.empty().set("x", (x - x.mean(-1, keepdim=True)) / x.std(-1, keepdim=True))
+
+
+if importlib.util.find_spec("tensordict.distributed") is None:
+    print("tensordict-distributed is not installed: skipped")
+else:
+    import socket
+
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    peer = mp.get_context("fork").Process(target=_peer, args=(port,))
+    peer.start()
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=2)
+    rollout.init_remote(dst=1)  # one header, one JSON description, one buffer
+    back = rollout.clone().zero_()
+    back.recv(src=1)  # checked against `back`'s keys, shapes and dtypes, then written in place
+    dist.destroy_process_group()
+    peer.join()
+    assert (back["observation"] == rollout["observation"] + 1).all()
+    assert (back["next", "reward"] == rollout["next", "reward"]).all()
+    assert back["env_name"] == rollout["env_name"]  # non-tensor data rides along
+    print(f"round trip through a second process: {len(leaves)} leaves, one message each way")
+
+    dataset = TensorDict({"x": torch.randn(20_000, 16)}, [20_000])
+    # the chunks reach the 2 workers through shared memory; pool= takes any Pool-like object
+    normalised = dataset.map(_normalise, num_workers=2, chunksize=2_000, pbar=True)
+    assert torch.allclose(normalised["x"], _normalise(dataset)["x"], atol=1e-5)
+    print(f"map over {dataset.shape[0]} rows in 2 worker processes: same result as in one")
+
+section("12. Typed batches: a tensorclass (dataclass fields, TensorDict behaviour)")
+if importlib.util.find_spec("tensordict.tensorclass") is None:
+    print("tensorclass is not installed (pip install tensorclass)")
+else:
+    from tensordict import TensorClass
+
+    class Transition(TensorClass):
+        observation: torch.Tensor
+        action: torch.Tensor
+        reward: torch.Tensor
+        env_name: str = "CartPole"
+
+    batch = Transition(
+        observation=rollout["observation"],
+        action=rollout["action"],
+        reward=rollout["next", "reward"],
+        batch_size=rollout.batch_size,
+        names=rollout.names,
+    )
+    first_steps = batch[:2]  # indexing, shape ops, torch.* and .to() keep the class
+    assert type(first_steps) is Transition and first_steps.observation.shape == (2, N_ENVS, 3)
+    assert type(torch.stack([batch, batch])) is Transition
+    assert batch.to(torch.float64).observation.dtype == torch.float64
+    assert batch.reshape(-1)[3].env_name == "CartPole"  # non-tensor fields read as values
+    assert batch.observation is rollout["observation"]  # a field is the stored tensor
+    try:
+        batch.reward = torch.zeros(N_STEPS + 1, N_ENVS, 1)
+    except RuntimeError as err:  # the field, both shapes; the batch is left unchanged
+        print("wrong shape:", err)
+    assert batch.reward is rollout["next", "reward"]
+    print(f"{type(batch).__name__}{tuple(batch.batch_size)}: fields {[f.name for f in Transition.fields()]}")
+
+section("13. Sibling distributions plug into the same namespace")
 for subpackage, dist, what in [
     (
         "tensordict.memmap",
@@ -164,8 +246,12 @@ for subpackage, dist, what in [
         "tensordict-nn",
         "TensorDictModule, td.to_module(), TensorDict.from_module()",
     ),
-    ("tensordict.distributed", "tensordict-distributed", "td.send()/recv(), td.isend()/irecv()"),
-    ("tensordict.tensorclass", "tensorclass", "@tensorclass"),
+    (
+        "tensordict.distributed",
+        "tensordict-distributed",
+        "td.send()/recv(), collectives, td.map(), TensorDictStore",
+    ),
+    ("tensordict.tensorclass", "tensorclass", "@tensorclass, TensorClass, TypedTensorDict"),
 ]:
     installed = importlib.util.find_spec(subpackage) is not None
     print(f"{dist:24s} {'installed' if installed else 'not installed':14s} -> {what}")
@@ -224,5 +310,71 @@ if importlib.util.find_spec("tensordict.memmap") is not None:
     import shutil
 
     shutil.rmtree(disk)
+
+section("14. Models: a policy and a value network trained on the rollout (tensordict.nn)")
+if importlib.util.find_spec("tensordict.nn") is None:
+    print("tensordict-nn is not installed: pip install tensordict-nn")
+else:
+    from torch import nn
+
+    from tensordict.nn import (
+        ProbabilisticTensorDictModule,
+        ProbabilisticTensorDictSequential,
+        TensorDictModule,
+        set_interaction_type,
+    )
+
+    torch.manual_seed(0)
+    # The policy reads "observation", writes "logits", then samples "action" from a
+    # Categorical (and writes its log-probability); the value net writes "state_value".
+    policy = ProbabilisticTensorDictSequential(
+        TensorDictModule(
+            nn.Sequential(nn.Linear(OBS_DIM, 16), nn.Tanh(), nn.Linear(16, 2)),
+            in_keys=["observation"],
+            out_keys=["logits"],
+        ),
+        ProbabilisticTensorDictModule(
+            in_keys=["logits"],
+            out_keys=["action"],
+            distribution_class=torch.distributions.Categorical,
+            return_log_prob=True,
+        ),
+    )
+    value = TensorDictModule(
+        nn.Sequential(nn.Linear(OBS_DIM, 16), nn.Tanh(), nn.Linear(16, 1)),
+        in_keys=["observation"],
+        out_keys=["state_value"],
+    )
+    batch = rollout.select("observation", "action", ("next", "reward")).reshape(-1)
+    optimizer = torch.optim.Adam([*policy.parameters(), *value.parameters()], lr=0.02)
+    value_losses = []
+    for _ in range(30):
+        data = value(batch.clone())
+        log_prob = policy.log_prob(data)  # of the recorded actions
+        advantage = (data["next", "reward"] - data["state_value"]).squeeze(-1)
+        value_loss = advantage.pow(2).mean()
+        loss = value_loss - (log_prob * advantage.detach()).mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        value_losses.append(value_loss.item())
+    assert value_losses[-1] < value_losses[0]
+    print(f"30 steps: value loss {value_losses[0]:.3f} -> {value_losses[-1]:.3f}")
+
+    with set_interaction_type("mode"):  # greedy actions for evaluation
+        acted = policy(rollout[-1].select("observation"))
+    assert (acted["action"] == acted["logits"].argmax(-1)).all()
+    print("greedy actions:", acted["action"].tolist())
+
+    # Called with tensors instead of a tensordict, a module returns tensors.
+    assert value(observation=torch.zeros(OBS_DIM)).shape == (1,)
+    # Parameters as a tensordict: a functional call with other weights, then restored.
+    params = TensorDict.from_module(value)
+    with params.detach().clone().zero_().to_module(value):
+        assert (value(observation=torch.ones(OBS_DIM)) == 0).all()
+    assert TensorDict.from_module(value)["module", "0", "weight"] is params["module", "0", "weight"]
+    print(
+        f"value net: {sum(p.numel() for p in value.parameters())} parameters, swapped and restored"
+    )
 
 print(f"\ntensordict {tensordict.__version__}: tour finished, every check passed.")

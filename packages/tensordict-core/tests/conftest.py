@@ -1,56 +1,42 @@
-"""Shared fixtures of the tensordict-core tests.
-
-Tests are collected with ``--import-mode=importlib``, so helpers cannot be imported from
-a sibling test module; the few shared helpers are exposed as fixtures instead.
-"""
+"""Shared fixtures of the tensordict-core tests; the shared helpers are in
+``core_helpers.py``, importable because this file puts the folder on ``sys.path`` (tests are
+collected with ``--import-mode=importlib``, which does not)."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
 
-from tensordict import TensorDict
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import core_helpers  # noqa: E402
 
-def _leaves(td: Any) -> dict:
-    """``{nested_key_tuple: value}`` for every leaf of ``td`` (non-tensors as raw data)."""
-    out = {}
-    for key, value in td.items(include_nested=True, leaves_only=True):
-        key = key if isinstance(key, tuple) else (key,)
-        out[key] = getattr(value, "data", value) if not isinstance(value, torch.Tensor) else value
-    return out
-
-
-def _assert_td_equal(actual: Any, expected: Any, *, check_dtype: bool = True) -> None:
-    """Same batch size, same leaf keys and exactly equal leaves (and dtypes)."""
-    assert actual.batch_size == expected.batch_size, (actual.batch_size, expected.batch_size)
-    la, le = _leaves(actual), _leaves(expected)
-    assert set(la) == set(le), (sorted(la), sorted(le))
-    for key, value in le.items():
-        got = la[key]
-        if isinstance(value, torch.Tensor):
-            assert isinstance(got, torch.Tensor), key
-            assert got.shape == value.shape, (key, got.shape, value.shape)
-            if check_dtype:
-                assert got.dtype == value.dtype, (key, got.dtype, value.dtype)
-            assert torch.equal(got, value.to(got.dtype)), key
-        else:
-            assert got == value, key
+from tensordict import TensorDict  # noqa: E402
 
 
 @pytest.fixture
 def leaves() -> Callable[[Any], dict]:
-    """``leaves(td)`` -> ``{key_tuple: leaf}``."""
-    return _leaves
+    """``leaves(td)`` -> ``{key_tuple: leaf}`` (see ``core_helpers.leaves``)."""
+    return core_helpers.leaves
 
 
 @pytest.fixture
 def assert_td_equal() -> Callable[..., None]:
-    """``assert_td_equal(actual, expected)``: batch size, keys and leaf values all equal."""
-    return _assert_td_equal
+    """``assert_td_equal(actual, expected)``: see ``core_helpers.assert_same``."""
+    return core_helpers.assert_same
+
+
+@pytest.fixture(params=core_helpers.ANY_TD_KINDS)
+def any_td(request: pytest.FixtureRequest) -> Any:
+    """A tensordict of batch size ``(2, 3)`` of every kind: dense, nested, lazy stacks on
+    dims 0 and 1, an indexed view; each holds non-tensor entries (see
+    ``core_helpers.make_any_td``)."""
+    return core_helpers.make_any_td(request.param)
 
 
 @pytest.fixture

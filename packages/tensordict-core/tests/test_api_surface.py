@@ -62,11 +62,6 @@ CORE_TOP_LEVEL = """
 """.split()
 
 
-def test_the_lists_are_complete() -> None:
-    assert len(CORE_METHODS) == 302
-    assert len(set(CORE_METHODS)) == len(CORE_METHODS)
-
-
 @pytest.mark.parametrize("cls", [TensorDict, LazyStackedTensorDict])
 def test_every_core_method_exists(cls: type) -> None:
     missing = [name for name in CORE_METHODS if not hasattr(cls, name)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from core_helpers import assert_same, assert_unchanged, check_leafwise, snapshot, tensor_leaves
 
 from tensordict import TensorDict
 
@@ -212,3 +213,50 @@ def test_readme_apply_uniform():
     data = TensorDict({"key 1": torch.ones(3, 4, 5)}, batch_size=[3, 4])
     out = data.apply(lambda tensor: tensor.uniform_())
     assert ((out["key 1"] >= 0) & (out["key 1"] < 1)).all()
+
+
+# ---------------------------------------------------------------- every kind of tensordict
+def test_apply_over_every_kind(any_td):
+    out = any_td.apply(lambda x: x * 2 + 1)
+    check_leafwise(out, any_td, lambda x: x * 2 + 1)
+    assert type(out) is type(any_td)
+    check_leafwise(any_td.apply(lambda x, y: x - y, any_td), any_td, torch.zeros_like)
+    dropped = any_td.apply(lambda x: x if x.dtype == torch.float64 else None)
+    assert set(tensor_leaves(dropped)) == {("b",)}
+    assert dropped["tag"] == "t"
+
+
+def test_apply_inplace_over_every_kind(any_td):
+    before = any_td.clone()
+    assert any_td.apply_(lambda x: x.mul(3)) is any_td
+    check_leafwise(any_td, before, lambda x: x * 3)
+
+
+def test_apply_inplace_bad_result_leaves_every_kind_unchanged(any_td):
+    snap = snapshot(any_td)
+
+    def bad(x):
+        return x if x.dtype == torch.float32 else x.new_zeros(7)
+
+    with pytest.raises(RuntimeError):
+        any_td.apply_(bad)
+
+    assert_unchanged(any_td, snap)
+
+
+def test_named_apply_over_every_kind(any_td):
+    seen = []
+
+    def fn(key, x):
+        seen.append(key)
+        return x + len(key)
+
+    out = any_td.named_apply(fn, nested_keys=True)
+    check_leafwise(out, any_td, lambda k, x: x + len(k if len(k) > 1 else k[0]), keyed=True)
+    assert set(seen) >= {k if len(k) > 1 else k[0] for k in tensor_leaves(any_td)}
+
+
+def test_apply_result_equals_the_dense_result(any_td):
+    """A lazy stack or an indexed view maps like its dense copy."""
+    dense = any_td.to_tensordict()
+    assert_same(any_td.apply(torch.exp), dense.apply(torch.exp))

@@ -12,10 +12,11 @@ from __future__ import annotations
 import pytest
 import torch
 import torch._dynamo
+from core_helpers import assert_same as _assert_same
 from torch._dynamo.testing import CompileCounterWithBackend
 
 import tensordict
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDict
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -32,30 +33,13 @@ def make_td(seed: int = 0) -> TensorDict:
     )
 
 
+def assert_same(actual, expected, path="out"):
+    _assert_same(actual, expected, exact=True, path=path)
+
+
 def make_tensors(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     g = torch.Generator().manual_seed(seed)
     return torch.randn(3, 4, generator=g), torch.randn(3, 4, 2, generator=g)
-
-
-def assert_same(actual, expected, path="out"):
-    """Same type, same structure, equal leaves; recursive over tensordicts and tuples."""
-    assert type(actual) is type(expected), (path, type(actual), type(expected))
-    if isinstance(expected, TensorDictBase):
-        assert actual.batch_size == expected.batch_size, path
-        assert actual.names == expected.names, path
-        assert actual.device == expected.device, path
-        assert list(actual.keys()) == list(expected.keys()), path
-        for key in expected.keys():
-            assert_same(actual.get(key), expected.get(key), f"{path}[{key!r}]")
-    elif isinstance(expected, (tuple, list)):
-        assert len(actual) == len(expected), path
-        for i, (a, e) in enumerate(zip(actual, expected)):
-            assert_same(a, e, f"{path}[{i}]")
-    elif isinstance(expected, torch.Tensor):
-        assert actual.shape == expected.shape and actual.dtype == expected.dtype, path
-        assert torch.equal(actual, expected), path
-    else:
-        assert actual == expected, path
 
 
 def check(fn, make=make_td, backend="eager"):

@@ -102,6 +102,8 @@ TOP_LEVEL = {
     "from_modules": "nn",
     "TensorDictParams": "nn",
     "as_tensordict_module": "nn",
+    "TensorDictStore": "distributed",
+    "LazyStackedTensorDictStore": "distributed",
     "tensorclass": "tensorclass",
     "TensorClass": "tensorclass",
     "from_dataclass": "tensorclass",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from core_helpers import assert_same
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -43,14 +44,6 @@ def as_dense(td):
     return td.to_tensordict() if isinstance(td, LazyStackedTensorDict) else td
 
 
-def assert_same(actual, expected) -> None:
-    actual = as_dense(actual)
-    assert actual.batch_size == expected.batch_size
-    assert set(actual.keys(True, True)) == set(expected.keys(True, True))
-    for key in expected.keys(True, True):
-        assert torch.equal(actual[key], expected[key]), key
-
-
 # ---------------------------------------------------------------- construction
 @pytest.mark.parametrize("dim,expected", [(0, (5, 3, 4)), (1, (3, 5, 4)), (-1, (3, 4, 5))])
 def test_batch_size_inserts_the_stack_dim(dim, expected):
@@ -61,18 +54,26 @@ def test_batch_size_inserts_the_stack_dim(dim, expected):
     assert len(lazy.tensordicts) == 5
 
 
-def test_members_must_share_batch_size():
-    with pytest.raises(
-        RuntimeError, match=r"tensordict 0 has \(3, 4\) and tensordict 1 has \(3,\)"
-    ):
+def test_members_must_share_the_number_of_batch_dims():
+    with pytest.raises(RuntimeError, match=r"tensordict 0 has \(3, 4\), tensordict 1 has \(3,\)"):
         lazy_stack([member(0), TensorDict(batch_size=[3])])
     with pytest.raises(TypeError, match="item 1 is a Tensor"):
         LazyStackedTensorDict(member(0), torch.zeros(3, 4))
 
 
-def test_empty_stack_needs_batch_size():
-    with pytest.raises(RuntimeError, match="needs batch_size"):
-        LazyStackedTensorDict()
+def test_batch_sizes_that_differ_show_as_minus_one():
+    td0, td1 = TensorDict(batch_size=(3, 5)), TensorDict(batch_size=(4, 5))
+    assert lazy_stack([td0, td1], -1).batch_size == torch.Size([-1, 5, 2])
+    assert lazy_stack([td0, td1], 0).batch_size == torch.Size([2, -1, 5])
+    with pytest.raises(RuntimeError, match="strict_shape"):
+        lazy_stack([td0, td1], strict_shape=True)
+
+
+def test_empty_stack_without_batch_size_grows():
+    lazy = LazyStackedTensorDict()
+    assert lazy.batch_size == torch.Size([0])
+    lazy.append(TensorDict(a=torch.zeros(2), batch_size=[2]))
+    assert lazy.batch_size == torch.Size([1, 2])
     empty = LazyStackedTensorDict(batch_size=[0, 3])
     assert empty.batch_size == torch.Size([0, 3])
     assert list(empty.keys()) == []

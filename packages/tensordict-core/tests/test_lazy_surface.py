@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 import torch
+from core_helpers import assert_same
 
 from tensordict import (
     LazyStackedTensorDict,
@@ -26,9 +27,10 @@ from tensordict import (
     lazy_stack,
 )
 from tensordict._consolidate import ConsolidateOps
+from tensordict._key_sets import KeySetOps
 from tensordict._lazy_dense import LazyDenseOps
 from tensordict._lazy_ops import LazyMemberOps
-from tensordict._misc_ops import MiscOps
+from tensordict._pad import PadOps
 from tensordict._state_dict import StateDictOps
 
 METHODS = (
@@ -63,41 +65,6 @@ def make(stack_dim: int = 0, offset: float = 0.0) -> tuple[list[TensorDict], Any
     return members, lazy, dense
 
 
-def leaves(td: Any) -> dict:
-    """``{key tuple: tensor or python value(s)}`` for every leaf of a tensordict."""
-    out = {}
-    for key, value in td.items(True, True):
-        key = key if isinstance(key, tuple) else (key,)
-        if isinstance(value, NonTensorData):
-            value = value.tolist()  # one value per element, like a stack
-        elif isinstance(value, NonTensorStack):
-            value = value.tolist()
-        out[key] = value
-    return out
-
-
-def assert_same(actual: Any, expected: Any) -> None:
-    assert actual.batch_size == expected.batch_size
-    got, want = leaves(actual), leaves(expected)
-    assert set(got) == set(want), (sorted(got), sorted(want))
-    for key, value in want.items():
-        if isinstance(value, torch.Tensor):
-            assert isinstance(got[key], torch.Tensor), key
-            assert got[key].dtype == value.dtype, key
-            assert torch.equal(got[key], value), key
-        else:
-            assert got[key] == value, key
-
-
-def snapshot(members: list[TensorDict]) -> list[TensorDict]:
-    return [m.clone() for m in members]
-
-
-def assert_unchanged(members: list[TensorDict], before: list[TensorDict]) -> None:
-    for m, b in zip(members, before, strict=True):
-        assert_same(m, b)
-
-
 # ---------------------------------------------------------------------- surface and MRO
 @pytest.mark.parametrize("name", METHODS)
 def test_every_method_exists(name):
@@ -107,7 +74,8 @@ def test_every_method_exists(name):
 
 def test_lazy_methods_keep_precedence_over_the_dense_mixins():
     mro = LazyStackedTensorDict.__mro__
-    assert mro.index(LazyDenseOps) < mro.index(ConsolidateOps) < mro.index(MiscOps)
+    assert mro.index(LazyDenseOps) < mro.index(ConsolidateOps) < mro.index(KeySetOps)
+    assert mro.index(LazyDenseOps) < mro.index(PadOps)
     assert mro.index(LazyMemberOps) < mro.index(StateDictOps)
     assert LazyStackedTensorDict.to is LazyMemberOps.to
     assert LazyStackedTensorDict.to_padded_tensor is LazyDenseOps.to_padded_tensor
@@ -231,10 +199,10 @@ def test_separates_filters_emptied_nested_in_every_member():
 
 def test_separates_bad_input_leaves_members_unchanged():
     members, lazy, _ = make()
-    before = snapshot(members)
+    before = [m.clone() for m in members]
     with pytest.raises(KeyError, match="missing.*nothing was moved"):
         lazy.separates("a", "missing")
-    assert_unchanged(members, before)
+    assert_same(members, before)
     members[0]["only0"] = torch.zeros(3)  # an exclusive key is not a key of the stack
     with pytest.raises(KeyError, match="only0"):
         lazy.separates("only0")
@@ -243,11 +211,11 @@ def test_separates_bad_input_leaves_members_unchanged():
     out = lazy.separates("missing", default=torch.ones(3, 3))
     assert torch.equal(out["missing"], torch.ones(3, 3))
     members, lazy, _ = make()
-    before = snapshot(members)
+    before = [m.clone() for m in members]
     lazy.lock_()
     with pytest.raises(RuntimeError, match="locked"):
         lazy.separates("a")
-    assert_unchanged(members, before)
+    assert_same(members, before)
 
 
 # ---------------------------------------------------------------------- split_keys
@@ -274,14 +242,14 @@ def test_split_keys_inplace_and_errors():
     assert_same(a, da)
     assert set(a.keys(True)) == set(da.keys(True))
     members, lazy, _ = make()
-    before = snapshot(members)
+    before = [m.clone() for m in members]
     with pytest.raises(KeyError, match="'nope'.*nothing was split"):
         lazy.split_keys(["a"], ["nope"], inplace=True)
-    assert_unchanged(members, before)
+    assert_same(members, before)
     lazy.lock_()
     with pytest.raises(RuntimeError, match="locked"):
         lazy.split_keys(["a"], inplace=True)
-    assert_unchanged(members, before)
+    assert_same(members, before)
     (x, _rest) = lazy.split_keys(["nope"], default=torch.zeros(3, 3))
     assert torch.equal(x["nope"], torch.zeros(3, 3))
 
@@ -302,30 +270,30 @@ def test_create_nested_writes_into_the_members(stack_dim):
 
 def test_create_nested_bad_input():
     members, lazy, _ = make()
-    before = snapshot(members)
+    before = [m.clone() for m in members]
     with pytest.raises(KeyError, match="'a'.*not a tensordict"):
         lazy.create_nested(("a", "x"))
     lazy.lock_()
     with pytest.raises(RuntimeError, match="locked"):
         lazy.create_nested("other")
-    assert_unchanged(members, before)
+    assert_same(members, before)
     assert all("other" not in m.keys() for m in members)
 
 
 @pytest.mark.parametrize("stack_dim", [0, 1])
 def test_replace_gives_a_lazy_shallow_copy(stack_dim):
     members, lazy, dense = make(stack_dim)
-    before = snapshot(members)
+    before = [m.clone() for m in members]
     new_a = torch.ones(lazy.get_item_shape("a"))
     out = lazy.replace({"a": new_a}, s="new")
     assert isinstance(out, LazyStackedTensorDict)
     assert_same(out, dense.replace({"a": new_a}, s="new"))
-    assert_unchanged(members, before)
+    assert_same(members, before)
     assert out.tensordicts[1]["n", "b"] is members[1]["n", "b"]
     assert lazy.replace() is lazy
     with pytest.raises(RuntimeError, match="'a'"):
         lazy.replace(a=torch.zeros(7))
-    assert_unchanged(members, before)
+    assert_same(members, before)
 
 
 # ---------------------------------------------------------------------- get_at / set_at_ / update_at_
@@ -384,7 +352,7 @@ def test_set_at_non_tensor_entries(stack_dim, index):
 
 def test_set_at_bad_input_leaves_members_unchanged():
     members, lazy, _ = make()
-    before = snapshot(members)
+    before = [m.clone() for m in members]
     with pytest.raises(KeyError, match="set_at_.*'nope'"):
         lazy.set_at_("nope", 1.0, 0)
     with pytest.raises(RuntimeError, match="shape"):
@@ -395,7 +363,7 @@ def test_set_at_bad_input_leaves_members_unchanged():
         lazy.set_at_("a", 1.0, 7)
     with pytest.raises(IndexError, match="'s'"):
         lazy.set_at_("s", "z", (0, 0, 0))
-    assert_unchanged(members, before)
+    assert_same(members, before)
     members[1]["only1"] = torch.zeros(3)  # an exclusive key is not a key of the stack
     with pytest.raises(KeyError, match="only1"):
         lazy.set_at_("only1", 1.0, 1)
@@ -451,13 +419,13 @@ def test_copy_at_with_a_string_per_member():
 
 def test_update_at_checks_every_member_first():
     members, lazy, _ = make()
-    before = snapshot(members)
+    before = [m.clone() for m in members]
     bad = {"a": torch.ones(3, 3, 2), "n": {"b": torch.ones(3, 3, 5)}}  # "n.b" has 4 features
     with pytest.raises(RuntimeError, match=r"\('n', 'b'\)"):
         lazy.update_at_(bad, slice(None))
     with pytest.raises(KeyError, match="update_at_.*zz"):
         lazy.update_at_({"a": torch.ones(2), "zz": torch.ones(2)}, 0)
-    assert_unchanged(members, before)
+    assert_same(members, before)
     lazy.update_at_({"a": torch.ones(3, 2), "n": {"b": torch.zeros(3, 4)}}, 1, keys_to_update=["a"])
     assert torch.equal(members[1]["a"], torch.ones(3, 2))
     assert torch.equal(members[1]["n", "b"], before[1]["n", "b"])
@@ -488,7 +456,7 @@ def test_copy_writes_through(stack_dim):
     assert_same(lazy.exclude("s"), dense.exclude("s"))
     assert [m["s"] for m in members] == ["y0", "y1", "y2"]
     assert all(m["a"] is a for m, a in zip(members, objs, strict=True))
-    before = snapshot(members)
+    before = [m.clone() for m in members]
     with pytest.raises(KeyError, match="zz"):
         lazy.copy_(
             TensorDict(
@@ -496,7 +464,7 @@ def test_copy_writes_through(stack_dim):
                 lazy.batch_size,
             )
         )
-    assert_unchanged(members, before)
+    assert_same(members, before)
 
 
 # ---------------------------------------------------------------------- pad / record_stream
@@ -589,7 +557,7 @@ def test_load_state_dict_assign_and_exclusive_keys():
 def test_load_state_dict_bad_input_leaves_members_unchanged():
     _, src, _ = make()
     members, lazy, _ = make(offset=5.0)
-    before = snapshot(members)
+    before = [m.clone() for m in members]
     sd = src.state_dict()
     wrong = dict(sd, a=torch.zeros(3, 3, 7))
     with pytest.raises(RuntimeError, match="'a'"):
@@ -605,11 +573,11 @@ def test_load_state_dict_bad_input_leaves_members_unchanged():
         lazy.load_state_dict(resized)
     with pytest.raises(RuntimeError, match="nested lists"):
         lazy.load_state_dict(dict(sd, s=["a", "b"]))
-    assert_unchanged(members, before)
+    assert_same(members, before)
     lazy.lock_()
     with pytest.raises(RuntimeError, match="locked"):
         lazy.load_state_dict(dict(extra, n=dict(sd["n"], new=torch.zeros(3, 3))), strict=False)
-    assert_unchanged(members, before)
+    assert_same(members, before)
     hetero = lazy_stack([TensorDict({"a": torch.zeros(2)}), TensorDict({"a": torch.zeros(3)})])
     with pytest.raises(RuntimeError, match="'a'"):
         hetero.state_dict()

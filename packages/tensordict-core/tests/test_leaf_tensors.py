@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from core_helpers import assert_unchanged, snapshot
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,17 +46,6 @@ def _lazy() -> LazyStackedTensorDict:
             for i in range(3)
         ]
     )
-
-
-def _snapshot(td):
-    """Keys in order and a clone of every leaf: compared before/after a failing call."""
-    return list(td.keys(True)), td.clone()
-
-
-def _assert_unchanged(td, snap, assert_td_equal):
-    keys, clone = snap
-    assert list(td.keys(True)) == keys
-    assert_td_equal(td, clone)
 
 
 # ---------------------------------------------------------------------- cat_tensors
@@ -174,58 +164,58 @@ def test_stack_tensors_lazy_stack():
 
 # ---------------------------------------------------------------------- bad input leaves td unchanged
 @pytest.mark.parametrize("make", [_flat, _nested, _lazy], ids=["flat", "nested", "lazy"])
-def test_missing_key_raises_and_changes_nothing(make, assert_td_equal):
+def test_missing_key_raises_and_changes_nothing(make):
     td = make()
-    snap = _snapshot(td)
+    snap = snapshot(td)
     with pytest.raises(KeyError, match="'missing'"):
         td.cat_tensors("a", "missing", out_key="out", dim=-1)
     with pytest.raises(KeyError, match=r"\('a', 'nope'\)"):
         td.stack_tensors("a", ("a", "nope"), out_key="out")
-    _assert_unchanged(td, snap, assert_td_equal)
+    assert_unchanged(td, snap)
 
 
-def test_non_tensor_key_raises_type_error(assert_td_equal):
+def test_non_tensor_key_raises_type_error():
     td = _nested()
-    snap = _snapshot(td)
+    snap = snapshot(td)
     with pytest.raises(TypeError, match="'label' is a non-tensor value of type str"):
         td.cat_tensors("a", "label", out_key="out", dim=1)
     with pytest.raises(TypeError, match="'n' is a nested TensorDict"):
         td.cat_tensors("a", "n", out_key="out")
-    _assert_unchanged(td, snap, assert_td_equal)
+    assert_unchanged(td, snap)
 
 
-def test_cat_shape_mismatch_names_keys_and_shapes(assert_td_equal):
+def test_cat_shape_mismatch_names_keys_and_shapes():
     td = _flat()
-    snap = _snapshot(td)
+    snap = snapshot(td)
     with pytest.raises(RuntimeError, match=r"cat_tensors.*'a': \(2, 1\), 'b': \(2, 2\)"):
         td.cat_tensors("a", "b", out_key="ab", dim=0)  # result (4, ...) but also mismatched
-    _assert_unchanged(td, snap, assert_td_equal)
+    assert_unchanged(td, snap)
 
 
-def test_stack_shape_mismatch_names_shapes(assert_td_equal):
+def test_stack_shape_mismatch_names_shapes():
     td = _flat()
-    snap = _snapshot(td)
+    snap = snapshot(td)
     with pytest.raises(RuntimeError, match=r"stack_tensors.*'a': \(2, 1\), 'b': \(2, 2\)"):
         td.stack_tensors("a", "b", out_key="ab", dim=1)
-    _assert_unchanged(td, snap, assert_td_equal)
+    assert_unchanged(td, snap)
 
 
-def test_dim_out_of_range(assert_td_equal):
+def test_dim_out_of_range():
     td = _flat()
-    snap = _snapshot(td)
+    snap = snapshot(td)
     with pytest.raises(IndexError, match="cat_tensors.*dim=5"):
         td.cat_tensors("a", "c", out_key="ac", dim=5)
-    _assert_unchanged(td, snap, assert_td_equal)
+    assert_unchanged(td, snap)
 
 
 @pytest.mark.parametrize("make", [_flat, _lazy], ids=["flat", "lazy"])
-def test_result_that_breaks_batch_size_is_refused(make, assert_td_equal):
+def test_result_that_breaks_batch_size_is_refused(make):
     td = make()
-    snap = _snapshot(td)
+    snap = snapshot(td)
     # Concatenating along the (first) batch dimension changes it: the write is refused.
     with pytest.raises(RuntimeError, match="'out'"):
         td.cat_tensors("a", "a", out_key="out", dim=0)
-    _assert_unchanged(td, snap, assert_td_equal)
+    assert_unchanged(td, snap)
 
 
 def test_no_keys_is_a_type_error():
@@ -234,16 +224,16 @@ def test_no_keys_is_a_type_error():
 
 
 @pytest.mark.parametrize("make", [_flat, _nested, _lazy], ids=["flat", "nested", "lazy"])
-def test_locked_tensordict_refuses_and_changes_nothing(make, assert_td_equal):
+def test_locked_tensordict_refuses_and_changes_nothing(make):
     td = make()
     td.lock_()
-    snap = _snapshot(td)
+    snap = snapshot(td)
     with pytest.raises(RuntimeError, match="Cannot delete key 'a'.*locked"):
         td.cat_tensors("a", "a", out_key="out", dim=-1)
     # Keeping the entries still adds a key, which a locked tensordict refuses too.
     with pytest.raises(RuntimeError, match="Cannot add key 'out'.*locked"):
         td.stack_tensors("a", "a", out_key="out", dim=-1, keep_entries=True)
-    _assert_unchanged(td, snap, assert_td_equal)
+    assert_unchanged(td, snap)
     assert td.is_locked
 
 
@@ -254,36 +244,36 @@ def test_locked_tensordict_may_overwrite_an_existing_key():
     assert list(td.keys()) == ["a", "b", "c"]
 
 
-def test_locked_nested_parent_refuses_deleting(assert_td_equal):
+def test_locked_nested_parent_refuses_deleting():
     td = _nested()
     td["n"].lock_()
-    snap = _snapshot(td)
+    snap = snapshot(td)
     with pytest.raises(RuntimeError, match=r"Cannot delete key \('n', 'y'\)"):
         td.cat_tensors("a", ("n", "y"), out_key="out", dim=1)
     with pytest.raises(RuntimeError, match=r"Cannot add key \('n', 'm2', 'k'\)"):
         td.cat_tensors("a", "z", out_key=("n", "m2", "k"), dim=1, keep_entries=True)
-    _assert_unchanged(td, snap, assert_td_equal)
+    assert_unchanged(td, snap)
 
 
-def test_lazy_stack_with_one_locked_member_changes_nothing(assert_td_equal):
+def test_lazy_stack_with_one_locked_member_changes_nothing():
     lazy = _lazy()
     lazy.tensordicts[1].lock_()
-    snap = _snapshot(lazy)
+    snap = snapshot(lazy)
     with pytest.raises(RuntimeError, match="locked"):
         lazy.cat_tensors("a", ("b", "c"), out_key="ac", dim=-1)
-    _assert_unchanged(lazy, snap, assert_td_equal)
+    assert_unchanged(lazy, snap)
     assert all("ac" not in m.keys() for m in lazy.tensordicts)
 
 
-def test_lazy_stack_write_undone_when_a_member_refuses_the_delete(assert_td_equal):
+def test_lazy_stack_write_undone_when_a_member_refuses_the_delete():
     # Overwriting "a" is allowed on the locked member, deleting ("b", "c") is not: the
     # overwrite, already done, is undone.
     lazy = _lazy()
     lazy.tensordicts[1].lock_()
-    snap = _snapshot(lazy)
+    snap = snapshot(lazy)
     with pytest.raises(RuntimeError, match=r"Cannot delete key \('b', 'c'\)"):
         lazy.cat_tensors("a", ("b", "c"), out_key="a", dim=-1)
-    _assert_unchanged(lazy, snap, assert_td_equal)
+    assert_unchanged(lazy, snap)
     assert lazy["a"].shape == (3, 2, 1)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from core_helpers import assert_unchanged, snapshot
 
 from tensordict import TensorDict
 
@@ -14,21 +15,6 @@ def make_td():
     return TensorDict(
         {"a": torch.zeros(2), "n": {"b": torch.ones(2), "m": {"c": torch.ones(2)}}}, [2]
     )
-
-
-def snapshot(td):
-    """Structure and values, to check a refused call left the tensordict unchanged."""
-    return (
-        list(td.keys(include_nested=True)),
-        {k: v.clone() for k, v in td.items(True, True)},
-    )
-
-
-def assert_unchanged(td, snap):
-    keys, values = snap
-    assert list(td.keys(include_nested=True)) == keys
-    for key, value in values.items():
-        assert torch.equal(td[key], value), key
 
 
 def test_lock_unlock_flags():

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import math
 import operator
+from functools import partial
 
 import pytest
 import torch
+from core_helpers import check_leafwise as core_check_leafwise
+from core_helpers import leaves, tensor_leaves
 
 from tensordict import TensorDict
 from tensordict._ops import (
@@ -63,17 +66,9 @@ def make_td(kind: str = FLOAT, seed: int = 0) -> TensorDict:
     )
 
 
-def leaves(td):
-    return {
-        (k if isinstance(k, tuple) else (k,)): v
-        for k, v in td.items(True, True)
-        if isinstance(v, torch.Tensor)
-    }
-
-
 def holder_dims(td):
     """Key -> batch dims of the tensordict holding that leaf."""
-    return {k: (td if len(k) == 1 else td[k[:-1]]).batch_dims for k in leaves(td)}
+    return {k: (td if len(k) == 1 else td[k[:-1]]).batch_dims for k in tensor_leaves(td)}
 
 
 def close(actual, expected):
@@ -82,18 +77,12 @@ def close(actual, expected):
     torch.testing.assert_close(actual, expected, equal_nan=True, rtol=1e-5, atol=1e-6)
 
 
-def check_leafwise(result, td, fn):
-    """``result`` has the leaves ``fn(key, leaf)`` of ``td``; non-tensor entries kept."""
-    got = leaves(result)
-    want = {k: fn(k, v) for k, v in leaves(td).items()}
-    assert set(got) == set(want)
-    for key, value in want.items():
-        close(got[key], value)
-    assert result["s"] == "label"
+#: every check here: ``fn(key, leaf)``, tolerances of float reductions, any batch size
+check_leafwise = partial(core_check_leafwise, keyed=True, batch_size=None, rtol=1e-5, atol=1e-6)
 
 
 def raises_for_some_leaf(td, fn):
-    for value in leaves(td).values():
+    for value in tensor_leaves(td).values():
         try:
             fn(value)
         except (RuntimeError, TypeError, ValueError, NotImplementedError):
@@ -115,10 +104,10 @@ def test_unary_and_inplace_twin(name, kind):
     if raises_for_some_leaf(td, lambda x: getattr(x.clone(), name + "_")()):
         return
     before = td.clone()
-    ids = {k: v.data_ptr() for k, v in leaves(td).items()}
+    ids = {k: v.data_ptr() for k, v in tensor_leaves(td).items()}
     assert getattr(td, name + "_")() is td
     check_leafwise(td, before, lambda k, x: getattr(x.clone(), name + "_")())
-    assert {k: v.data_ptr() for k, v in leaves(td).items()} == ids
+    assert {k: v.data_ptr() for k, v in tensor_leaves(td).items()} == ids
 
 
 #: operands for every binary row: name -> positional operands builder(td) per kind of operand.
@@ -127,7 +116,7 @@ def _operands(name: str, td: TensorDict, how: str) -> tuple:
     base = {"td": other, "tensor": torch.tensor(1.5 if td["a"].is_floating_point() else 2)}
     base["scalar"] = 2 if not td["a"].is_floating_point() or name in ("pow",) else 0.75
     first = base[how]
-    if BINARY.get(name, BINARY_NO_INPLACE.get(name)) == 1:
+    if len(BINARY.get(name, BINARY_NO_INPLACE.get(name)).operands) == 1:
         return (first,)
     second = {"td": other, "tensor": torch.tensor(0.25), "scalar": 0.25}[how]
     if name == "lerp" and how == "td":
@@ -155,7 +144,7 @@ def test_binary_against_torch(name, how, kind):
         return op(x, *args)
 
     try:
-        want = {k: leaf(k, x) for k, x in leaves(td).items()}
+        want = {k: leaf(k, x) for k, x in tensor_leaves(td).items()}
     except (RuntimeError, TypeError):
         with pytest.raises((RuntimeError, TypeError)):
             getattr(td, name)(*ops)
@@ -163,7 +152,7 @@ def test_binary_against_torch(name, how, kind):
     check_leafwise(getattr(td, name)(*ops), td, lambda k, x: want[k])
     if name not in BINARY:
         return
-    clones = {k: x.clone() for k, x in leaves(td).items()}
+    clones = {k: x.clone() for k, x in tensor_leaves(td).items()}
     try:
         for k, x in clones.items():
             args = [_leaf_operand(o, k) for o in ops]
@@ -190,7 +179,7 @@ def test_operators(dunder):
     td = make_td(kind)
     operand = 2
     expected = {}
-    for k, x in leaves(td).items():
+    for k, x in tensor_leaves(td).items():
         name = method.rstrip("_")
         torch_name = {"mod": "remainder"}.get(name, name)
         fn = getattr(torch, torch_name)
@@ -213,7 +202,7 @@ def test_quantized_casts(name):
     td = make_td()
     dtype = QUANTIZED_CASTS[name]
     out = getattr(td, name)(scale=0.5)
-    for k, x in leaves(td).items():
+    for k, x in tensor_leaves(td).items():
         assert out.get(k).dtype == dtype
         want = torch.quantize_per_tensor(x.float(), 0.5, 0, dtype).dequantize()
         torch.testing.assert_close(out.get(k).dequantize(), want)
@@ -332,7 +321,7 @@ def test_reduction_leafwise(name, dim, kind):
             return oracle(name, x, dims, keepdim, kw)
 
         try:
-            want = {k: expected(k, x) for k, x in leaves(td).items()}
+            want = {k: expected(k, x) for k, x in tensor_leaves(td).items()}
         except (RuntimeError, TypeError) as err:
             with pytest.raises(type(err)) as info:
                 _call(td, name, dim, keepdim, kw)
@@ -352,9 +341,11 @@ def test_reduction_leafwise(name, dim, kind):
 @pytest.mark.parametrize("dim", DIMS, ids=str)
 @pytest.mark.parametrize("name", list(REDUCTIONS))
 def test_reduction_reduce_true(name, dim, kind):
-    """``reduce=True``: one tensor, the reduction of every leaf seen as (*batch, features)."""
+    """``reduce=True``: one tensor. Over batch dims, the leaves concatenated along the first
+    one (they need one shape: otherwise it raises); over features or everything, every
+    leaf seen as (*batch, features)."""
     td = make_td(kind)
-    mats = [x.reshape(*BS, -1) for x in leaves(td).values()]
+    mats = [x.reshape(*BS, -1) for x in tensor_leaves(td).values()]
     matrix = torch.cat(mats, -1)
     for keepdim, kw in [(k, kw) for k in (False, True) for kw in REDUCTION_KWARGS[name]]:
         try:
@@ -363,15 +354,13 @@ def test_reduction_reduce_true(name, dim, kind):
                 want = oracle(name, flat, None, False, kw)
                 if keepdim:
                     want = want.reshape(1, 1)
+            elif dim == "feature":
+                want = oracle(name, matrix, (2,), True, kw).squeeze(-1)
             else:
-                dims = (
-                    ()
-                    if dim == "feature"
-                    else tuple(sorted({d % 2 for d in ((dim,) if isinstance(dim, int) else dim)}))
-                )
-                want = oracle(name, matrix, (*dims, 2), True, kw).squeeze(-1)
-                if not keepdim and dims:
-                    want = want.squeeze(dims)
+                # batch dims: the leaves concatenated along the first one, features kept
+                dims = tuple(sorted({d % 2 for d in ((dim,) if isinstance(dim, int) else dim)}))
+                stacked = torch.cat(list(tensor_leaves(td).values()), dims[0])
+                want = oracle(name, stacked, dims, keepdim, kw)
         except (RuntimeError, TypeError) as err:
             with pytest.raises(type(err)):
                 _call(td, name, dim, keepdim, kw, reduce=True)
@@ -410,7 +399,7 @@ def test_cumulative(name, dim):
     assert values.batch_size == BS and values["n"].batch_size == (2, 3, 5)
     only = getattr(td, name)(dim, return_indices=False)
     check_leafwise(only, td, lambda k, x: fn(x, dim % 2).values)
-    matrix = torch.cat([x.reshape(*BS, -1) for x in leaves(td).values()], -1)
+    matrix = torch.cat([x.reshape(*BS, -1) for x in tensor_leaves(td).values()], -1)
     agg = getattr(td, name)(dim, reduce=True)
     close(agg.values, fn(matrix, dim % 2).values)
     close(agg.indices, fn(matrix, dim % 2).indices)
@@ -531,7 +520,7 @@ def test_new_constructors(name):
     assert out.batch_size == (4, 1)
     assert out["n"].batch_size == (4, 1, 5)
     assert out["s"] == "label"
-    for k, x in leaves(td).items():
+    for k, x in tensor_leaves(td).items():
         y = out.get(k)
         assert y.shape == (4, 1, *x.shape[2:]) and y.dtype == x.dtype
         if name != "new_empty":
@@ -540,14 +529,14 @@ def test_new_constructors(name):
             assert torch.equal(y, want)
     typed = getattr(td, name)(*args, dtype=torch.float16, device="cpu")
     assert typed.device == torch.device("cpu") and typed["n"].device == torch.device("cpu")
-    assert all(v.dtype == torch.float16 for v in leaves(typed).values())
+    assert all(v.dtype == torch.float16 for v in tensor_leaves(typed).values())
 
 
 def test_new_tensor():
     td = make_td()
     out = td.new_tensor([[1, 2]])
     assert out.batch_size == (1, 2) and out["n"].batch_size == (1, 2)
-    for k, x in leaves(td).items():
+    for k, x in tensor_leaves(td).items():
         assert torch.equal(out.get(k), torch.tensor([[1, 2]], dtype=x.dtype))
     from_td = td.new_tensor(td.float(), dtype=torch.float64)
     check_leafwise(from_td, td, lambda k, x: x.float().double())
@@ -557,7 +546,7 @@ def test_like_functions():
     td = make_td()
     for fn in (torch.zeros_like, torch.ones_like, torch.empty_like, torch.rand_like):
         out = fn(td)
-        for k, x in leaves(td).items():
+        for k, x in tensor_leaves(td).items():
             assert out.get(k).shape == x.shape and out.get(k).dtype == x.dtype
     check_leafwise(torch.full_like(td, 3), td, lambda k, x: torch.full_like(x, 3))
     check_leafwise(torch.zeros_like(td), td, lambda k, x: torch.zeros_like(x))
@@ -710,7 +699,7 @@ def test_inplace_bad_operand_names_key_and_leaves_data_unchanged():
     other = td.clone()
     other["n", "c"] = torch.ones(2, 3, 5, 3)  # wrong feature size for ('n', 'c')
     for name in BINARY:
-        args = (other,) if BINARY[name] == 1 else (other, other)
+        args = (other,) if len(BINARY[name].operands) == 1 else (other, other)
         with pytest.raises(RuntimeError, match=r"\('n', 'c'\)"):
             getattr(td, name + "_")(*args)
         check_leafwise(td, before, lambda k, x: x)
@@ -805,7 +794,7 @@ def test_table_methods_compile_without_graph_breaks():
             close(got, want)
         else:
             assert got.batch_size == want.batch_size
-            for k, v in leaves(want).items():
+            for k, v in tensor_leaves(want).items():
                 close(got.get(k), v)
 
 
@@ -874,7 +863,115 @@ def test_lazy_stacks():
         check_leafwise(call(lazy), call(dense), lambda k, x: x)
     close(lazy.std(reduce=True), dense.std(reduce=True))
     nested = TensorDict({"l": lazy}, [2, 2])
-    want = TensorDict({"l": dense}, [2, 2]).sum(1, reduce=True)
-    close(nested.sum(dim=1, reduce=True), want)
+    want = TensorDict({"l": dense}, [2, 2]).sum("feature", reduce=True)
+    close(nested.sum(dim="feature", reduce=True), want)
     lazy.masked_fill_(torch.tensor([True, False]), -1.0)
     assert (members[0]["a"] == -1).all() and (members[1]["a"] != -1).all()
+
+
+# --------------------------------------------------------------------------- every kind
+#: the checks over ``any_td`` (dense, nested, lazy stacks, indexed; float leaves)
+check_any = partial(core_check_leafwise, rtol=1e-5, atol=1e-6)
+_FLOAT_BINARY = [n for n in [*BINARY, *BINARY_NO_INPLACE] if not n.startswith("bitwise")]
+
+
+def n_operands(name):
+    return len(BINARY.get(name, BINARY_NO_INPLACE.get(name)).operands)
+
+
+def _binary_operands(name, td):
+    """(operands for the method, operands for torch given a leaf's key) of a binary row."""
+    n = n_operands(name)
+    if name == "lerp":
+        return (td, 0.3), lambda k: (tensor_leaves(td)[k], 0.3)
+    if n == 2:
+        return (td, td), lambda k: (tensor_leaves(td)[k], tensor_leaves(td)[k])
+    return (td,), lambda k: (tensor_leaves(td)[k],)
+
+
+def test_unary_rows_over_every_kind(any_td):
+    for name in UNARY:
+        op = getattr(torch, name)
+        check_any(getattr(any_td, name)(), any_td, op)
+        copy = any_td.clone()
+        assert getattr(copy, name + "_")() is copy
+        check_any(copy, any_td, op)
+
+
+def test_binary_rows_over_every_kind(any_td):
+    for name in _FLOAT_BINARY:
+        op = getattr(torch, {"mod": "remainder"}.get(name, name))
+        ops, leaf_ops = _binary_operands(name, any_td)
+
+        def leaf(k, x, op=op, leaf_ops=leaf_ops):
+            return op(x, *leaf_ops(k))
+
+        check_any(getattr(any_td, name)(*ops), any_td, leaf, keyed=True)
+        if n_operands(name) == 1 and not name.startswith(("maximum", "minimum", "logical")):
+            check_any(getattr(any_td, name)(2), any_td, lambda x, op=op: op(x, 2))  # a scalar
+        if name in BINARY:
+            copy = any_td.clone()
+            assert getattr(copy, name + "_")(*ops) is copy
+            check_any(copy, any_td, leaf, keyed=True)
+
+
+def test_cast_and_predicate_rows_over_every_kind(any_td):
+    for name, dtype in CASTS.items():
+        check_any(getattr(any_td, name)(), any_td, lambda x, d=dtype: x.to(d))
+    for name in PREDICATES:
+        check_any(getattr(any_td, name)(), any_td, getattr(torch, name))
+
+
+#: the torch call reducing a leaf over batch dim 1 (values only), for every reduction row
+_REDUCE_DIM1 = {
+    "quantile": lambda x: torch.quantile(x, 0.5, 1),
+    "norm": lambda x: torch.linalg.vector_norm(x, 2, 1),
+    "max": lambda x: torch.amax(x, 1),
+    "min": lambda x: torch.amin(x, 1),
+}
+
+
+def test_reduction_rows_over_every_kind(any_td):
+    """Over batch dim 1 and over everything; the per-element labels are kept where they
+    agree along dim 1 (left out otherwise); the one-value tag is kept."""
+    labels = dict(any_td.items())["label"].tolist()
+    agree = all(len(set(row)) == 1 for row in labels)
+    for name, spec in REDUCTIONS.items():
+        args = (0.5,) if spec.positional else ()
+        kw = {"return_indices": False} if spec.indices else {}
+        leaf = _REDUCE_DIM1.get(name, lambda x, n=name: getattr(torch, n)(x, 1))
+        out = getattr(any_td, name)(*args, dim=1, **kw)
+        check_any(out, any_td, leaf, [2], non_tensors=False)
+        assert out["tag"] == "t"
+        assert leaves(out).get(("label",)) == ([row[0] for row in labels] if agree else None)
+        if spec.none_is_batch:
+            continue
+        everything = getattr(any_td, name)(*args)
+        assert everything.batch_size == torch.Size([])
+        for key, x in tensor_leaves(any_td).items():
+            want = torch.quantile(x.flatten(), 0.5) if name == "quantile" else None
+            if want is None:
+                fn = {"norm": torch.linalg.vector_norm, "max": torch.amax, "min": torch.amin}
+                want = fn.get(name, getattr(torch, name))(x)
+            close(everything[key], want)
+
+
+@pytest.mark.parametrize("name", list(BATCH_CASES))
+def test_batch_op_rows_over_every_kind(any_td, name):
+    for args, kwargs, leaf_fn, batch in BATCH_CASES[name]:
+        out = getattr(any_td, name)(*args, **kwargs)
+        check_any(out, any_td, leaf_fn, batch, non_tensors=False)
+        assert tensor_leaves(out) and out["tag"] == "t"
+
+
+@pytest.mark.parametrize("dim", [0, 1, (0, 1), -1])
+@pytest.mark.parametrize("name", ["sum", "mean", "std", "amax"])
+def test_reduce_true_over_batch_dims_keeps_features(name, dim):
+    """Leaves of one shape: concatenated along the first reduced dim, reduced over ``dim``."""
+    a = torch.arange(24.0).reshape(2, 3, 4)
+    b = torch.arange(24.0).reshape(2, 3, 4) ** 2
+    td = TensorDict({"a": a, "n": TensorDict({"b": b}, [2, 3, 4])}, [2, 3])
+    dims = tuple(d % 2 for d in ((dim,) if isinstance(dim, int) else dim))
+    both = torch.cat([a, b], dims[0])
+    want = getattr(torch, name)(both, dims)
+    close(getattr(td, name)(dim=dim, reduce=True), want)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import torch
+from core_helpers import assert_same, tensor_leaves
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -34,22 +35,6 @@ def build_td(bs, with_extra_batch=True):
     if with_extra_batch:
         td["d"] = TensorDict({"w": torch.arange(n * 2 * 5).reshape(*bs, 2, 5)}, [*bs, 2])
     return td
-
-
-def tensor_leaves(td):
-    return {k: v for k, v in td.items(True, True) if isinstance(v, torch.Tensor)}
-
-
-def assert_same(actual, expected):
-    assert actual.batch_size == expected.batch_size
-    assert set(actual.keys(True, True)) == set(expected.keys(True, True))
-    for key, value in tensor_leaves(expected).items():
-        assert actual[key].dtype == value.dtype, key
-        assert torch.equal(actual[key], value), key
-    assert actual["s"] == expected["s"]
-    for key in ("n", "d"):
-        if key in expected.keys():
-            assert actual[key].batch_size == expected[key].batch_size
 
 
 # ---------------------------------------------------------------- stack / unbind

@@ -130,8 +130,8 @@ def test_from_pytree_bad_input():
         TensorDict.from_pytree(torch.zeros(1))
     with pytest.raises(RuntimeError, match=r"key '0'.*batch_size=\(3,\).*\('a',\)"):
         TensorDict.from_pytree({"a": [torch.zeros(2)]}, batch_size=[3])
-    with pytest.raises(TypeError, match="mutually exclusive"):
-        TensorDict.from_pytree([], batch_size=[], auto_batch_size=True)
+    with pytest.raises(ValueError, match="both batch_size and batch_dims"):
+        TensorDict.from_pytree([], batch_size=[], batch_dims=1)
 
 
 _tensors = st.builds(lambda n: torch.arange(float(n)), st.integers(0, 3))

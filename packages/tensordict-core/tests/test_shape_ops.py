@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from core_helpers import check_leafwise, leaves
 
 from tensordict import TensorDict
 
@@ -21,22 +22,6 @@ def make_td():
         },
         [2, 3],
     )
-
-
-def tensor_leaves(td):
-    return {k: v for k, v in td.items(True, True) if isinstance(v, torch.Tensor)}
-
-
-def check_leafwise(out, td, fn, batch_size):
-    """``out[key] == fn(td[key])`` for every tensor leaf; batch sizes and non-tensors kept."""
-    assert out.batch_size == torch.Size(batch_size)
-    assert out["n"].batch_size == torch.Size(batch_size)
-    for key, value in tensor_leaves(td).items():
-        expected = fn(value)
-        assert out[key].shape == expected.shape, key
-        assert torch.equal(out[key], expected), key
-    assert out["s"] == "text"
-    assert dict(out.items())["s"].batch_size == torch.Size(batch_size)
 
 
 def feat(x):
@@ -341,3 +326,60 @@ def test_readme_shape_examples():
     assert data.reshape(-1).batch_size == torch.Size([12])
     assert data.unsqueeze(-1).batch_size == torch.Size([3, 4, 1])
     assert data.unsqueeze(-1)["key 1"].shape == torch.Size([3, 4, 1, 5])
+
+
+# ---------------------------------------------------------------- every kind of tensordict
+def _f(x):  # feature dims of a leaf of an any_td tensordict (batch (2, 3))
+    return tuple(range(2, x.ndim))
+
+
+#: op on the tensordict -> (the same op on a leaf or on the batch-shaped label codes,
+#: the result's batch size or, for splitting ops, the index of the part checked)
+ANY_TD_SHAPE_OPS = {
+    "reshape(6)": (lambda td: td.reshape(6), lambda x: x.reshape(6, *x.shape[2:]), [6]),
+    "view(3, 2)": (lambda td: td.view(3, 2), lambda x: x.reshape(3, 2, *x.shape[2:]), [3, 2]),
+    "flatten": (lambda td: td.flatten(0, 1), lambda x: x.flatten(0, 1), [6]),
+    "unflatten": (lambda td: td.unflatten(1, (3, 1)), lambda x: x.unflatten(1, (3, 1)), [2, 3, 1]),
+    "permute": (lambda td: td.permute(1, 0), lambda x: x.permute(1, 0, *_f(x)), [3, 2]),
+    "transpose": (lambda td: td.transpose(0, 1), lambda x: x.transpose(0, 1), [3, 2]),
+    "unsqueeze(0)": (lambda td: td.unsqueeze(0), lambda x: x.unsqueeze(0), [1, 2, 3]),
+    "unsqueeze(-1)": (lambda td: td.unsqueeze(-1), lambda x: x.unsqueeze(2), [2, 3, 1]),
+    "squeeze": (lambda td: td.unsqueeze(1).squeeze(1), lambda x: x, [2, 3]),
+    "expand": (lambda td: td.expand(4, 2, 3), lambda x: x.expand(4, *x.shape), [4, 2, 3]),
+    "repeat": (
+        lambda td: td.repeat(2, 1),
+        lambda x: x.repeat(2, 1, *[1] * (x.ndim - 2)),
+        [4, 3],
+    ),
+    "flip": (lambda td: td.flip(1), lambda x: x.flip(1), [2, 3]),
+    "narrow": (lambda td: td.narrow(1, 1, 2), lambda x: x.narrow(1, 1, 2), [2, 2]),
+    "unbind(1)[2]": (lambda td: td.unbind(1)[2], lambda x: x.select(1, 2), [2]),
+    "unbind(0)[1]": (lambda td: td.unbind(0)[1], lambda x: x.select(0, 1), [3]),
+    "split(2, 1)[1]": (lambda td: td.split(2, 1)[1], lambda x: x.split(2, 1)[1], [2, 1]),
+    "chunk(2, 0)[0]": (lambda td: td.chunk(2, 0)[0], lambda x: x.chunk(2, 0)[0], [1, 3]),
+}
+
+
+def _label_codes(td, vocab):
+    """The per-element labels of ``td`` as a tensor of their indices in ``vocab``."""
+    labels = dict(td.items())["label"].tolist()  # one value or a stack: per element
+    return torch.tensor(_codes(labels, vocab))
+
+
+def _codes(labels, vocab):
+    if isinstance(labels, list):
+        return [_codes(x, vocab) for x in labels]
+    return vocab.index(labels)
+
+
+@pytest.mark.parametrize("op", list(ANY_TD_SHAPE_OPS))
+def test_shape_ops_over_every_kind(any_td, op):
+    """Every tensor leaf is the same torch op on the leaf; the per-element labels move like
+    a tensor of the batch shape; the one-value tag is kept."""
+    call, leaf_op, batch_size = ANY_TD_SHAPE_OPS[op]
+    out = call(any_td)
+    check_leafwise(out, any_td, leaf_op, batch_size, non_tensors=False)
+    flat = [v for row in dict(any_td.items())["label"].tolist() for v in row]
+    vocab = sorted(set(flat))
+    assert torch.equal(_label_codes(out, vocab), leaf_op(_label_codes(any_td, vocab)))
+    assert leaves(out)[("tag",)] == "t"

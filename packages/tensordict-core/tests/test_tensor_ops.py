@@ -8,6 +8,7 @@ import operator
 
 import pytest
 import torch
+from core_helpers import tensor_leaves
 
 from tensordict import TensorDict
 
@@ -38,10 +39,6 @@ def make_flat_td():
         },
         [2, 3],
     )
-
-
-def leaves(td):
-    return {k: v for k, v in td.items(True, True) if isinstance(v, torch.Tensor)}
 
 
 # ---------------------------------------------------------------- properties
@@ -86,7 +83,7 @@ def test_dtype_property():
 def test_to_dtype():
     td = make_td()
     out = td.to(torch.float64)
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert out[key].dtype == torch.float64
         assert torch.equal(out[key], value.double())
     assert td["a"].dtype == torch.float32  # not in place
@@ -98,7 +95,7 @@ def test_to_device_sets_device():
     assert out.device == torch.device("cpu")
     assert out["n"].device == torch.device("cpu")
     assert out["n", "m"].device == torch.device("cpu")
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert torch.equal(out[key], value)
 
 
@@ -110,13 +107,13 @@ def test_to_another_tensordict_uses_its_device():
 def test_to_device_meta_casts_every_leaf():
     out = make_td().to("meta")
     assert out.device == torch.device("meta")
-    assert all(v.device.type == "meta" for v in leaves(out).values())
+    assert all(v.device.type == "meta" for v in tensor_leaves(out).values())
 
 
 def test_cpu():
     out = make_td().cpu()
     assert out.device == torch.device("cpu")
-    assert all(v.device.type == "cpu" for v in leaves(out).values())
+    assert all(v.device.type == "cpu" for v in tensor_leaves(out).values())
 
 
 @pytest.mark.parametrize(
@@ -134,7 +131,7 @@ def test_cpu():
 def test_cast_methods(method, dtype):
     td = make_td()
     out = getattr(td, method)()
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert out[key].dtype == dtype
         assert torch.equal(out[key], value.to(dtype))
 
@@ -149,7 +146,7 @@ def test_to_keeps_non_tensor():
 def test_clone_is_deep():
     td = make_td()
     cl = td.clone()
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert cl[key] is not value
         assert cl[key].data_ptr() != value.data_ptr()
         assert torch.equal(cl[key], value)
@@ -180,7 +177,7 @@ def test_detach():
     td = make_td().requires_grad_()
     y = td.apply(lambda x: x * 2)
     out = y.detach()
-    for key, value in leaves(y).items():
+    for key, value in tensor_leaves(y).items():
         assert value.requires_grad
         assert not out[key].requires_grad
         assert out[key].data_ptr() == value.data_ptr()
@@ -189,7 +186,7 @@ def test_detach():
 def test_detach_():
     td = make_td().requires_grad_().apply(lambda x: x * 2)
     td.detach_()
-    assert not any(v.requires_grad for v in leaves(td).values())
+    assert not any(v.requires_grad for v in tensor_leaves(td).values())
 
 
 def test_contiguous():
@@ -197,7 +194,7 @@ def test_contiguous():
     assert not td.is_contiguous()
     out = td.contiguous()
     assert out.is_contiguous()
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert out[key].is_contiguous()
         assert torch.equal(out[key], value)
 
@@ -205,9 +202,9 @@ def test_contiguous():
 # ---------------------------------------------------------------- zero_ / fill_
 def test_zero_():
     td = make_td()
-    ptrs = {k: v.data_ptr() for k, v in leaves(td).items()}
+    ptrs = {k: v.data_ptr() for k, v in tensor_leaves(td).items()}
     assert td.zero_() is td
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert (value == 0).all()
         assert value.data_ptr() == ptrs[key]
 
@@ -233,17 +230,17 @@ def test_requires_grad_():
     td = make_td()
     assert not td.requires_grad
     assert td.requires_grad_() is td
-    assert all(v.requires_grad for v in leaves(td).values())
+    assert all(v.requires_grad for v in tensor_leaves(td).values())
     assert td.requires_grad
     td.requires_grad_(False)
-    assert not any(v.requires_grad for v in leaves(td).values())
+    assert not any(v.requires_grad for v in tensor_leaves(td).values())
 
 
 def test_requires_grad_backward_flows_to_leaves():
     td = make_td().requires_grad_()
-    loss = sum((v * 2).sum() for v in leaves(td).values())
+    loss = sum((v * 2).sum() for v in tensor_leaves(td).values())
     loss.backward()
-    for value in leaves(td).values():
+    for value in tensor_leaves(td).values():
         assert torch.equal(value.grad, torch.full_like(value, 2.0))
 
 
@@ -279,7 +276,7 @@ def test_operator_with_tensordict(op, sym):
     out = op(td, other)
     assert isinstance(out, TensorDict)
     assert out.batch_size == td.batch_size
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert torch.equal(out[key], op(value, other[key])), key
 
 
@@ -288,7 +285,7 @@ def test_operator_with_tensordict(op, sym):
 def test_operator_with_scalar(op, sym, scalar):
     td = make_td()
     out = op(td, scalar)
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert torch.equal(out[key], op(value, scalar)), key
 
 
@@ -296,7 +293,7 @@ def test_operator_with_scalar(op, sym, scalar):
 def test_reflected_operator_with_scalar(op, sym):
     td = make_td()
     out = op(3, td)
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         # 3 / x may be computed as 3 * (1 / x): allow rounding, but check dtype and shape
         torch.testing.assert_close(out[key], op(3, value), msg=str(key))
 
@@ -306,7 +303,7 @@ def test_operator_with_tensor(op, sym):
     td = make_flat_td()
     t = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     out = op(td, t)
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert torch.equal(out[key], op(value, t)), key
 
 
@@ -314,14 +311,14 @@ def test_operator_with_broadcast_tensor():
     td = make_td()
     t = torch.tensor(3.0)
     out = td * t
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert torch.equal(out[key], value * 3.0), key
 
 
 def test_unary_operators():
     td = make_td()
     neg, pos, ab = -td, +td, abs(-td)
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert torch.equal(neg[key], -value)
         assert torch.equal(pos[key], value)
         assert torch.equal(ab[key], value.abs())
@@ -331,7 +328,7 @@ def test_operators_leave_operands_unchanged():
     td = make_td()
     before = td.clone()
     _ = td + 1, td * td, td == 2, 1 - td
-    for key, value in leaves(before).items():
+    for key, value in tensor_leaves(before).items():
         assert torch.equal(td[key], value)
 
 
@@ -345,7 +342,7 @@ def test_operator_key_mismatch_raises():
 
 def test_comparison_result_is_bool():
     out = make_td() == 2.0
-    assert all(v.dtype == torch.bool for v in leaves(out).values())
+    assert all(v.dtype == torch.bool for v in tensor_leaves(out).values())
 
 
 def test_readme_arithmetic():
@@ -367,7 +364,7 @@ INPLACE = [
 @pytest.mark.parametrize("kind", ["scalar", "tensor", "tensordict"])
 def test_inplace_operator_keeps_storage(iop, op, kind):
     td = make_flat_td()
-    before = {k: (v, v.data_ptr(), v.clone()) for k, v in leaves(td).items()}
+    before = {k: (v, v.data_ptr(), v.clone()) for k, v in tensor_leaves(td).items()}
     if kind == "scalar":
         other = 2.0
     elif kind == "tensor":
@@ -399,7 +396,7 @@ def test_inplace_methods(name, fn):
     orig = td.clone()
     out = getattr(td, name)(3)
     assert out is td
-    for key, value in leaves(orig).items():
+    for key, value in tensor_leaves(orig).items():
         assert torch.equal(td[key], fn(value, 3))
 
 
@@ -407,12 +404,12 @@ def test_inplace_methods(name, fn):
 def test_unary_methods_and_their_inplace_twin(name):
     td = make_td()
     out = getattr(td, name)()
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert torch.equal(out[key], getattr(torch, name)(value)), key
-    ptrs = {k: v.data_ptr() for k, v in leaves(td).items()}
-    expected = {k: getattr(torch, name)(v) for k, v in leaves(td).items()}
+    ptrs = {k: v.data_ptr() for k, v in tensor_leaves(td).items()}
+    expected = {k: getattr(torch, name)(v) for k, v in tensor_leaves(td).items()}
     assert getattr(td, name + "_")() is td
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert value.data_ptr() == ptrs[key]
         assert torch.equal(value, expected[key]), key
 
@@ -449,7 +446,7 @@ def test_all_any_along_dim(name, dim):
     d = dim % 2
     bs = [s for i, s in enumerate(td.batch_size) if i != d]
     assert out.batch_size == torch.Size(bs)
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert torch.equal(out[key], getattr(torch, name)(value, dim=d)), key
 
 
@@ -460,7 +457,7 @@ def test_share_memory_():
     out = td.share_memory_()
     assert out is td
     assert td.is_shared()
-    assert all(v.is_shared() for v in leaves(td).values())
+    assert all(v.is_shared() for v in tensor_leaves(td).values())
     # a shared tensordict is locked: its keys may no longer change
     assert td.is_locked
     with pytest.raises(RuntimeError, match="locked"):
@@ -478,10 +475,10 @@ def test_to_cuda_and_back():
     td = make_td()
     gpu = td.to("cuda")
     assert gpu.device.type == "cuda"
-    assert all(v.is_cuda for v in leaves(gpu).values())
+    assert all(v.is_cuda for v in tensor_leaves(gpu).values())
     assert gpu["n"].device.type == "cuda"
     back = gpu.cpu()
-    for key, value in leaves(td).items():
+    for key, value in tensor_leaves(td).items():
         assert torch.equal(back[key], value)
 
 
@@ -491,7 +488,7 @@ def test_cuda_method():
     gpu = make_td().cuda()
     assert gpu.is_cuda
     assert gpu.device == torch.device("cuda", torch.cuda.current_device())
-    assert all(v.is_cuda for v in leaves(gpu).values())
+    assert all(v.is_cuda for v in tensor_leaves(gpu).values())
     assert gpu.cuda(0).device == torch.device("cuda", 0)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from core_helpers import tensor_leaves
 
 import tensordict
 from tensordict import TensorDict
@@ -19,10 +20,6 @@ def make_td(offset=0.0):
         },
         [2, 3],
     )
-
-
-def tensor_leaves(td):
-    return {k: v for k, v in td.items(True, True) if isinstance(v, torch.Tensor)}
 
 
 @pytest.mark.parametrize("dim", [0, 1, 2, -1, -3])

@@ -8,14 +8,20 @@ dimensions along).
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
+from functools import partial
 
 import pytest
 import torch
+from core_helpers import check_leafwise as core_check_leafwise
+from core_helpers import tensor_leaves
 
 from tensordict import TensorDict
 from tensordict._functional import TORCH_ALIASES, TORCH_METHODS
 from tensordict._ops import UNARY
 from tensordict.base import TD_HANDLED_FUNCTIONS, TensorDictBase
+
+#: leaf by leaf, any result batch size (the shape functions change it)
+check_leafwise = partial(core_check_leafwise, batch_size=None)
 
 
 def make_td(offset: float = 0.0) -> TensorDict:
@@ -29,23 +35,6 @@ def make_td(offset: float = 0.0) -> TensorDict:
         },
         [2, 3],
     )
-
-
-def tensor_leaves(td):
-    return {k: v for k, v in td.items(True, True) if isinstance(v, torch.Tensor)}
-
-
-def assert_leafwise(out, td, expected):
-    """Every tensor leaf of ``out`` equals ``expected(leaf of td)``; strings are carried."""
-    assert isinstance(out, TensorDict)
-    leaves = tensor_leaves(td)
-    assert set(tensor_leaves(out)) == set(leaves)
-    for key, leaf in leaves.items():
-        want = expected(leaf)
-        assert out[key].shape == want.shape, key
-        assert torch.equal(out[key], want), key
-    if "s" in td.keys():
-        assert out["s"] == "text"
 
 
 # (id, torch call on the tensordict, the same call on a leaf carrying its feature dims)
@@ -94,7 +83,7 @@ SHAPE_CASES = [
 def test_shape_functions_leafwise(call, leaf_call):
     td = make_td()
     out = call(td)
-    assert_leafwise(out, td, leaf_call)
+    check_leafwise(out, td, leaf_call)
     # leaves without feature dimensions: literally the same torch call
     assert torch.equal(out["a"], call(td["a"]))
     assert out.batch_size == call(td["a"]).shape
@@ -148,9 +137,9 @@ def test_splitting_functions_leafwise(call, leaf_call):
     parts = call(td)
     assert isinstance(parts, tuple)
     expected = {key: leaf_call(leaf) for key, leaf in tensor_leaves(td).items()}
-    assert len(parts) == len(expected["a"])
+    assert len(parts) == len(expected[("a",)])
     for i, part in enumerate(parts):
-        assert part.batch_size == expected["a"][i].shape
+        assert part.batch_size == expected[("a",)][i].shape
         for key, chunks in expected.items():
             assert torch.equal(part[key], chunks[i]), (i, key)
         assert part["s"] == "text"

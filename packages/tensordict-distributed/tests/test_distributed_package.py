@@ -10,8 +10,9 @@ import tensordict.distributed
 
 DISTRIBUTION = "tensordict-distributed"
 #: Modules that ``import tensordict.distributed`` must never load: undeclared siblings
-#: (memmap belongs to the ``memmap`` extra and is imported only when used) and HDF5.
-NOT_DECLARED = ("h5py", "tensordict.memmap", "tensordict.nn", "tensordict.tensorclass")
+#: (memmap belongs to the ``memmap`` extra and is imported only when used), HDF5, and redis
+#: (extra ``redis``, imported when a store is made).
+NOT_DECLARED = ("h5py", "redis", "tensordict.memmap", "tensordict.nn", "tensordict.tensorclass")
 
 
 def modules_loaded_by(statement: str) -> set[str]:

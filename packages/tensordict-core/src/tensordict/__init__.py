@@ -12,7 +12,21 @@ import pkgutil
 
 __path__ = pkgutil.extend_path(__path__, __name__)
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the sibling names that resolve lazily (see __getattr__), for type checkers
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        TensorClass as TensorClass,
+    )
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        TypedTensorDict as TypedTensorDict,
+    )
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        from_dataclass as from_dataclass,
+    )
+    from tensordict.tensorclass import (  # type: ignore[import-not-found, unused-ignore]
+        tensorclass as tensorclass,
+    )
 
 from tensordict._siblings import LAZY_TOP_LEVEL as _LAZY_TOP_LEVEL
 from tensordict._siblings import import_sibling as _import_sibling
@@ -20,16 +34,24 @@ from tensordict._siblings import sibling_attr as _sibling_attr
 
 __version__ = "0.1.0"
 
-from tensordict import _ops, _pytree, utils
+from tensordict import (
+    _autograd,  # noqa: F401 - registers torch.autograd.grad
+    _ops,
+    _ops_batch,
+    _ops_reduce,
+    _pytree,
+    utils,
+)
 from tensordict._attrs import TensorAttrs
+from tensordict._collection import TensorCollection
 from tensordict._consolidate import from_consolidated
 from tensordict._convert import fromkeys, make_tensordict
-from tensordict._functional import cat, stack
-from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._functional import cat, dense_stack_tds, lazy_stack, maybe_dense_stack, stack
+from tensordict._key_sets import merge_tensordicts
+from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
+from tensordict._kinds import is_tensorclass
 from tensordict._lazy import LazyStackedTensorDict
-from tensordict._lazy_dense import lazy_stack, maybe_dense_stack
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
-from tensordict._misc_ops import dense_stack_tds, is_tensorclass, merge_tensordicts
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._pad import pad, pad_sequence
 from tensordict._printoptions import get_printoptions, set_printoptions
@@ -42,9 +64,18 @@ from tensordict.base import (
     is_tensor_collection,
     set_get_defaults_to_none,
 )
-from tensordict.utils import is_batchedtensor
+from tensordict.utils import (
+    KEY_SEPARATOR,
+    is_batchedtensor,
+    is_bool,
+    is_floating,
+    is_inexact,
+    is_integer,
+)
 
 _ops.install(TensorDictBase)
+_ops_reduce.install(TensorDictBase)
+_ops_batch.install(TensorDictBase)
 TensorDictBase.__repr__ = _td_repr  # type: ignore[method-assign,assignment]
 _pytree.register_defaults()
 
@@ -57,6 +88,7 @@ from_struct_array = TensorDict.from_struct_array
 from_pytree = TensorDict.from_pytree
 
 __all__ = [
+    "KEY_SEPARATOR",
     "LazyStackedTensorDict",
     "MetaData",
     "NestedKey",
@@ -64,6 +96,7 @@ __all__ = [
     "NonTensorStack",
     "TensorDict",
     "TensorAttrs",
+    "TensorCollection",
     "TensorDictBase",
     "assert_allclose_td",
     "assert_close",
@@ -80,6 +113,10 @@ __all__ = [
     "get_defaults_to_none",
     "get_printoptions",
     "is_batchedtensor",
+    "is_bool",
+    "is_floating",
+    "is_inexact",
+    "is_integer",
     "is_non_tensor",
     "is_tensor_collection",
     "is_tensorclass",
@@ -96,6 +133,7 @@ __all__ = [
     "stack",
     "unravel_key",
     "unravel_key_list",
+    "unravel_key_to_tuple",
     "utils",
 ]
 

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _kinds
+from tensordict._kinds import is_tensor_collection
 from tensordict._nontensor import NonTensorData, is_non_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,6 +49,11 @@ class TensorAttrs:
     tgt_device: torch.device | None = None
     tgt_dtype: torch.dtype | None = None
     tgt_shape: torch.Size | None = None
+    # The reference's TensorAttrs is a tensorclass; these keywords of its constructor are
+    # accepted (and kept) but take no part in comparisons.
+    batch_size: Any = dataclasses.field(default=(), kw_only=True, compare=False, repr=False)
+    device: Any = dataclasses.field(default=None, kw_only=True, compare=False, repr=False)
+    names: Any = dataclasses.field(default=None, kw_only=True, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         checks: tuple[tuple[str, object, type], ...] = (
@@ -90,15 +97,11 @@ class TensorAttrs:
 
 
 def _is_nested(value: Any) -> bool:
-    from tensordict.base import is_tensor_collection
-
     return is_tensor_collection(value) and not is_non_tensor(value)
 
 
 def _attrs_of(td: Any, fields: tuple[str, ...]) -> TensorDict:
     """A ``TensorDict`` (batch ``[]``, no device) of :class:`TensorAttrs` for ``td``."""
-    from tensordict._td import TensorDict
-
     out: dict[str, Any] = {}
     scalar = torch.Size([])
     for key, value in td.items():
@@ -106,7 +109,7 @@ def _attrs_of(td: Any, fields: tuple[str, ...]) -> TensorDict:
             out[key] = NonTensorData._make(TensorAttrs.of(value, fields), scalar, None)
         elif _is_nested(value):
             out[key] = _attrs_of(value, fields)
-    return TensorDict._new_unsafe(out, scalar)
+    return _kinds.Dense._new_unsafe(out, scalar)
 
 
 def holds_tensor_attrs(td: Any) -> bool:

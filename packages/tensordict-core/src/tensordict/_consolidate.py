@@ -27,19 +27,23 @@ import json
 import os
 import pickle
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from tensordict import _nontensor
+from tensordict import _kinds, _nontensor
+from tensordict._futures import TensorDictFuture
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict._shape import parse_device
-from tensordict.base import TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Self
+
     from tensordict._td import TensorDict
+    from tensordict.base import TensorDictBase
 
 _Tensor = torch.Tensor
 
@@ -122,17 +126,6 @@ def _contiguous_stride(shape: torch.Size) -> tuple[int, ...]:
     return tuple(reversed(stride))
 
 
-def _flat_bytes(t: _Tensor, stride: tuple[int, ...] | None) -> _Tensor:
-    """The bytes of ``t`` in the memory order it will have in the buffer."""
-    if t.requires_grad:
-        t = t.detach()
-    if stride is None or t.numel() == 0:
-        t = t.contiguous()
-    elif not t.is_contiguous():  # a dense permutation: read its memory block as is
-        t = t.as_strided((t.numel(),), (1,), t.storage_offset())
-    return t.reshape(-1).view(torch.uint8)
-
-
 # ---------------------------------------------------------------------- consolidate
 class _Plan:
     """The leaves to copy and the metadata describing where they go."""
@@ -145,7 +138,7 @@ class _Plan:
         self.offset = 0
 
     def node(self, td: Any, path: tuple[str, ...]) -> dict[str, Any]:
-        members = _lazy_members(td)
+        members = _kinds.lazy_members(td)
         if members is not None:
             return {
                 "type": "LazyStackedTensorDict",
@@ -156,8 +149,8 @@ class _Plan:
                 "entries": {},
             }
         dense: Any = td
-        store = getattr(td, "_tensordict", None)
-        if store is None or not isinstance(td, TensorDictBase):
+        store = td._tensordict if isinstance(td, _kinds.Dense) else None
+        if store is None or not isinstance(td, _kinds.Base):
             raise NotImplementedError(
                 f"consolidate: the entry at {unravel_key(path)!r} is a {type(td).__name__}; "
                 "only dense TensorDicts and lazy stacks of them (with tensor, tensordict and "
@@ -202,11 +195,21 @@ class _Plan:
         }
 
     def tensor(self, value: _Tensor, path: tuple[str, ...]) -> dict[str, Any]:
+        if value.is_nested and value.layout == torch.jagged:
+            # a jagged nested tensor: its values, offsets (and lengths) go in the buffer
+            values, offsets, lengths = _njt_parts(value)
+            return {
+                "kind": "njt",
+                "values": self.tensor(values, path),
+                "offsets": self.tensor(offsets, path),
+                "lengths": None if lengths is None else self.tensor(lengths, path),
+                "ragged_idx": int(cast(Any, value)._ragged_idx),
+            }
         if value.is_nested or value.layout != torch.strided:
             raise NotImplementedError(
                 f"consolidate: the entry at {unravel_key(path)!r} is a {value.layout} "
-                f"{'nested ' if value.is_nested else ''}tensor; only strided tensors can be "
-                "consolidated."
+                f"{'nested ' if value.is_nested else ''}tensor; only strided tensors and "
+                "jagged nested tensors can be consolidated."
             )
         stride = _dense_stride(value)
         nbytes = value.numel() * value.element_size()
@@ -224,6 +227,12 @@ class _Plan:
         self.strides.append(stride)
         self.offset += nbytes
         return entry
+
+
+def _njt_parts(nt: _Tensor) -> tuple[_Tensor, _Tensor, _Tensor | None]:
+    """``(values, offsets, lengths)`` of a jagged nested tensor (``lengths`` may be None)."""
+    jagged = cast(Any, nt)
+    return jagged.values(), jagged.offsets(), jagged.lengths()
 
 
 def _target_device(td: Any, leaves: list[_Tensor], device: Any) -> torch.device:
@@ -245,42 +254,81 @@ def _target_device(td: Any, leaves: list[_Tensor], device: Any) -> torch.device:
 
 
 def _fill_buffer(
-    plan: _Plan, total: int, device: torch.device, share_memory: bool, pin_memory: bool
+    plan: _Plan,
+    total: int,
+    device: torch.device,
+    share_memory: bool,
+    pin_memory: bool,
+    out: _Tensor | None = None,
 ) -> _Tensor:
-    """One ``cat`` of every leaf's bytes (with alignment padding) into a new buffer."""
-    src_devices = {leaf.device for leaf in plan.leaves}
-    same = len(src_devices) <= 1
-    pieces: list[_Tensor] = []
-    pos = 0
-    zeros = None
-    for leaf, stride in zip(plan.leaves, plan.strides):
-        flat = _flat_bytes(leaf, stride)
-        if not same:
-            flat = flat.to(device)
-        start = -(-pos // ALIGN) * ALIGN
-        if start > pos:
-            if zeros is None or zeros.device != flat.device:
-                zeros = torch.zeros(ALIGN, dtype=torch.uint8, device=flat.device)
-            pieces.append(zeros[: start - pos])
-        pieces.append(flat)
-        pos = start + flat.numel()
-    if pos < total:
-        dev = pieces[0].device if pieces else device
-        pieces.append(torch.zeros(total - pos, dtype=torch.uint8, device=dev))
+    """A new buffer (or ``out``) with every leaf copied to its aligned place, in the leaf's
+    own dtype (a byte-wise copy is several times slower); the alignment gaps are zeroed."""
+    shared_now = share_memory and device.type == "cpu"
+    if out is not None:
+        if out.dtype != torch.uint8 or out.numel() != total or out.device != device:
+            raise ValueError(
+                f"pack: out must be a uint8 tensor of {total} bytes on {device}, got "
+                f"{out.dtype} {tuple(out.shape)} on {out.device}."
+            )
+        buffer = out
+    elif shared_now:
+        storage = torch.UntypedStorage._new_shared(total)  # type: ignore[no-untyped-call]
+        buffer = torch.empty(0, dtype=torch.uint8).set_(storage)
+    else:
+        buffer = torch.empty(
+            total, dtype=torch.uint8, device=device, pin_memory=pin_memory and device.type == "cpu"
+        )
     with torch.no_grad():
-        if not pieces:
-            buffer = torch.empty(0, dtype=torch.uint8, device=device)
-        elif pieces[0].device == device and not pin_memory:
-            buffer = torch.cat(pieces) if len(pieces) > 1 else pieces[0].clone()
-        else:
-            buffer = torch.empty(total, dtype=torch.uint8, pin_memory=pin_memory)
-            if device.type != "cpu" or pieces[0].device.type != "cpu":
-                buffer = torch.cat(pieces).to(device)
-            else:
-                torch.cat(pieces, out=buffer)
-    if share_memory:
+        _copy_leaves(plan, buffer)
+    if share_memory and not shared_now:
         buffer.share_memory_()  # type: ignore[no-untyped-call]
     return buffer
+
+
+def _copy_leaves(plan: _Plan, buffer: _Tensor) -> None:
+    """Copy the plan's leaves to their aligned places in ``buffer`` (zeroing the gaps):
+    runs of contiguous leaves of one dtype that follow each other without a gap go in
+    one ``cat``; other leaves are copied through a strided view in their own dtype."""
+    bases: dict[torch.dtype, _Tensor] = {}
+    pos = 0
+    run: list[_Tensor] = []
+    run_start = 0
+    run_dtype: torch.dtype | None = None
+
+    def flush() -> None:
+        if run:
+            n = sum(t.numel() for t in run)
+            base = bases[run_dtype]  # type: ignore[index]
+            dst = base.as_strided((n,), (1,), run_start // base.element_size())
+            if len(run) == 1:
+                dst.copy_(run[0].reshape(-1))
+            else:
+                torch.cat([t.reshape(-1) for t in run], out=dst)
+            run.clear()
+
+    for leaf, stride in zip(plan.leaves, plan.strides):
+        start = -(-pos // ALIGN) * ALIGN
+        nbytes = leaf.numel() * leaf.element_size()
+        if start > pos:
+            flush()
+            buffer[pos:start].zero_()
+        base = bases.get(leaf.dtype)
+        if base is None:
+            usable = buffer.numel() - buffer.numel() % leaf.element_size()
+            base = bases[leaf.dtype] = buffer[:usable].view(leaf.dtype)
+        if nbytes and leaf.is_contiguous() and leaf.device == buffer.device:
+            if not run or run_dtype != leaf.dtype:
+                flush()
+                run_start, run_dtype = start, leaf.dtype
+            run.append(leaf.detach())
+        elif nbytes:
+            flush()
+            layout = stride if stride is not None else _contiguous_stride(leaf.shape)
+            base.as_strided(leaf.shape, layout, start // leaf.element_size()).copy_(leaf.detach())
+        pos = start + nbytes
+    flush()
+    if pos < buffer.numel():
+        buffer[pos:].zero_()
 
 
 def _with_trailer(data: _Tensor, metadata: dict[str, Any]) -> _Tensor:
@@ -288,6 +336,61 @@ def _with_trailer(data: _Tensor, metadata: dict[str, Any]) -> _Tensor:
     tail = blob + len(blob).to_bytes(8, "little") + MAGIC
     extra = torch.frombuffer(bytearray(tail), dtype=torch.uint8).to(data.device)
     return torch.cat([data, extra])
+
+
+def _layout(
+    td: Any, device: Any, allow_pickle: bool
+) -> tuple[_Plan, dict[str, Any], int, torch.device]:
+    """The plan, metadata, buffer size and buffer device of consolidating ``td``."""
+    plan = _Plan(allow_pickle)
+    meta_td = plan.node(td, ())
+    total = -(-plan.offset // ALIGN) * ALIGN
+    dev = _target_device(td, plan.leaves, device)
+    meta = {
+        "format": "tensordict-consolidated",
+        "version": FORMAT_VERSION,
+        "nbytes": total,
+        "td": meta_td,
+    }
+    if device is not None:
+        _set_devices(meta_td, str(dev))
+    return plan, meta, total, dev
+
+
+class Packing:
+    """How :func:`consolidate` lays ``td`` out: ``meta`` (the metadata), ``nbytes`` and
+    ``device`` of the buffer; :meth:`fill` copies the leaves, as they are at that
+    moment, into a buffer. A transport that sends the same tensordict again keeps its
+    ``Packing`` and only fills."""
+
+    def __init__(self, td: Any, device: Any = None, allow_pickle: bool = False) -> None:
+        self.plan, self.meta, self.nbytes, self.device = _layout(td, device, allow_pickle)
+
+    def fill(self, out: Callable[[int, torch.device], _Tensor | None] | None = None) -> _Tensor:
+        """The buffer: a new one, or the one ``out(nbytes, device)`` returns."""
+        given = out(self.nbytes, self.device) if out is not None else None
+        return _fill_buffer(self.plan, self.nbytes, self.device, False, False, given)
+
+
+def pack(
+    td: Any,
+    *,
+    device: Any = None,
+    allow_pickle: bool = False,
+    out: Callable[[int, torch.device], _Tensor | None] | None = None,
+) -> tuple[dict[str, Any], _Tensor]:
+    """``(metadata, buffer)``: what :func:`consolidate` makes, without building the
+    consolidated tensordict (what a transport sends). ``out(nbytes, device)`` may return
+    a buffer to fill (a reused one: a fresh large allocation costs page faults).
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> meta, buffer = pack(TensorDict({"a": torch.ones(2, dtype=torch.int32)}, [2]))
+    >>> buffer.numel(), meta["td"]["entries"]["a"]["shape"]
+    (16, [2])
+    """
+    packing = Packing(td, device, allow_pickle)
+    return packing.meta, packing.fill(out)
 
 
 def consolidate(
@@ -302,24 +405,14 @@ def consolidate(
     allow_pickle: bool = False,
 ) -> TensorDict:
     """Implementation of :meth:`ConsolidateOps.consolidate`."""
-    plan = _Plan(allow_pickle)
-    meta_td = plan.node(td, ())
-    total = -(-plan.offset // ALIGN) * ALIGN
-    dev = _target_device(td, plan.leaves, device)
-    meta = {
-        "format": "tensordict-consolidated",
-        "version": FORMAT_VERSION,
-        "nbytes": total,
-        "td": meta_td,
-    }
-    if device is not None:
-        _set_devices(meta_td, str(dev))
+    plan, meta, total, dev = _layout(td, device, allow_pickle)
     if filename is not None:
         if share_memory or pin_memory or dev.type != "cpu":
             raise ValueError(
                 "consolidate(filename=...) writes a memory-mapped CPU buffer; it cannot be "
                 "combined with share_memory, pin_memory or a non-CPU device."
             )
+        _set_devices(meta["td"], "cpu", force=True)  # the file's leaves live on the CPU
         buffer = _fill_buffer(plan, total, torch.device("cpu"), False, False)
         buffer = _write_file(Path(filename), _with_trailer(buffer, meta))
     else:
@@ -331,15 +424,48 @@ def consolidate(
     out = _rebuild(buffer, meta, allow_pickle=True, trusted=True)
     if inplace:
         _adopt(td, out)
-        td._consolidated = out._consolidated  # type: ignore[attr-defined]
+        td.__dict__["_consolidated"] = out.__dict__["_consolidated"]
         return td
     return out
+
+
+_EARLY_POOL: list[ThreadPoolExecutor] = []
+
+
+def consolidate_early(td: Any, filename: str | Path | None = None, **kwargs: Any) -> Any:
+    """``consolidate(..., return_early=True)``: a future of the consolidated tensordict.
+
+    In memory, the buffer is allocated and the result built (its leaves view the buffer)
+    before the copy, which runs in a worker thread; ``result()`` waits for it. A file is
+    written by the worker as a whole.
+    """
+    if not _EARLY_POOL:
+        _EARLY_POOL.append(ThreadPoolExecutor(1, thread_name_prefix="td-consolidate"))
+    pool = _EARLY_POOL[0]
+    if filename is not None or kwargs.get("inplace") or kwargs.get("metadata"):
+        return TensorDictFuture([pool.submit(consolidate, td, filename, **kwargs)], None)
+    plan, meta, total, dev = _layout(td, kwargs.get("device"), kwargs.get("allow_pickle", False))
+    buffer = torch.empty(
+        total,
+        dtype=torch.uint8,
+        device=dev,
+        pin_memory=kwargs.get("pin_memory", False) and dev.type == "cpu",
+    )
+    if kwargs.get("share_memory"):
+        buffer.share_memory_()  # type: ignore[no-untyped-call]
+    out = _rebuild(buffer, meta, allow_pickle=True, trusted=True)
+
+    def copy() -> None:
+        with torch.no_grad():
+            _copy_leaves(plan, buffer)
+
+    return TensorDictFuture([pool.submit(copy)], out)
 
 
 def _adopt(td: Any, new: Any) -> None:
     """Make ``td`` hold the entries of ``new`` (same structure); the members of a lazy
     stack stay the same objects."""
-    members = _lazy_members(td)
+    members = _kinds.lazy_members(td)
     if members is not None:
         for member, new_member in zip(members, new.tensordicts):
             _adopt(member, new_member)
@@ -444,7 +570,7 @@ def _view(buffer: _Tensor, entry: dict[str, Any], path: tuple[str, ...], limit: 
 
 
 def _build(
-    cls: type,
+    cls: type[TensorDict],
     node: dict[str, Any],
     buffer: _Tensor,
     limit: int,
@@ -457,24 +583,22 @@ def _build(
             f"from_consolidated: malformed metadata at {unravel_key(path) or '<root>'!r}."
         )
     if node.get("type") == "LazyStackedTensorDict":
-        import tensordict
-
-        lazy_cls = getattr(tensordict, "LazyStackedTensorDict", None)
+        lazy_cls = _kinds.Lazy
         members = node.get("members")
-        if lazy_cls is None or not isinstance(members, list):
+        if not isinstance(members, list):
             raise ValueError(
                 f"from_consolidated: cannot rebuild the lazy stack at "
                 f"{unravel_key(path) or '<root>'!r}."
             )
         built = [_build(cls, m, buffer, limit, allow_pickle, path, trusted) for m in members]
-        kwargs = {} if built else {"batch_size": node.get("batch_size")}
+        kwargs: dict[str, Any] = {} if built else {"batch_size": node.get("batch_size")}
         dim_name = node.get("stack_dim_name")
         if dim_name is not None and not isinstance(dim_name, str):
             raise ValueError(
                 f"from_consolidated: bad stack_dim_name {dim_name!r} at "
                 f"{unravel_key(path) or '<root>'!r}."
             )
-        return lazy_cls(  # type: ignore[no-any-return]
+        return lazy_cls(  # type: ignore[return-value]
             *built, stack_dim=node.get("stack_dim", 0), stack_dim_name=dim_name, **kwargs
         )
     batch_size = torch.Size(node.get("batch_size", []))
@@ -484,7 +608,9 @@ def _build(
     for key, entry in node["entries"].items():
         sub = path + (key,)
         kind = entry.get("kind") if isinstance(entry, dict) else None
-        if kind == "tensor" and trusted:
+        if kind == "njt":
+            store[key] = _build_njt(buffer, entry, sub, limit, trusted)
+        elif kind == "tensor" and trusted:
             store[key] = _view_trusted(buffer, entry)
         elif kind == "tensor":
             value = _view(buffer, entry, sub, limit)
@@ -510,11 +636,35 @@ def _build(
             store[key] = wrapper._make(
                 _decode_non_tensor(sub, entry, allow_pickle), batch_size, device
             )
-    out = cls._new_unsafe(store, batch_size, device, list(names) if names else None)  # type: ignore[attr-defined]
+    out = cls._new_unsafe(store, batch_size, device, list(names) if names else None)
     if node.get("locked"):
         out.lock_()
         out._last_op = None
-    return out  # type: ignore[no-any-return]
+    return out
+
+
+def _build_njt(
+    buffer: _Tensor, entry: dict[str, Any], path: tuple[str, ...], limit: int, trusted: bool
+) -> _Tensor:
+    """A jagged nested tensor whose values, offsets and lengths view ``buffer``."""
+    parts: dict[str, _Tensor | None] = {}
+    for name in ("values", "offsets", "lengths"):
+        sub = entry.get(name)
+        if sub is None and name == "lengths":
+            parts[name] = None
+            continue
+        if not isinstance(sub, dict) or sub.get("kind") != "tensor":
+            raise ValueError(
+                f"from_consolidated: bad nested tensor entry at {unravel_key(path)!r}."
+            )
+        parts[name] = _view_trusted(buffer, sub) if trusted else _view(buffer, sub, path, limit)
+    ragged = entry.get("ragged_idx", 1)
+    if type(ragged) is not int or ragged < 1:
+        raise ValueError(f"from_consolidated: bad ragged_idx {ragged!r} at {unravel_key(path)!r}.")
+    values, offsets = cast(_Tensor, parts["values"]), parts["offsets"]
+    return torch.nested.nested_tensor_from_jagged(
+        values, offsets, lengths=parts["lengths"], jagged_dim=ragged
+    )
 
 
 def _build_stack(
@@ -544,8 +694,6 @@ def _rebuild(
 ) -> TensorDict:
     """The tensordict ``metadata`` describes, viewing ``buffer``. ``trusted`` skips the
     checks for metadata this library produced itself (``consolidate``, pickling)."""
-    from tensordict._td import TensorDict
-
     if (
         not isinstance(metadata, dict)
         or metadata.get("format") != "tensordict-consolidated"
@@ -566,8 +714,8 @@ def _rebuild(
             f"from_consolidated: the metadata describes {limit} bytes of data but the buffer "
             f"holds {buffer.numel()} bytes."
         )
-    out = _build(TensorDict, metadata["td"], buffer, limit, allow_pickle, (), trusted)
-    out._consolidated = {"storage": buffer, "metadata": metadata}  # type: ignore[attr-defined]
+    out = _build(_kinds.Dense, metadata["td"], buffer, limit, allow_pickle, (), trusted)
+    out.__dict__["_consolidated"] = {"storage": buffer, "metadata": metadata}
     return out
 
 
@@ -666,26 +814,20 @@ def _storage_ptr(t: _Tensor) -> int:
     return int(t.untyped_storage().data_ptr())
 
 
-def _lazy_members(td: Any) -> list[Any] | None:
-    """The members of a lazy stack (``None`` for anything else)."""
-    if isinstance(td, TensorDictBase) and not hasattr(td, "_tensordict"):
-        members = getattr(td, "tensordicts", None)
-        if isinstance(members, list) and hasattr(td, "stack_dim"):
-            return members
-    return None
-
-
 def _iter_leaves(td: Any) -> Iterator[Any]:
-    members = _lazy_members(td)
+    members = _kinds.lazy_members(td)
     if members is not None:
         for member in members:
             yield from _iter_leaves(member)
         return
     for value in td._tensordict.values():
         if isinstance(value, _Tensor):
-            yield value
+            if value.is_nested and value.layout == torch.jagged:
+                yield from (t for t in _njt_parts(value) if t is not None)
+            else:
+                yield value
         elif not is_non_tensor(value):
-            if getattr(value, "_tensordict", None) is None and _lazy_members(value) is None:
+            if not isinstance(value, _kinds.Dense) and _kinds.lazy_members(value) is None:
                 yield value  # neither dense nor a lazy stack: cannot be part of the buffer
             else:
                 yield from _iter_leaves(value)
@@ -709,10 +851,18 @@ def consolidated_buffer(td: Any, buffer: _Tensor | None = None) -> _Tensor | Non
 
 
 def current_metadata(
-    td: Any, buffer: _Tensor, *, for_pickle: bool, nbytes: int | None = None
+    td: Any,
+    buffer: _Tensor,
+    *,
+    for_pickle: bool,
+    nbytes: int | None = None,
+    allow_pickle: bool = True,
 ) -> dict[str, Any]:
-    """Metadata describing ``td``'s leaves as they are now placed in ``buffer``."""
-    plan = _Plan(allow_pickle=True, for_pickle=for_pickle)
+    """Metadata describing ``td``'s leaves as they are now placed in ``buffer``.
+
+    ``allow_pickle=False`` raises ``TypeError`` for a non-tensor value that is not JSON
+    data (instead of storing it pickled)."""
+    plan = _Plan(allow_pickle=allow_pickle, for_pickle=for_pickle)
     node = plan.node(td, ())
     base = buffer.storage_offset()
     for leaf, (_, entry) in zip(plan.leaves, _tensor_entries(node)):
@@ -734,6 +884,10 @@ def _tensor_entries(node: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
     for key, entry in node["entries"].items():
         if entry["kind"] == "tensor":
             yield key, entry
+        elif entry["kind"] == "njt":  # in the order _Plan.tensor registered them
+            for name in ("values", "offsets", "lengths"):
+                if entry[name] is not None:
+                    yield key, entry[name]
         elif entry["kind"] == "tensordict":
             yield from _tensor_entries(entry)
 
@@ -763,7 +917,7 @@ def _to_json_entries(node: dict[str, Any]) -> None:
 
 def _device_move(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[torch.device, bool] | None:
     """``(device, non_blocking)`` if ``to(*args, **kwargs)`` only changes the device."""
-    if "batch_size" in kwargs or (args and isinstance(args[0], TensorDictBase)):
+    if "batch_size" in kwargs or (args and isinstance(args[0], _kinds.Base)):
         return None
     kwargs = dict(kwargs)
     non_blocking = bool(kwargs.pop("non_blocking", False))
@@ -801,7 +955,7 @@ def consolidated_to(
 
 
 # ---------------------------------------------------------------------- the mixin
-class ConsolidateOps:
+class ConsolidateOps(_kinds.SharedMixin):
     """Mixin of :class:`~tensordict.TensorDict`: consolidation and its pickling."""
 
     def consolidate(
@@ -818,7 +972,7 @@ class ConsolidateOps:
         pin_memory: bool = False,
         metadata: bool = False,
         allow_pickle: bool = False,
-    ) -> TensorDict:
+    ) -> Self:
         """Copy every tensor leaf into one contiguous ``uint8`` buffer; leaves become views.
 
         The result keeps ``_consolidated = {"storage": buffer, "metadata": dict}``, where
@@ -837,7 +991,9 @@ class ConsolidateOps:
             non_blocking: accepted for compatibility.
             inplace: make this tensordict's leaves the views (returns ``self``; a lazy
                 stack keeps its members, whose leaves become the views).
-            return_early: not supported (raises if ``True``).
+            return_early: return a :class:`~tensordict.utils.TensorDictFuture` at once;
+                the copy runs in a worker thread and ``future.result()`` waits for it
+                (not with ``use_buffer`` or ``non_blocking``).
             use_buffer: accepted for compatibility.
             share_memory: put the buffer in shared memory.
             pin_memory: allocate the buffer in pinned memory (CUDA-enabled PyTorch only).
@@ -858,8 +1014,22 @@ class ConsolidateOps:
         True
         """
         if return_early:
-            raise NotImplementedError("consolidate(return_early=True) is not supported.")
-        return consolidate(
+            for name, value in (("use_buffer", use_buffer), ("non_blocking", non_blocking)):
+                if value:
+                    raise NotImplementedError(
+                        f"consolidate(return_early=True) does not support {name}=True."
+                    )
+            return consolidate_early(  # type: ignore[no-any-return]
+                self,
+                filename,
+                device=device,
+                share_memory=share_memory,
+                pin_memory=pin_memory,
+                metadata=metadata,
+                inplace=inplace,
+                allow_pickle=allow_pickle,
+            )
+        return consolidate(  # type: ignore[return-value] # a lazy stack gives a lazy stack
             self,  # type: ignore[arg-type]
             filename,
             device=device,
@@ -894,7 +1064,7 @@ class ConsolidateOps:
         metadata: dict[str, Any] | None = None,
         *,
         allow_pickle: bool = False,
-    ) -> TensorDict:
+    ) -> TensorDictBase:
         """Rebuild a tensordict from a consolidated buffer or file (see
         :func:`tensordict.from_consolidated`).
 
@@ -910,10 +1080,10 @@ class ConsolidateOps:
         """
         return from_consolidated(filename, metadata, allow_pickle=allow_pickle)
 
-    def to(self, *args: Any, **kwargs: Any) -> TensorDict:
+    def to(self, *args: Any, **kwargs: Any) -> Self:
         if "_consolidated" not in self.__dict__:  # the common case: one dict lookup
-            return super().to(*args, **kwargs)  # type: ignore[misc,no-any-return]
-        return consolidated_to(self, args, kwargs, super().to)  # type: ignore[misc,no-any-return]
+            return super().to(*args, **kwargs)
+        return cast("Self", consolidated_to(self, args, kwargs, super().to))
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         buffer = consolidated_buffer(self)
@@ -925,4 +1095,5 @@ class ConsolidateOps:
         state = dict(self.__dict__)
         state.pop("_consolidated", None)
         state.pop("_ctx_ops", None)
+        state.pop("_last_op", None)  # may hold weak references (shape-op contexts)
         return state

@@ -19,17 +19,19 @@ import dataclasses
 import keyword
 from collections import namedtuple
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
 
-from tensordict import _siblings
+from tensordict import _kinds, _pytree, _siblings, _struct_array
 from tensordict._keys import unravel_key
-from tensordict._nontensor import DATA_TYPES, is_non_tensor
+from tensordict._kinds import is_tensor_collection
+from tensordict._nontensor import DATA_TYPES, NON_TENSOR, is_non_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
+    from tensordict.base import TensorDictBase
 
 _Tensor = torch.Tensor
 
@@ -38,9 +40,7 @@ __all__ = ["ConversionOps", "convert", "from_list", "fromkeys", "make_tensordict
 
 # ---------------------------------------------------------------------- helpers
 def _tensordict_cls() -> type[TensorDict]:
-    from tensordict._td import TensorDict
-
-    return TensorDict
+    return _kinds.Dense
 
 
 def _out_cls(cls: type) -> type[TensorDict]:
@@ -50,13 +50,18 @@ def _out_cls(cls: type) -> type[TensorDict]:
 
 
 def _auto(what: str, auto_batch_size: bool | None, batch_dims: int | None, batch_size: Any) -> bool:
-    """Check the batch-size keywords of a ``from_*`` method; whether to auto-size."""
-    if batch_size is not None and auto_batch_size:
-        raise TypeError(f"{what}: batch_size and auto_batch_size=True are mutually exclusive.")
+    """Check the batch-size keywords of a ``from_*`` method; whether to auto-size.
+
+    A given ``batch_size`` wins over ``auto_batch_size=True`` (nothing is left to infer);
+    ``batch_dims`` with ``batch_size`` is a ``ValueError``, as in the reference.
+    """
     if batch_size is not None and batch_dims is not None:
-        raise TypeError(
-            f"{what}: batch_dims (for auto_batch_size) and batch_size are mutually exclusive."
+        raise ValueError(
+            f"{what}: cannot pass both batch_size and batch_dims (which bounds the inferred "
+            "batch size); pass one."
         )
+    if batch_size is not None:
+        return False
     return bool(auto_batch_size) or batch_dims is not None
 
 
@@ -92,7 +97,6 @@ def convert(
     """
     if isinstance(value, _Tensor):
         return value
-    from tensordict.base import is_tensor_collection
 
     td_cls = _tensordict_cls()
     if is_tensor_collection(value):
@@ -101,14 +105,12 @@ def convert(
         items = value
     elif isinstance(value, tuple):
         items = (
-            value._asdict()  # type: ignore[attr-defined]
+            cast(Any, value)._asdict()
             if _is_namedtuple(value)
             else {str(i): v for i, v in enumerate(value)}
         )
     elif isinstance(value, np.ndarray) and value.dtype.names is not None:
-        from tensordict._struct_array import struct_to_td
-
-        return struct_to_td(value, device)
+        return _struct_array.struct_to_td(value, device)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         items = _dataclass_fields(value)
     elif _is_h5(value):
@@ -180,7 +182,7 @@ _NAMEDTUPLE_CLASSES: dict[tuple[str, ...], type] = {}
 
 def _store(td: Any) -> Mapping[str, Any]:
     """The raw entries of a tensordict (non-tensor values still wrapped)."""
-    store = getattr(td, "_tensordict", None)
+    store = td._tensordict if isinstance(td, _kinds.Dense) else None
     if type(store) is dict:
         return store
     return dict(td.items())
@@ -395,7 +397,7 @@ class ConversionOps:
         >>> td.tolist(convert_nodes=False)[1]["a"]
         tensor([2, 3])
         """
-        nb = len(self.batch_size)  # type: ignore[attr-defined]
+        nb = len(cast(Any, self).batch_size)
         if not convert_nodes:
             return _unbind_nested(self, nb)
         return _tolist(self, nb, convert_tensors)
@@ -426,8 +428,6 @@ class ConversionOps:
         >>> TensorDict.from_any(td) is td
         True
         """
-        from tensordict.base import is_tensor_collection
-
         what = f"{cls.__name__}.from_any"
         auto = _auto(what, auto_batch_size, batch_dims, batch_size)
         kwargs: dict[str, Any] = dict(
@@ -667,11 +667,9 @@ class ConversionOps:
         >>> bool((td.to_struct_array() == x).all())
         True
         """
-        from tensordict._struct_array import from_struct_array
-
         what = f"{cls.__name__}.from_struct_array"
         auto = _auto(what, auto_batch_size, batch_dims, batch_size)
-        out = from_struct_array(struct_array, what, device, batch_size)
+        out = _struct_array.from_struct_array(struct_array, what, device, batch_size)
         return _finish(out, auto, batch_dims)
 
     def to_struct_array(self) -> np.ndarray:
@@ -691,9 +689,7 @@ class ConversionOps:
         >>> arr["b"]["c"][1]
         array([1., 1., 1.], dtype=float32)
         """
-        from tensordict._struct_array import to_struct_array
-
-        return to_struct_array(self)
+        return _struct_array.to_struct_array(self)
 
     # -------------------------------------------------------------- pytrees
     @classmethod
@@ -727,11 +723,9 @@ class ConversionOps:
         >>> odd["1"], odd.to_pytree()
         ('v', {3: tensor([0.]), (1, 'a'): 'v'})
         """
-        from tensordict._pytree import from_pytree
-
         what = f"{cls.__name__}.from_pytree"
         auto = _auto(what, auto_batch_size, batch_dims, batch_size)
-        out = from_pytree(pytree, () if batch_size is None else batch_size, auto)
+        out = _pytree.from_pytree(pytree, () if batch_size is None else batch_size, auto)
         return _finish(out, auto, batch_dims)
 
     def to_pytree(self) -> Any:
@@ -746,9 +740,7 @@ class ConversionOps:
         >>> TensorDict.from_pytree([torch.zeros(1), {(1, 2): "y"}]).to_pytree()
         [tensor([0.]), {(1, 2): 'y'}]
         """
-        from tensordict._pytree import to_pytree
-
-        return to_pytree(self)
+        return _pytree.to_pytree(self)
 
 
 # ---------------------------------------------------------------------- module functions
@@ -776,7 +768,7 @@ def _to_numpy(td: Any, prefix: tuple[Any, ...]) -> dict[str, Any]:
 
 def _tolist(td: Any, nb: int, convert_tensors: bool) -> Any:
     """The body of ``tolist()``: every entry split over ``nb`` dims, then zipped."""
-    store = getattr(td, "_tensordict", None)
+    store = td._tensordict if isinstance(td, _kinds.Dense) else None
     if type(store) is not dict:  # other tensordict types: one element at a time
         if nb == 0:
             return _tolist_element(td, convert_tensors)
@@ -848,7 +840,6 @@ def from_list(
 
 def _stack_list(items: Sequence[Any], device: Any, path: tuple[int, ...]) -> TensorDict:
     from tensordict._functional import stack
-    from tensordict.base import is_tensor_collection
 
     if not items:
         return _tensordict_cls()(batch_size=[0], device=device)
@@ -916,3 +907,35 @@ def fromkeys(keys: Any, value: Any = 0) -> TensorDict:
     (tensor(1), tensor(1))
     """
     return _tensordict_cls().fromkeys(keys, value)
+
+
+def to_dense(td: TensorDictBase, *, clone: bool, layout: torch.layout | None = None) -> TensorDict:
+    """``td`` as a dense :class:`TensorDict`: nested lazy stacks stacked, tensors copied
+    when ``clone``."""
+    if isinstance(td, _kinds.Lazy):
+        return td._dense(layout)
+    if not isinstance(td, _kinds.Dense):
+        return _kinds.Dense(
+            {
+                k: to_dense(v, clone=clone, layout=layout) if isinstance(v, _kinds.Base) else v
+                for k, v in td.items()
+            },
+            batch_size=td.batch_size,
+        )
+    out: dict[str, Any] = {}
+    changed = clone
+    for key, value in td._tensordict.items():
+        if isinstance(value, _Tensor):
+            out[key] = value.clone() if clone else value
+        elif isinstance(value, _kinds.Base):
+            sub = to_dense(value, clone=clone, layout=layout)
+            changed = changed or sub is not value
+            out[key] = sub
+        elif clone and isinstance(value, NON_TENSOR):
+            out[key] = value.clone()
+        else:
+            out[key] = value
+    if not changed:
+        return td
+    names = list(td._names) if td._names is not None else None
+    return _kinds.Dense._new_unsafe(out, td.batch_size, td.device, names)

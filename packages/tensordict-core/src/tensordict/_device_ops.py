@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict._attrs import holds_tensor_attrs, to_tensor_attrs
+from tensordict._inplace import adopt
+from tensordict._inplace import check as check_inplace
 from tensordict._shape import parse_device
 from tensordict.base import TensorDictBase
 
@@ -19,11 +21,15 @@ _Tensor = torch.Tensor
 class DeviceOps:
     """Mixin: device moves, dtype casts through ``to``, shared and pinned memory."""
 
+    _last_op: Any
+
     def to(self, *args: Any, **kwargs: Any) -> TensorDict:
         """Move and/or cast every leaf, like :meth:`torch.Tensor.to`.
 
         Accepts a device, a dtype, a tensor or a tensordict (whose device is used), and
-        ``non_blocking``/``batch_size`` keywords. A tensordict of
+        ``non_blocking``/``batch_size`` keywords; ``inplace=True`` makes the tensordict
+        itself hold the result, ``non_blocking_pin=True`` pins host memory before a copy
+        to CUDA, ``num_threads`` is accepted for compatibility. A tensordict of
         :class:`~tensordict._attrs.TensorAttrs` leaves (made by :meth:`attrs`) casts each
         leaf to the device and dtype recorded for its key instead. Returns ``self`` when
         nothing changes.
@@ -38,6 +44,19 @@ class DeviceOps:
         """
         batch_size = kwargs.pop("batch_size", None)
         non_blocking = kwargs.pop("non_blocking", False)
+        inplace = kwargs.pop("inplace", False)
+        kwargs.pop("num_threads", None)  # one thread does the copies here
+        pin = kwargs.pop("non_blocking_pin", False)
+        if inplace:
+            check_inplace(self, "to", keeps_structure=True)
+            result = self.to(
+                *args,
+                batch_size=batch_size,
+                non_blocking=non_blocking,
+                non_blocking_pin=pin,
+                **kwargs,
+            )
+            return adopt(self, result, "to", keeps_structure=True)  # type: ignore[no-any-return]
         result = self
         if args and isinstance(args[0], TensorDictBase):
             other = args[0]
@@ -53,21 +72,35 @@ class DeviceOps:
             device, dtype, nb, _ = torch._C._nn._parse_to(*args, **kwargs)
             non_blocking = non_blocking or nb
         if dtype is not None:
-            result = result._map_tensors(lambda x: x.to(dtype=dtype, non_blocking=non_blocking))
+            if non_blocking:
+                result = result._map_tensors(lambda x: x.to(dtype=dtype, non_blocking=True))
+            else:  # (an extra keyword costs ~0.5 µs per leaf)
+                result = result._map_tensors(lambda x: x.to(dtype=dtype))
         if device is not None:
             device = parse_device(device)
             if device != result._device or any(
                 v.device != device for v in result._flat_tensors([])
             ):
-                result = result._map_tensors(
-                    lambda x: x.to(device, non_blocking=non_blocking), device=device
-                )
+                if pin and device.type == "cuda":  # pinned host memory: asynchronous copies
+
+                    def move(x: torch.Tensor) -> torch.Tensor:
+                        if x.device.type == "cpu":
+                            x = x.pin_memory()
+                        return x.to(device, non_blocking=True)
+                else:
+
+                    def move(x: torch.Tensor) -> torch.Tensor:
+                        return x.to(device, non_blocking=non_blocking)
+
+                result = result._map_tensors(move, device=device)
             if result is self:
                 result = self
         if batch_size is not None:
             if result is self:
                 result = self.copy()
             result.batch_size = batch_size
+        if result is not self and self._is_locked and not result._is_locked:
+            result.lock_()  # as in the reference: a moved or cast locked tensordict is locked
         return result
 
     def cpu(self, **kwargs: Any) -> TensorDict:

@@ -11,9 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _kinds
+from tensordict._collection import data_of
 from tensordict._errors import lock_error, missing_key
 from tensordict._keys import NestedKey, unravel_key
-from tensordict._nontensor import NonTensorData, NonTensorStack
+from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._shape import parse_batch_size, parse_device
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
@@ -27,8 +29,7 @@ _MISSING: Any = object()
 class DictOps:
     """Mixin: dict-style operations of :class:`~tensordict.TensorDict`.
 
-    Only dense tensordicts inherit it, so ``isinstance(x, DictOps)`` means "a dense
-    tensordict".
+    Only dense tensordicts inherit it (``isinstance(x, _kinds.Dense)`` tells them apart).
     """
 
     def update(
@@ -55,13 +56,19 @@ class DictOps:
         >>> list(td.keys(True, True, sort=True))
         [('a', 'b'), ('a', 'c'), 'd']
         """
+        if input_dict_or_td is self:  # nothing to write (as in the reference library)
+            return self
         if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
             self.batch_size = input_dict_or_td.batch_size
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
-        plan: list = []
+        plan: list[Any] = []
         self._plan_update(input_dict_or_td, clone, wanted, (), plan, ignore_lock)
+        if not inplace:
+            for target, key, value in plan:
+                target._tensordict[key] = value
+            return self
         for target, key, value in plan:
-            if inplace and key in target._tensordict:
+            if key in target._tensordict:
                 write_inplace(key, target._tensordict[key], value, non_blocking)
             else:
                 target._tensordict[key] = value
@@ -76,10 +83,30 @@ class DictOps:
         plan: list,
         ignore_lock: bool,
     ) -> None:
-        store = getattr(source, "_tensordict", None)
-        items = store.items() if store is not None else source.items()
+        store = self._tensordict
+        bs = self._batch_size
+        nb = len(bs)
+        dev = self._device
+        refuse_new = self._is_locked and not ignore_lock
+        if isinstance(source, _kinds.Dense):
+            items: Any = source._tensordict.items()
+            # the leaves of a dense source of this batch size (and device) are valid here
+            trusted = source._batch_size[:nb] == bs and (dev is None or source._device == dev)
+        else:
+            items = source.items()
+            trusted = False
         for key, value in items:
             if type(key) is str and wanted is None:
+                if isinstance(value, _Tensor) and not clone:  # the hot path, inlined
+                    if not trusted:
+                        if dev is not None and value.device != dev:
+                            value = value.to(dev)
+                        if value.shape[:nb] != bs:
+                            raise self._shape_error(prefix + (key,) if prefix else key, value)
+                    if refuse_new and key not in store:
+                        raise lock_error(unravel_key(prefix + (key,)))
+                    plan.append((self, key, value))
+                    continue
                 target, last = self, key
             else:
                 path = prefix + _key_tuple(key)
@@ -98,12 +125,12 @@ class DictOps:
                         target._validate_value(part, sub)
                     target = sub
                 last = path[-1]
-            current = target._tensordict.get(last)
+            current = data_of(target._tensordict.get(last))  # a tensorclass: its data
             if (
                 not isinstance(value, _Tensor)
                 and isinstance(value, (dict, TensorDictBase))
                 and type(value) is not NonTensorData
-                and isinstance(current, DictOps)
+                and isinstance(current, _kinds.Dense)
             ):
                 current._plan_update(value, clone, wanted, prefix + (key,), plan, ignore_lock)
                 continue
@@ -131,6 +158,8 @@ class DictOps:
         tensor([1., 1.])
         """
         source = input_dict_or_td
+        if source is self:  # every entry already holds itself
+            return self
         keys = (
             source.keys(True, True)
             if isinstance(source, TensorDictBase)
@@ -213,7 +242,7 @@ class DictOps:
             src, dst = self, out
             for i, part in enumerate(path):
                 value = src._tensordict.get(part)
-                nested = isinstance(value, TensorDictBase) and not isinstance(value, DictOps)
+                nested = isinstance(value, TensorDictBase) and not isinstance(value, _kinds.Dense)
                 if nested and i < len(path) - 1:  # a lazy stack selects the rest itself
                     rest = unravel_key(path[i + 1 :])
                     sub = dst._tensordict.get(part)
@@ -221,7 +250,7 @@ class DictOps:
                     if sub is not value:
                         dst._tensordict[part] = value.select(*kept, rest, strict=strict)
                     break
-                if value is None or (i < len(path) - 1 and not isinstance(value, DictOps)):
+                if value is None or (i < len(path) - 1 and not isinstance(value, _kinds.Dense)):
                     if not strict:
                         break
                     if value is None:
@@ -257,11 +286,14 @@ class DictOps:
             keys = tuple(keys[0])
         if inplace and self._is_locked:
             raise lock_error(keys, "delete")
-        out = self if inplace else self.copy()
+        out = self if inplace else self._shallow_copy()
         for key in keys:
+            if type(key) is str:
+                out._tensordict.pop(key, None)
+                continue
             path = _key_tuple(key)
             parent = out._get_tuple(path[:-1], None) if len(path) > 1 else out
-            if isinstance(parent, DictOps):
+            if isinstance(parent, _kinds.Dense):
                 parent._tensordict.pop(path[-1], None)
             elif isinstance(parent, TensorDictBase):  # a lazy stack (already copied)
                 parent.exclude(path[-1], inplace=True)
@@ -310,7 +342,9 @@ class DictOps:
     ) -> None:
         for key, value in self._tensordict.items():
             name = prefix + key
-            leaf = is_leaf(type(value)) if is_leaf is not None else not isinstance(value, DictOps)
+            leaf = (
+                is_leaf(type(value)) if is_leaf is not None else not isinstance(value, _kinds.Dense)
+            )
             if leaf or value.is_empty():
                 if name in out:
                     raise KeyError(f"flatten_keys: flattened key {name!r} already exists.")
@@ -328,11 +362,11 @@ class DictOps:
         """
         out = self._new_unsafe({}, self._batch_size, self._device, self._names)
         for key, value in self._tensordict.items():
-            if isinstance(value, DictOps):
+            if isinstance(value, _kinds.Dense):
                 value = value.unflatten_keys(separator)
             path = tuple(key.split(separator))
             existing = out._get_tuple(path, None)
-            if isinstance(existing, DictOps) and isinstance(value, DictOps):
+            if isinstance(existing, _kinds.Dense) and isinstance(value, _kinds.Dense):
                 existing.update(value)
             else:
                 out._set_tuple(path, value, inplace=False, validated=True)
@@ -378,18 +412,23 @@ class DictOps:
         """
         if recurse:
             return self._map_tensors(torch.clone)
-        out = {}
+        return self._shallow_copy()
+
+    def _shallow_copy(self) -> TensorDict:
+        """New containers all the way down, the same tensors (see :meth:`copy`)."""
+        bs = self._batch_size
+        out: dict[str, Any] = {}
         for key, value in self._tensordict.items():
-            out[key] = (
-                value
-                if isinstance(value, _Tensor)
-                else value.clone(recurse=False)
-                if isinstance(value, TensorDictBase)
-                else value
-            )
-        return self._new_unsafe(
-            out, self._batch_size, self._device, self._names and list(self._names)
-        )
+            if isinstance(value, _Tensor):
+                out[key] = value
+            elif isinstance(value, _kinds.Dense):
+                out[key] = value._shallow_copy()
+            elif isinstance(value, NON_TENSOR):
+                out[key] = value._with(bs)  # a container of its own (see _tree.carry_non_tensor)
+            else:
+                out[key] = value.clone(recurse=False)
+        names = self._names
+        return self._new_unsafe(out, bs, self._device, None if names is None else list(names))
 
     def empty(
         self,
@@ -412,7 +451,7 @@ class DictOps:
         out = {}
         if recurse:
             for key, value in self._tensordict.items():
-                if isinstance(value, DictOps):
+                if isinstance(value, _kinds.Dense):
                     out[key] = value.empty(
                         recurse=True,
                         batch_size=bs + value._batch_size[len(self._batch_size) :]

@@ -111,7 +111,7 @@ FORWARDERS: tuple[tuple[str, str, str, str, str], ...] = (
     (
         "from_module",
         "nn",
-        "from_module",
+        "td_from_module",
         "classmethod",
         "Collect the parameters and buffers of a module.",
     ),

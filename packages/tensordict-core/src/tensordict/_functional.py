@@ -11,7 +11,8 @@ if TYPE_CHECKING:
 
 import torch
 
-from tensordict import _legacy
+from tensordict import _kinds, _legacy
+from tensordict._collection import data_of, wrapped
 from tensordict._nontensor import (
     NON_TENSOR,
     NonTensorData,
@@ -20,6 +21,7 @@ from tensordict._nontensor import (
     stack_non_tensor,
 )
 from tensordict._ops import BINARY, BINARY_NO_INPLACE, OPERATORS, UNARY
+from tensordict._ragged import RAGGED_OPTIONS, check_options, stack_ragged
 from tensordict._shape import normalize_dim, parse_device
 from tensordict.base import (
     NO_DEFAULT,
@@ -54,16 +56,14 @@ def _merge_names(tds: Sequence[TensorDictBase]) -> list | None:
 
 
 def _as_dense(tds: Sequence[Any]) -> list:
-    from tensordict._td import TensorDict
-
     out = []
     for td in tds:
-        if isinstance(td, TensorDict):
+        if isinstance(td, _kinds.Dense):
             out.append(td)
         elif isinstance(td, TensorDictBase):
             out.append(td.to_tensordict())
         elif isinstance(td, dict):
-            out.append(TensorDict(td))
+            out.append(_kinds.Dense(td))
         else:
             raise TypeError(f"expected tensordicts, got {type(td).__name__}.")
     return out
@@ -111,8 +111,6 @@ def _combine(
     tds: list, op: str, tensor_fn: Callable, dim: int, new_bs: torch.Size, prefix: tuple = ()
 ) -> Any:
     """Combine the entries of ``tds`` key by key with ``tensor_fn(values, dim)``."""
-    from tensordict._td import TensorDict
-
     first = tds[0]
     n = len(first._tensordict)
     device = first._device
@@ -138,16 +136,24 @@ def _combine(
         elif isinstance(value, NON_TENSOR):
             out[key] = _combine_non_tensor(prefix + (key,), values, op, dim, new_bs)
         else:
-            sub = _as_dense(values)
+            inner = wrapped(values)  # nested tensorclasses: combine their data, same class
+            sub = _as_dense(values if inner is None else inner[0])
             _check_batch_sizes(sub, op, dim if op == "cat" else None, prefix + (key,))
             nb = len(first.batch_size)
             sub_bs = new_bs + sub[0].batch_size[nb:]
             out[key] = _combine(sub, op, tensor_fn, dim, sub_bs, prefix + (key,))
-    return TensorDict._new_unsafe(out, new_bs, device)
+            if inner is not None:
+                out[key] = inner[1](out[key])
+    return _kinds.Dense._new_unsafe(out, new_bs, device)
 
 
 def _combine_all(list_of_tensordicts: Sequence[TensorDictBase], op: str, dim: int, out: Any) -> Any:
     """The body of :func:`stack` and :func:`cat`: validate, combine entries, keep names."""
+    inner = wrapped(list_of_tensordicts)
+    if inner is not None:  # tensorclasses: combine their data, give the same class back
+        target = data_of(out) if type(out) is type(list_of_tensordicts[0]) else out
+        result = _combine_all(inner[0], op, dim, target)
+        return out if out is not None else inner[1](result)
     tds = _as_dense(list_of_tensordicts)
     if not tds:
         raise RuntimeError(f"{op} expects a non-empty sequence of tensordicts.")
@@ -179,20 +185,28 @@ def _combine_all(list_of_tensordicts: Sequence[TensorDictBase], op: str, dim: in
 
 @overload
 def stack(
-    list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: None = None
+    input: Sequence[TensorDictBase],
+    dim: int = 0,
+    *,
+    out: None = None,
+    contiguous: bool = True,
 ) -> TensorDict: ...
 @overload
-def stack(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: _T) -> _T: ...
+def stack(
+    input: Sequence[TensorDictBase], dim: int = 0, *, out: _T, contiguous: bool = True
+) -> _T: ...
 @implements_for_td(torch.stack)
 def stack(
-    list_of_tensordicts: Sequence[TensorDictBase],
+    input: Sequence[TensorDictBase],
     dim: int = 0,
     *,
     out: TensorDictBase | None = None,
+    contiguous: bool = True,
 ) -> TensorDictBase:
     """Stack tensordicts with the same keys and batch size along a new batch dimension.
 
-    Also reached through ``torch.stack``.
+    Also reached through ``torch.stack``. ``contiguous=False`` (or
+    :class:`~tensordict.set_lazy_legacy`) stacks lazily, as :func:`lazy_stack`.
 
     >>> import torch
     >>> from tensordict import TensorDict, stack
@@ -200,29 +214,28 @@ def stack(
     >>> torch.stack(tds, 1)["a"].shape
     torch.Size([3, 2, 4])
     """
-    if _legacy.LAZY_LEGACY:
-        from tensordict._lazy_dense import lazy_stack
-
-        return lazy_stack(list_of_tensordicts, dim, out=out)
-    return _combine_all(list_of_tensordicts, "stack", dim, out)
+    if _legacy.LAZY_LEGACY or not contiguous:
+        return lazy_stack(input, dim, out=out)
+    return _combine_all(input, "stack", dim, out)
 
 
 @overload
-def cat(
-    list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: None = None
-) -> TensorDict: ...
+def cat(input: Sequence[TensorDictBase], dim: int = 0, *, out: None = None) -> TensorDict: ...
 @overload
-def cat(list_of_tensordicts: Sequence[TensorDictBase], dim: int = 0, *, out: _T) -> _T: ...
+def cat(input: Sequence[TensorDictBase], dim: int = 0, *, out: _T) -> _T: ...
 @implements_for_td(torch.cat)
 def cat(
-    list_of_tensordicts: Sequence[TensorDictBase],
+    input: Sequence[TensorDictBase],
     dim: int = 0,
     *,
     out: TensorDictBase | None = None,
 ) -> TensorDictBase:
     """Concatenate tensordicts with the same keys along an existing batch dimension.
 
-    Also reached through ``torch.cat``.
+    Also reached through ``torch.cat``. When one of them is a lazy stack the result is a
+    lazy stack along its stack dimension (dense inputs are split into members): along the
+    stack dimension the members are chained; along another one, member ``i`` of the result
+    concatenates member ``i`` of every input.
 
     >>> import torch
     >>> from tensordict import TensorDict, cat
@@ -230,7 +243,39 @@ def cat(
     >>> torch.cat(tds, 0).batch_size
     torch.Size([6])
     """
-    return _combine_all(list_of_tensordicts, "cat", dim, out)
+    items = list(input)
+    if any(isinstance(td, _kinds.Lazy) for td in items):
+        return _cat_lazy(items, dim, out)
+    return _combine_all(items, "cat", dim, out)
+
+
+def _cat_lazy(items: list, dim: int, out: Any) -> Any:
+    """``cat`` when some inputs are lazy stacks: a lazy stack along the first one's
+    stack dimension."""
+    sd = next(td for td in items if isinstance(td, _kinds.Lazy)).stack_dim
+    nb = len(items[0].batch_size)
+    d = normalize_dim(dim, nb)
+    stacks = [
+        td if isinstance(td, _kinds.Lazy) and td.stack_dim == sd else td.to_lazystack(sd)
+        for td in items
+        if not (d == sd and td.batch_size[sd] == 0)  # empty along the chained dim
+    ]
+    if d == sd:
+        members = [m for td in stacks for m in td.tensordicts]
+    else:
+        counts = {len(td.tensordicts) for td in stacks}
+        if len(counts) != 1:
+            raise RuntimeError(
+                f"cat along dim {d}: the lazy stacks must have the same number of stacked "
+                f"tensordicts along their stack dim {sd}, got {[len(td.tensordicts) for td in stacks]}."
+            )
+        md = d if d < sd else d - 1
+        members = [cat([td.tensordicts[i] for td in stacks], md) for i in range(counts.pop())]
+    result = _kinds.Lazy(*members, stack_dim=sd)
+    if out is not None:
+        out.update_(result)
+        return out
+    return result
 
 
 #: torch functions that call the tensordict method of the same name (the method's own
@@ -469,3 +514,139 @@ for _fn in (
     torch.randint_like,
 ):
     implements_for_td(_fn)(_like(_fn))
+
+
+def lazy_stack(
+    input: Sequence[Any], dim: int = 0, *, out: TensorDictBase | None = None, **kwargs: Any
+) -> Any:
+    """Stack tensordicts lazily: a :class:`LazyStackedTensorDict` that keeps them as they are.
+
+    Members may hold different keys, entries of different shapes and batch sizes of
+    different sizes (shown as ``-1``; ``strict_shape=True`` refuses them).
+    ``stack_dim_name`` names the new dimension. Non-tensor values (``NonTensorData``)
+    stack into a :class:`~tensordict.NonTensorStack`. Tensors are stacked with
+    :func:`torch.stack`, or with the ragged options ``as_list``/``as_padded_tensor``/
+    ``as_nested_tensor`` (``layout``, ``padding_side``, ``padding_value``).
+
+    >>> import torch
+    >>> from tensordict import TensorDict, lazy_stack
+    >>> lazy = lazy_stack([TensorDict({"a": torch.zeros(2)}), TensorDict({"a": torch.ones(3)})])
+    >>> lazy.batch_size, [td["a"].shape for td in lazy]
+    (torch.Size([2]), [torch.Size([2]), torch.Size([3])])
+    >>> lazy_stack([torch.ones(1), torch.ones(2)], as_padded_tensor=True)
+    tensor([[1., 0.],
+            [1., 1.]])
+    """
+    items = list(input)
+    if not items:
+        raise RuntimeError("lazy_stack expects a non-empty sequence of tensordicts.")
+    if all(isinstance(x, torch.Tensor) for x in items):
+        ragged = {k: v for k, v in kwargs.items() if k in RAGGED_OPTIONS}
+        check_options(ragged, "lazy_stack()")
+        return stack_ragged(items, dim, **ragged)
+    unknown = set(kwargs) - {"strict_shape", "stack_dim_name", "device"}
+    if unknown:
+        raise TypeError(f"lazy_stack() got unexpected keyword arguments {sorted(unknown)}.")
+    if all(isinstance(x, NON_TENSOR) for x in items):
+        return NonTensorStack(*items, stack_dim=dim)
+    inner = wrapped(items)
+    if inner is not None:  # tensorclasses: a lazy stack of their data, in the same class
+        return inner[1](lazy_stack(inner[0], dim, out=getattr(out, "_tensordict", out), **kwargs))
+    result = _kinds.Lazy(
+        *items,
+        stack_dim=dim,
+        strict_shape=kwargs.get("strict_shape", False),
+        stack_dim_name=kwargs.get("stack_dim_name"),
+    )
+    if out is not None:
+        out.update_(result)
+        return out
+    return result
+
+
+def _same_structure(tds: Sequence[TensorDictBase]) -> bool:
+    """Whether dense tensordicts have the same keys, leaf kinds and leaf shapes."""
+    first = tds[0]
+    if not isinstance(first, _kinds.Dense):
+        return False
+    ref = [(k, type(v), getattr(v, "shape", None)) for k, v in first.items(True, True)]
+    for td in tds[1:]:
+        if not isinstance(td, _kinds.Dense):
+            return False
+        got = [(k, type(v), getattr(v, "shape", None)) for k, v in td.items(True, True)]
+        if got != ref:
+            return False
+    return True
+
+
+def maybe_dense_stack(
+    input: Sequence[TensorDictBase],
+    dim: int = 0,
+    *,
+    out: TensorDictBase | None = None,
+    **kwargs: Any,
+) -> TensorDictBase:
+    """Stack densely when the tensordicts share keys and shapes, lazily otherwise.
+
+    >>> import torch
+    >>> from tensordict import TensorDict, maybe_dense_stack
+    >>> same = [TensorDict({"a": torch.zeros(2)}, [2])] * 2
+    >>> other = [TensorDict({"a": torch.zeros(2)}, [2]), TensorDict({"a": torch.zeros(2, 5)}, [2])]
+    >>> type(maybe_dense_stack(same)).__name__, type(maybe_dense_stack(other)).__name__
+    ('TensorDict', 'LazyStackedTensorDict')
+    """
+    items = list(input)
+    inner = wrapped(items)
+    if inner is not None:  # tensorclasses: stack their data, in the same class
+        target = getattr(out, "_tensordict", out)
+        return inner[1](maybe_dense_stack(inner[0], dim, out=target, **kwargs))
+    if items and _same_structure(items):
+        return _combine_all(items, "stack", dim, out)  # type: ignore[no-any-return]
+    return lazy_stack(items, dim, out=out, **kwargs)  # type: ignore[no-any-return]
+
+
+def dense_stack_tds(
+    td_list: Sequence[TensorDictBase] | TensorDictBase, dim: int | None = None
+) -> TensorDict:
+    """Stack tensordicts of identical structure into one dense tensordict.
+
+    Unlike ``torch.stack`` (which may return a lazy stack), the result is dense at the
+    top level; nested lazy stacks stay lazy. ``td_list`` may be a lazy stack (its
+    members and stack dimension are used) or a sequence of tensordicts with ``dim``.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> tds = [TensorDict({"a": torch.full((2,), float(i))}, [2]) for i in range(3)]
+    >>> out = dense_stack_tds(tds, dim=1)
+    >>> out.batch_size, out["a"][0]
+    (torch.Size([2, 3]), tensor([0., 1., 2.]))
+    """
+    if isinstance(td_list, _kinds.Lazy):
+        if dim is None:
+            dim = td_list.stack_dim
+        td_list = list(td_list.tensordicts)
+    elif dim is None:
+        raise ValueError("dense_stack_tds: pass dim= when stacking a list of tensordicts.")
+    tds: list[Any] = list(td_list)
+    if not tds:
+        raise ValueError("dense_stack_tds needs at least one tensordict.")
+    first = tds[0]
+    shape = list(first.batch_size)
+    ndim = len(shape) + 1
+    if not -ndim <= dim < ndim:
+        raise IndexError(
+            f"dense_stack_tds: dim {dim} is out of range for stacking tensordicts of batch size "
+            f"{tuple(first.batch_size)} (expected -{ndim} <= dim < {ndim})."
+        )
+    dim = dim % ndim
+    for i, td in enumerate(tds[1:], 1):
+        if td.batch_size != first.batch_size:
+            raise RuntimeError(
+                f"dense_stack_tds: tensordict {i} has batch size {tuple(td.batch_size)}, "
+                f"tensordict 0 has {tuple(first.batch_size)}."
+            )
+    shape.insert(dim, len(tds))
+    out = first.unsqueeze(dim).expand(shape).clone()
+    for i, td in enumerate(tds):
+        out[(slice(None),) * dim + (i,)] = td
+    return out  # type: ignore[no-any-return]

@@ -10,11 +10,14 @@ instead of leaving some of them waiting:
    its error message. A local failure on any rank (wrong batch size on ``dst``, a value
    that cannot be sent) ends the call here on every rank, after one more ``all_gather``
    of the error messages (UTF-8 bytes).
-2. ``gather`` to ``dst`` of each sender's description: UTF-8 JSON listing its leaves in
-   sorted key order (key, dtype, shape) and the values of its non-tensor leaves.
-3. ``gather`` to ``dst`` of each sender's tensor leaves, as one ``uint8`` buffer (each
-   leaf's bytes at a 16-byte aligned offset). Buffers are padded to the largest one:
-   ``gather`` needs equal sizes.
+2. ``gather`` to ``dst`` of each sender's description: the JSON metadata of the wire
+   codec (:mod:`tensordict._wire`, that is :meth:`~tensordict.TensorDict.consolidate`'s),
+   which holds the structure and the non-tensor values.
+3. ``gather`` to ``dst`` of each sender's tensor leaves, as one ``uint8`` buffer (the
+   consolidated buffer, sent as is when the tensordict is consolidated already). Buffers
+   are padded to the largest one: ``gather`` needs equal sizes. ``dst`` rebuilds each
+   sender's tensordict with :func:`~tensordict.from_consolidated` (offsets checked,
+   nothing unpickled) and compares its leaves with the template.
 4. ``broadcast`` from ``dst`` of a fixed-size (4 kB) ``uint8`` buffer: the outcome and
    the error message, if any. ``dst`` checks every description against the template
    before writing anything, so a mismatch leaves its data unchanged.
@@ -26,23 +29,20 @@ Collectives run on CPU tensors, except with the ``nccl`` backend, which gets ten
 
 from __future__ import annotations
 
-import json
-import math
 import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _wire
 from tensordict._nontensor import NonTensorData, NonTensorStack, stack_non_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from torch.distributed import ProcessGroup
     from typing_extensions import Self
 
-_ALIGN = 16  # byte alignment of each leaf in the data buffer (any dtype can view it)
 _MAX_ERROR_BYTES = 4000  # error messages exchanged between ranks are cut to this size
-_MAX_PROBLEMS = 10  # mismatches listed in one error message
 # Header fields.
 _STATUS, _DST, _META, _DATA, _ERR = range(5)
 
@@ -54,14 +54,6 @@ _Entry = tuple[tuple[str, ...], str, "str | None", "tuple[int, ...] | None"]
 def _fmt(key: tuple[str, ...]) -> Any:
     """A key as the user writes it: a string for top-level keys, a tuple otherwise."""
     return key[0] if len(key) == 1 else key
-
-
-def _aligned(n: int) -> int:
-    return -(-n // _ALIGN) * _ALIGN
-
-
-def _nbytes(t: torch.Tensor) -> int:
-    return t.numel() * t.element_size()
 
 
 def _leaves(td: Any) -> list[tuple[tuple[str, ...], Any]]:
@@ -83,34 +75,6 @@ def _check_tensor(key: tuple[str, ...], t: torch.Tensor) -> None:
         )
 
 
-_JSON_SCALARS = (type(None), bool, int, float, str)
-
-
-def _check_json(key: tuple[str, ...], value: Any) -> None:
-    """Raise ``TypeError`` unless ``value`` survives a JSON round trip unchanged."""
-    pending = [value]
-    seen: set[int] = set()
-    while pending:
-        item = pending.pop()
-        if type(item) in _JSON_SCALARS:
-            continue
-        if type(item) in (list, dict) and id(item) not in seen:
-            seen.add(id(item))
-            if type(item) is list:
-                pending.extend(item)
-                continue
-            if all(type(k) is str for k in item):
-                pending.extend(item.values())
-                continue
-        raise TypeError(
-            f"gather_and_stack: the non-tensor leaf {_fmt(key)!r} holds "
-            f"{type(item).__name__} {item!r:.80}, which cannot be sent. Non-tensor values "
-            "travel as JSON (None, bool, int, float, str, and lists and str-keyed dicts of "
-            "those; never pickled). Drop the entry before gathering (td.exclude(key) or "
-            "td.filter_non_tensor_data(), on every rank) or store a JSON value instead."
-        )
-
-
 def _describe_entry(entry: _Entry) -> str:
     kind, dtype, shape = entry[1:]
     if kind == "non_tensor":
@@ -120,43 +84,40 @@ def _describe_entry(entry: _Entry) -> str:
 
 # ---------------------------------------------------------------------- the two roles
 class _Sender:
-    """A sender's description (JSON bytes) and data (one ``uint8`` buffer)."""
+    """A sender's description (JSON bytes) and data (one ``uint8`` buffer), made by the
+    wire codec (:mod:`tensordict._wire`: consolidate's buffer and metadata)."""
 
     def __init__(self, td: Any, device: torch.device) -> None:
-        entries: list[list[Any]] = []
-        values: list[Any] = []
-        tensors: list[tuple[int, torch.Tensor]] = []
-        offset = 0
         for key, value in _leaves(td):
             if isinstance(value, torch.Tensor):
                 _check_tensor(key, value)
-                entries.append([list(key), "tensor", str(value.dtype), list(value.shape)])
-                tensors.append((offset, value))
-                offset += _aligned(_nbytes(value))
-            elif isinstance(value, NonTensorData):
-                _check_json(key, value.data)
-                entries.append([list(key), "non_tensor", None, None])
-                values.append(value.data)
             elif isinstance(value, NonTensorStack):
                 raise TypeError(
                     f"gather_and_stack: the non-tensor leaf {_fmt(key)!r} holds one value per "
                     "element (a NonTensorStack); each rank sends one value per non-tensor key "
                     "(a NonTensorData)."
                 )
-            else:
+            elif not isinstance(value, NonTensorData):
                 raise TypeError(
                     f"gather_and_stack: cannot send the leaf {_fmt(key)!r} of type "
                     f"{type(value).__name__}."
                 )
-        self.meta = json.dumps({"leaves": entries, "values": values}).encode("utf-8")
-        self.data = torch.zeros(offset, dtype=torch.uint8, device=device)
-        for start, t in tensors:
-            n = _nbytes(t)
-            self.data[start : start + n].view(t.dtype).view(t.shape).copy_(t)
+        try:
+            meta, data = _wire.encode(td, device)
+        except TypeError as err:
+            raise TypeError(f"gather_and_stack: {err}") from None
+        self.meta = _wire.dumps(meta)
+        self.data = data
+
+
+def _signature(key: tuple[str, ...], value: Any, skip_dims: int) -> _Entry:
+    if isinstance(value, torch.Tensor):
+        return (key, "tensor", str(value.dtype), tuple(value.shape[skip_dims:]))
+    return (key, "non_tensor", None, None)
 
 
 class _Template:
-    """What ``dst`` expects from each sender: its row ``td[0]`` and the data layout."""
+    """What ``dst`` expects from each sender: its row ``td[0]``."""
 
     def __init__(self, td: Any, n_senders: int, dst_name: str) -> None:
         batch_size = td.batch_size
@@ -169,33 +130,19 @@ class _Template:
         self.td = td
         self.row_batch_size = batch_size[1:]
         self.entries: list[_Entry] = []
-        # Where each tensor leaf of a row sits in a sender's data buffer, and its dtype.
-        self.layout: list[tuple[int, int, torch.dtype, tuple[int, ...]] | None] = []
-        self.data_len = 0
         for key, value in _leaves(td):
             if isinstance(value, torch.Tensor):
                 _check_tensor(key, value)
-                shape = tuple(value.shape[1:])
-                self.entries.append((key, "tensor", str(value.dtype), shape))
-                nbytes = math.prod(shape) * value.element_size()
-                self.layout.append((self.data_len, nbytes, value.dtype, shape))
-                self.data_len += _aligned(nbytes)
-            else:
-                self.entries.append((key, "non_tensor", None, None))
-                self.layout.append(None)
+            self.entries.append(_signature(key, value, 1))
 
-    def check(self, meta: bytes, data_len: int) -> tuple[list[str], list[Any]]:
-        """The mismatches between a sender's description and the template (empty when it
-        matches), and the sender's non-tensor values."""
+    def check(self, meta: bytes, data: torch.Tensor) -> tuple[list[str], Any]:
+        """The mismatches between a sender's tensordict and the template (empty when it
+        matches), and the sender's tensordict (decoded, viewing ``data``)."""
         try:
-            parsed = json.loads(meta.decode("utf-8"))
-            got = {
-                tuple(key): (tuple(key), kind, dtype, None if shape is None else tuple(shape))
-                for key, kind, dtype, shape in parsed["leaves"]
-            }
-            values = list(parsed["values"])
+            received = _wire.decode(_wire.loads(meta), data)
         except (ValueError, TypeError, KeyError) as err:
-            return [f"its description could not be read ({err})"], []
+            return [f"its description could not be read ({err})"], None
+        got = {key: _signature(key, value, 0) for key, value in _leaves(received)}
         problems = []
         expected = {entry[0]: entry for entry in self.entries}
         missing = [_fmt(k) for k in expected if k not in got]
@@ -211,32 +158,21 @@ class _Template:
                     f"key {_fmt(key)!r}: expected {_describe_entry(entry)}, "
                     f"got {_describe_entry(other)}"
                 )
-        n_non_tensor = sum(entry[1] == "non_tensor" for entry in self.entries)
-        if not problems and len(values) != n_non_tensor:
-            problems.append(f"it sent {len(values)} non-tensor values instead of {n_non_tensor}")
-        if not problems and data_len != self.data_len:
-            problems.append(f"its data has {data_len} bytes instead of {self.data_len}")
-        return problems, values
+        return problems, received
 
-    def write(self, rows: Sequence[tuple[torch.Tensor, list[Any]]]) -> None:
-        """Write the checked rows (data buffer, non-tensor values) into the template."""
+    def write(self, rows: Sequence[Any]) -> None:
+        """Write the checked rows (the senders' decoded tensordicts) into the template."""
         if not rows:
             return
         td = self.td
-        n_values = 0
-        for (key, *_), where in zip(self.entries, self.layout):
-            if where is not None:
-                start, nbytes, dtype, shape = where
-                stacked = torch.stack(
-                    [data[start : start + nbytes].view(dtype).view(shape) for data, _ in rows]
-                )
-                td.set_(key, stacked)
+        for key, kind, *_ in self.entries:
+            if kind == "tensor":
+                td.set_(key, torch.stack([row.get(key) for row in rows]))
             else:
                 items = [
-                    NonTensorData(values[n_values], self.row_batch_size, td.device)
-                    for _, values in rows
+                    NonTensorData(row.get_non_tensor(key), self.row_batch_size, td.device)
+                    for row in rows
                 ]
-                n_values += 1
                 # Replaced rather than written in place: an in-place write of a stack into
                 # a NonTensorData would nest the stack inside it.
                 td.set(key, stack_non_tensor(items, 0, td.batch_size))
@@ -248,25 +184,6 @@ def _comm_device(backend: str) -> torch.device:
     if backend == "nccl":
         return torch.device("cuda", torch.cuda.current_device())
     return torch.device("cpu")
-
-
-def _to_bytes(t: torch.Tensor) -> bytes:
-    return bytes(t.cpu().numpy().tobytes())
-
-
-def _bytes_tensor(data: bytes, size: int, device: torch.device) -> torch.Tensor:
-    out = torch.zeros(size, dtype=torch.uint8)
-    if data:
-        out[: len(data)] = torch.frombuffer(bytearray(data), dtype=torch.uint8)
-    return out.to(device)
-
-
-def _padded(t: torch.Tensor, size: int) -> torch.Tensor:
-    if t.numel() == size:
-        return t
-    out = torch.zeros(size, dtype=t.dtype, device=t.device)
-    out[: t.numel()] = t
-    return out
 
 
 def _error_text(err: BaseException) -> bytes:
@@ -413,11 +330,11 @@ def _gather_and_stack(
     if failed:
         max_len = max(n for _, n in failed)
         texts = [torch.empty(max_len, dtype=torch.uint8, device=device) for _ in range(size)]
-        dist.all_gather(texts, _bytes_tensor(error_text, max_len, device), group=pg)
+        dist.all_gather(texts, _wire.bytes_tensor(error_text, device, max_len), group=pg)
         if local_error is not None:
             raise local_error
         details = "; ".join(
-            f"{name(r)}: " + _to_bytes(texts[ranks.index(r)][:n]).decode(errors="replace")
+            f"{name(r)}: " + _wire.tensor_bytes(texts[ranks.index(r)][:n]).decode(errors="replace")
             for r, n in failed
         )
         raise RuntimeError(f"gather_and_stack failed on another rank before sending: {details}")
@@ -428,8 +345,8 @@ def _gather_and_stack(
     metas: list[torch.Tensor] = []
     datas: list[torch.Tensor] = []
     for length, own, out in (
-        (meta_len, _bytes_tensor(meta, meta_len, device), metas),
-        (data_len, _padded(data.to(device), data_len), datas),
+        (meta_len, _wire.bytes_tensor(meta, device, meta_len), metas),
+        (data_len, _wire.padded(data.to(device), data_len), datas),
     ):
         if length:
             if me == dst:
@@ -446,23 +363,21 @@ def _gather_and_stack(
     dst_error: Exception | None = None
     if template is not None:
         try:
-            rows: list[tuple[torch.Tensor, list[Any]]] = []
+            rows: list[Any] = []
             problems: list[str] = []
             for i, r in enumerate(ranks):
                 if r == dst:
                     continue
-                meta_i = _to_bytes(metas[i][: table[i][_META]]) if metas else b""
-                found, values = template.check(meta_i, table[i][_DATA])
+                meta_i = _wire.tensor_bytes(metas[i][: table[i][_META]]) if metas else b""
+                data_i = datas[i][: table[i][_DATA]] if datas else torch.zeros(0, dtype=torch.uint8)
+                found, received = template.check(meta_i, data_i)
                 problems.extend(f"{name(r)} (row {len(rows)}): {p}" for p in found)
-                rows.append((datas[i] if datas else torch.zeros(0, dtype=torch.uint8), values))
+                rows.append(received)
             if problems:
-                shown = problems[:_MAX_PROBLEMS]
-                if len(problems) > _MAX_PROBLEMS:
-                    shown.append(f"... and {len(problems) - _MAX_PROBLEMS} more")
                 dst_error = ValueError(
                     f"gather_and_stack: the data sent to {name(dst)} does not match its "
                     "tensordict's row td[0] (keys, shapes and dtypes must be the same); "
-                    "nothing was written. " + "; ".join(shown)
+                    "nothing was written. " + _wire.problems_text(problems)
                 )
                 code = 1
             else:
@@ -472,11 +387,11 @@ def _gather_and_stack(
             code = 2
         if dst_error is not None:
             message = str(dst_error).encode()[:_MAX_ERROR_BYTES]
-    outcome = _bytes_tensor(bytes([code]) + message, 1 + _MAX_ERROR_BYTES, device)
+    outcome = _wire.bytes_tensor(bytes([code]) + message, device, 1 + _MAX_ERROR_BYTES)
     dist.broadcast(outcome, src=dst, group=pg)
     if dst_error is not None:
         raise dst_error
-    received = _to_bytes(outcome)
+    received = _wire.tensor_bytes(outcome)
     text = received[1:].rstrip(b"\0").decode(errors="replace")
     if received[0] == 1:
         raise ValueError(text)

@@ -174,9 +174,8 @@ def index_names(
         elif isinstance(item, _Tensor):
             n_tensors += 1
             if item.dtype is torch.bool:
-                k = item.ndim
-                out.append(names[dim] if k == 1 else None)
-                dim += k
+                out.append(None)  # a mask makes a new dimension (as in the reference)
+                dim += item.ndim
             else:
                 if item.ndim == 0:
                     dim += 1

@@ -11,10 +11,12 @@ padded or densified).
 
 Batch-shape operations, ``apply`` and the dict-like methods live in
 :mod:`tensordict._lazy_ops`, dense copies in :mod:`tensordict._lazy_dense`; this module
-holds the container, reads, writes, indexing, keys and the printed form. The generic
-mixins of the dense ``TensorDict`` (:class:`~tensordict._misc_ops.MiscOps`,
-:class:`~tensordict._state_dict.StateDictOps`,
-:class:`~tensordict._consolidate.ConsolidateOps`) come after the lazy ones in the bases:
+holds the container, reads, writes and keys; indexing is in :mod:`tensordict._lazy_index`
+and the printed form in :mod:`tensordict._lazy_repr`. The generic
+mixins of the dense ``TensorDict`` (:class:`~tensordict._consolidate.ConsolidateOps`,
+:class:`~tensordict._state_dict.StateDictOps`, :class:`~tensordict._key_sets.KeySetOps`,
+:class:`~tensordict._indexed.IndexedOps`, :class:`~tensordict._memory.MemoryOps`,
+:class:`~tensordict._pad.PadOps`) come after the lazy ones in the bases:
 they work through the primitives, and the few hooks a lazy stack answers differently
 (``get_item_shape``, ``entry_class``, ``_plan_at``) are defined here.
 """
@@ -22,59 +24,99 @@ they work through the primitives, and the few hooks a lazy stack answers differe
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
 
+from tensordict import _kinds
 from tensordict._consolidate import ConsolidateOps
 from tensordict._errors import lock_error, missing_key
-from tensordict._index import indexed_batch_size, normalize_index
+from tensordict._indexed import IndexedOps
+from tensordict._key_sets import KeySetOps
 from tensordict._keys import NestedKey, TensorDictKeysView, key_as_tuple, unravel_key
+from tensordict._kinds import is_leaf_default
 from tensordict._lazy_dense import LazyDenseOps
+from tensordict._lazy_index import LazyIndexOps, member_item_shape
+from tensordict._lazy_list import LazyListOps
 from tensordict._lazy_ops import LazyMemberOps, LazyShapeOps
 from tensordict._lazy_repr import lazy_repr_block
-from tensordict._misc_ops import MiscOps, _check_at, _check_non_tensor_at, _plan_in, _write_at
+from tensordict._memory import MemoryOps
 from tensordict._nontensor import (
     NON_TENSOR,
     NON_TENSOR_TYPES,
     NonTensorStack,
     stack_non_tensor,
     unwrap_non_tensor,
-    write_non_tensor,
 )
-from tensordict._shape import normalize_dim, parse_batch_size
+from tensordict._pad import PadOps
+from tensordict._ragged import LazyRaggedOps
+from tensordict._shape import common_shape, normalize_dim, parse_batch_size
 from tensordict._state_dict import StateDictOps
 from tensordict._td import TensorDict
-from tensordict.base import NO_DEFAULT, TensorDictBase, _is_leaf_default, _key_tuple
+from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 _Tensor = torch.Tensor
 _MISSING: Any = object()
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
 
-def _fmt(key: tuple) -> Any:
+def _fmt(key: tuple[Any, ...]) -> Any:
     return unravel_key(key)
 
 
+def _member_batch_size(members: list[Any], strict: bool) -> torch.Size:
+    """The members' common batch size; with ``strict=False`` sizes that differ are
+    ``-1`` (the members must still have the same number of batch dimensions)."""
+    bs: torch.Size = members[0].batch_size
+    for i, td in enumerate(members[1:], 1):
+        other = td.batch_size
+        if other == bs:
+            continue
+        if strict or len(other) != len(bs):
+            raise RuntimeError(
+                f"lazy_stack: the batch sizes of the stacked tensordicts differ (tensordict "
+                f"0 has {tuple(members[0].batch_size)}, tensordict {i} has {tuple(other)})"
+                + (
+                    "; with strict_shape=True they must be equal."
+                    if strict and len(other) == len(bs)
+                    else "; they must have the same number of dimensions."
+                )
+            )
+        bs = torch.Size([a if a == b else -1 for a, b in zip(bs, other, strict=True)])
+    return bs
+
+
 class LazyStackedTensorDict(
+    LazyRaggedOps,
+    LazyListOps,
+    LazyIndexOps,
     LazyShapeOps,
     LazyMemberOps,
     LazyDenseOps,
     ConsolidateOps,
     StateDictOps,
-    MiscOps,
+    KeySetOps,
+    IndexedOps,
+    MemoryOps,
+    PadOps,
     TensorDictBase,
 ):
     """A lazy stack of tensordicts: entries are stacked when read, writes go to the members.
 
     Args:
-        *tensordicts: the stacked tensordicts; they must share one batch size.
+        *tensordicts: the stacked tensordicts. They have the same number of batch
+            dimensions; sizes that differ across them show as ``-1`` in the stack's batch
+            size (``strict_shape=True`` requires equal batch sizes).
         stack_dim: the position of the new dimension in the batch size.
+        hook_out, hook_in: callables applied to the tensors read with :meth:`get` and to
+            the values written with :meth:`set` (kept for compatibility).
+        batch_size: for an empty stack, its batch size (size 0 at ``stack_dim``);
+            without it the first member added sets it.
         device: if given, the members are moved there first.
         names: names of the batch dimensions.
         stack_dim_name: the name of the stack dimension only.
-        batch_size: only needed to build an empty stack (size 0 at ``stack_dim``).
+        strict_shape: require the members' batch sizes to be equal.
 
     >>> import torch
     >>> from tensordict import LazyStackedTensorDict, TensorDict
@@ -87,16 +129,23 @@ class LazyStackedTensorDict(
     tensor([3, 4, 5])
     """
 
+    hook_out: Callable[[Any], Any] | None = None
+    hook_in: Callable[[Any], Any] | None = None
+    _open_batch = False
+
     def __init__(
         self,
         *tensordicts: TensorDictBase,
         stack_dim: int = 0,
+        hook_out: Callable[[Any], Any] | None = None,
+        hook_in: Callable[[Any], Any] | None = None,
+        batch_size: Sequence[int] | torch.Size | None = None,
         device: torch.device | str | int | None = None,
         names: Sequence[str | None] | None = None,
         stack_dim_name: str | None = None,
-        batch_size: Sequence[int] | torch.Size | None = None,
+        strict_shape: bool = False,
     ) -> None:
-        members = list(tensordicts)
+        members: list[Any] = list(tensordicts)
         if len(members) == 1 and isinstance(members[0], (list, tuple)):
             members = list(members[0])
         for i, td in enumerate(members):
@@ -105,27 +154,29 @@ class LazyStackedTensorDict(
                     f"LazyStackedTensorDict stacks tensordicts, but item {i} is a "
                     f"{type(td).__name__}."
                 )
+        open_batch = False
         if members:
-            bs = members[0].batch_size
-            for i, td in enumerate(members[1:], 1):
-                if td.batch_size != bs:
-                    raise RuntimeError(
-                        f"lazy_stack: batch sizes must be equal; tensordict 0 has "
-                        f"{tuple(bs)} and tensordict {i} has {tuple(td.batch_size)}."
-                    )
-            sd = normalize_dim(stack_dim, len(bs), "stack_dim", extra=1)
+            bs = _member_batch_size(members, strict_shape)
+            try:
+                sd = normalize_dim(stack_dim, len(bs), "stack_dim", extra=1)
+            except IndexError as err:  # the reference's lazy_stack raises RuntimeError
+                raise RuntimeError(f"lazy_stack: {err}") from None
             full = torch.Size((*bs[:sd], len(members), *bs[sd:]))
             if batch_size is not None and parse_batch_size(batch_size) != full:
                 raise RuntimeError(
                     f"LazyStackedTensorDict: batch_size={list(batch_size)} does not match the "
                     f"stacked batch size {tuple(full)}."
                 )
-        else:
-            if batch_size is None:
+        elif batch_size is None:  # an empty stack to grow: the first member sets the size
+            if stack_dim < 0:
                 raise RuntimeError(
-                    "LazyStackedTensorDict: an empty stack needs batch_size= (with size 0 at "
-                    "stack_dim)."
+                    f"LazyStackedTensorDict: an empty stack without batch_size needs a "
+                    f"non-negative stack_dim, got {stack_dim}."
                 )
+            sd = stack_dim
+            full = torch.Size([0] * (sd + 1))
+            open_batch = True
+        else:
             full = parse_batch_size(batch_size)
             sd = normalize_dim(stack_dim, len(full), "stack_dim")
             if full[sd] != 0:
@@ -139,13 +190,18 @@ class LazyStackedTensorDict(
         self.stack_dim: int = sd
         self._batch_size = full
         self._td_dim_name = stack_dim_name
+        self._open_batch = open_batch
+        if hook_out is not None:
+            self.hook_out = hook_out
+        if hook_in is not None:
+            self.hook_in = hook_in
         if names is not None:
             self.names = names
 
     @classmethod
     def _new(
         cls,
-        members: list,
+        members: list[Any],
         stack_dim: int,
         dim_name: str | None = None,
         batch_size: torch.Size | None = None,
@@ -252,7 +308,7 @@ class LazyStackedTensorDict(
             dim_name = value.pop(sd)
             member_names = value if any(n is not None for n in value) else None
         for td in self.tensordicts:
-            td.names = member_names  # type: ignore[misc]
+            td.names = member_names
         self._td_dim_name = dim_name
 
     def _has_names(self) -> bool:
@@ -275,9 +331,9 @@ class LazyStackedTensorDict(
         return self.is_locked
 
     # ------------------------------------------------------------------ read
-    def _gather(self, key: tuple, default: Any) -> Any:
+    def _gather(self, key: tuple[Any, ...], default: Any) -> Any:
         """The stacked entry at ``key`` (a tuple), or ``default`` when no member has it."""
-        tds = self.tensordicts
+        tds: list[Any] = self.tensordicts
         if len(key) == 1:
             k = key[0]
             try:  # fast path: dense members holding the key
@@ -292,7 +348,7 @@ class LazyStackedTensorDict(
             raise self._missing(key, [i for i, v in enumerate(values) if v is _MISSING])
         return self._stack_values(key, values)
 
-    def _missing(self, key: tuple, lacking: list[int]) -> KeyError:
+    def _missing(self, key: tuple[Any, ...], lacking: list[int]) -> KeyError:
         """The error for ``key`` missing from the members ``lacking``."""
         n = len(self.tensordicts)
         if len(lacking) == n:
@@ -306,7 +362,9 @@ class LazyStackedTensorDict(
             "or set it in every member."
         )
 
-    def _per_member(self, key: tuple, fn: Callable[[TensorDictBase, tuple], Any]) -> list:
+    def _per_member(
+        self, key: tuple[Any, ...], fn: Callable[[TensorDictBase, tuple[Any, ...]], Any]
+    ) -> list[Any]:
         """``fn(member, key)`` for every member; a ``KeyError`` in any becomes the stack's."""
         out, lacking = [], []
         for i, td in enumerate(self.tensordicts):
@@ -329,8 +387,8 @@ class LazyStackedTensorDict(
         torch.Size([2, 3, -1])
         """
         path = _key_tuple(key)
-        shapes = self._per_member(path, _member_item_shape)
-        shape = _common_shape(shapes)
+        shapes = self._per_member(path, member_item_shape)
+        shape = common_shape(shapes)
         if shape is None:
             raise RuntimeError(
                 f"get_item_shape: entry {_fmt(path)!r} has a different number of dimensions "
@@ -356,7 +414,7 @@ class LazyStackedTensorDict(
             return _Tensor  # a stack of tensors is a plain tensor
         return type(self._gather(path, NO_DEFAULT))  # non-tensors and nested: cheap to stack
 
-    def _stack_values(self, key: tuple, values: list) -> Any:
+    def _stack_values(self, key: tuple[Any, ...], values: list[Any]) -> Any:
         first = values[0]
         sd = self.stack_dim
         if isinstance(first, _Tensor):
@@ -397,7 +455,7 @@ class LazyStackedTensorDict(
     def _get_str(self, key: str, default: Any) -> Any:
         return self._gather((key,), default)
 
-    def _get_tuple(self, key: tuple, default: Any) -> Any:
+    def _get_tuple(self, key: tuple[Any, ...], default: Any) -> Any:
         return self._gather(key, default)
 
     def __getitem__(self, index: Any) -> Any:
@@ -420,6 +478,8 @@ class LazyStackedTensorDict(
             return self._index(index)
         if type(value) in NON_TENSOR_TYPES:
             return unwrap_non_tensor(value)
+        if self.hook_out is not None and isinstance(value, _Tensor):
+            return self.hook_out(value)
         return value
 
     # ------------------------------------------------------------------ keys
@@ -427,7 +487,7 @@ class LazyStackedTensorDict(
         tds = self.tensordicts
         if not tds:
             return []
-        keys = list(tds[0].keys())
+        keys = [k for k in tds[0].keys() if isinstance(k, str)]
         rest = [td.keys() for td in tds[1:]]
         return [k for k in keys if all(k in r for r in rest)] if rest else keys
 
@@ -449,14 +509,28 @@ class LazyStackedTensorDict(
         >>> list(lazy.keys()), "b" in lazy.keys(), "b" in lazy.tensordicts[0].keys()
         (['a'], False, True)
         """
-        return _LazyKeysView(self, include_nested, leaves_only, is_leaf, sort)
+        return _LazyKeysView(cast(Any, self), include_nested, leaves_only, is_leaf, sort)
+
+    def valid_keys(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
+    ) -> TensorDictKeysView:
+        """Alias of :meth:`keys` (kept from older versions)."""
+        return self.keys(include_nested, leaves_only, is_leaf, sort=sort)
 
     def _exclusive_keys(self) -> list[list[str]]:
         common = set(self._common_keys())
-        return [[k for k in td.keys() if k not in common] for td in self.tensordicts]
+        return [
+            [k for k in td.keys() if isinstance(k, str) and k not in common]
+            for td in self.tensordicts
+        ]
 
     # ------------------------------------------------------------------ write
-    def _split_value(self, key: tuple, value: Any) -> list:
+    def _split_value(self, key: tuple[Any, ...], value: Any) -> list[Any]:
         """``value`` split along the stack dimension: one part per member."""
         n, sd, bs = len(self.tensordicts), self.stack_dim, self._batch_size
         nb = len(bs)
@@ -492,7 +566,7 @@ class LazyStackedTensorDict(
             return list(value.unbind(sd))
         return [value] * n  # one non-tensor value for every member
 
-    def _check_writable(self, key: tuple) -> None:
+    def _check_writable(self, key: tuple[Any, ...]) -> None:
         """Refuse (before writing anything) a new key in a locked member."""
         for i, td in enumerate(self.tensordicts):
             if td.is_locked and td._get_tuple(key, _MISSING) is _MISSING:
@@ -508,13 +582,15 @@ class LazyStackedTensorDict(
 
     def _set_tuple(
         self,
-        key: tuple,
+        key: tuple[Any, ...],
         value: Any,
         *,
         inplace: bool,
         validated: bool,
         non_blocking: bool = False,
     ) -> LazyStackedTensorDict:
+        if self.hook_in is not None:
+            value = self.hook_in(value)
         parts = self._split_value(key, value)
         self._check_writable(key)
         for td, part in zip(self.tensordicts, parts, strict=True):
@@ -554,7 +630,7 @@ class LazyStackedTensorDict(
         else:
             self._set_at_index(index, value)
 
-    def _unbind_like(self, other: Any, op: str) -> list:
+    def _unbind_like(self, other: Any, op: str) -> list[Any]:
         """``other`` split into one part per member (tensordicts along the stack dimension)."""
         n, sd = len(self.tensordicts), self.stack_dim
         if isinstance(other, LazyStackedTensorDict) and other.stack_dim == sd:
@@ -596,215 +672,8 @@ class LazyStackedTensorDict(
     def __delitem__(self, key: Any) -> None:
         self.del_(key)
 
-    # ------------------------------------------------------------------ indexing
-    def _decompose(self, index: Any) -> tuple[Any, Any, int] | None:
-        """Split an index into (members selected, index for each member, position of the
-        stack dimension in the result); ``None`` when it mixes the stack dimension into a
-        multi-dimensional advanced index (handled on a dense copy)."""
-        bs, sd = self._batch_size, self.stack_dim
-        idx = normalize_index(index, bs)
-        items = list(idx) if type(idx) is tuple else [idx]
-        if sum(isinstance(it, _Tensor) for it in items) > 1:
-            return None
-        dim = 0
-        out_dims = 0
-        selector: Any = _MISSING
-        pos = 0
-        member_items: list = []
-        for it in items:
-            if it is None:
-                out_dims += 1
-                member_items.append(it)
-                continue
-            if isinstance(it, _Tensor):
-                if it.dtype is torch.bool:
-                    span, produced = it.ndim, 1
-                    if span == 0:
-                        return None
-                else:
-                    span, produced = 1, it.ndim
-            else:
-                span, produced = 1, (0 if type(it) is int else 1)
-            if dim <= sd < dim + span:
-                if span != 1:
-                    return None
-                selector, pos = it, out_dims
-            else:
-                member_items.append(it)
-            dim += span
-            out_dims += produced
-        if selector is _MISSING:  # the index stops before the stack dimension
-            selector, pos = slice(None), out_dims + (sd - dim)
-        n = len(self.tensordicts)
-        if isinstance(selector, _Tensor):
-            if selector.dtype is torch.bool:
-                selector = selector.nonzero().squeeze(-1)
-            if selector.ndim == 0:
-                selector = int(selector)
-            elif selector.ndim == 1:
-                selector = [i % n if i < 0 else i for i in selector.tolist()]
-            else:
-                return None
-        if type(selector) is int:
-            selector = selector + n if selector < 0 else selector
-        elif type(selector) is slice:
-            selector = list(range(n))[selector]
-        if not member_items:
-            member_index: Any = _MISSING  # the members are taken whole
-        else:
-            member_index = tuple(member_items) if len(member_items) != 1 else member_items[0]
-        return selector, member_index, pos
-
-    def _index(self, index: Any) -> TensorDictBase:
-        dec = self._decompose(index)
-        if dec is None:
-            return self.contiguous()[index]
-        selector, member_index, pos = dec
-        tds = self.tensordicts
-        if type(selector) is int:
-            td = tds[selector]
-            return td if member_index is _MISSING else td[member_index]
-        parts = [tds[j] if member_index is _MISSING else tds[j][member_index] for j in selector]
-        if parts:
-            return LazyStackedTensorDict._new(parts, pos, self._td_dim_name)
-        new_bs = indexed_batch_size(normalize_index(index, self._batch_size), self._batch_size)
-        return LazyStackedTensorDict._new([], pos, self._td_dim_name, new_bs)
-
-    def _set_at_index(self, index: Any, value: Any) -> None:
-        dec = self._decompose(index)
-        if dec is None:
-            raise IndexError(
-                f"cannot write into a LazyStackedTensorDict at index {index!r}: it mixes the "
-                f"stack dimension ({self.stack_dim}) into a multi-dimensional advanced index. "
-                "Write through lazy_td.tensordicts[i], or use an index that selects along the "
-                "stack dimension with an int, a slice or a 1-d tensor."
-            )
-        selector, member_index, pos = dec
-        tds = self.tensordicts
-        key = Ellipsis if member_index is _MISSING else member_index
-        if type(selector) is int:
-            tds[selector][key] = value
-            return
-        bs = self._batch_size
-        idx_bs = indexed_batch_size(normalize_index(index, bs), bs)
-        parts = _split_at(value, idx_bs, pos, len(selector), index)
-        targets = [tds[j] for j in selector]
-        for td, part in zip(targets, parts, strict=True):  # validate every member first
-            if isinstance(td, TensorDict) and isinstance(part, TensorDictBase):
-                m_idx = normalize_index(key, td.batch_size)
-                m_bs = indexed_batch_size(m_idx, td.batch_size)
-                if part.batch_size == m_bs:
-                    td._check_set_at(m_idx, m_bs, part, ())
-        for td, part in zip(targets, parts, strict=True):
-            td[key] = part
-
-    def _plan_at(
-        self,
-        key: str,
-        path: tuple,
-        value: Any,
-        index: Any,
-        plan: list[Callable[[], None]],
-        non_blocking: bool,
-    ) -> None:
-        """Plan an indexed in-place write of the entry ``key`` (see ``set_at_``): the
-        index is split into the members it selects and the index within them, and each
-        member plans its part. Indices that cannot be split (into feature dimensions, or
-        mixing the stack dimension into an advanced index) write through a stacked copy."""
-        try:
-            cls = self.entry_class(key)
-        except KeyError as err:
-            raise KeyError(f"cannot write in place at {_fmt(path)!r}: {err.args[0]}") from None
-        dec = None
-        # ``...`` in an index for a tensor stands for its feature dimensions too
-        if not (issubclass(cls, _Tensor) and _has_ellipsis(index)):
-            try:
-                dec = self._decompose(index)
-            except IndexError:
-                pass
-        if dec is None or issubclass(cls, TensorDictBase):
-            self._plan_through_copy(key, path, value, index, plan, non_blocking)
-            return
-        selector, member_index, pos = dec
-        tds = self.tensordicts
-        m_index = Ellipsis if member_index is _MISSING else member_index
-        if type(selector) is int:
-            _plan_in(tds[selector], key, path, value, m_index, plan, non_blocking)
-            return
-        if not selector:
-            return
-        parts = self._split_leaf_value(key, path, cls, value, index, pos, selector)
-        for j, part in zip(selector, parts, strict=True):
-            _plan_in(tds[j], key, path, part, m_index, plan, non_blocking)
-
-    def _plan_through_copy(
-        self,
-        key: str,
-        path: tuple,
-        value: Any,
-        index: Any,
-        plan: list[Callable[[], None]],
-        non_blocking: bool,
-    ) -> None:
-        """Plan the write into a stacked copy of the entry, then into the members."""
-        stacked = self._gather((key,), NO_DEFAULT)
-        if isinstance(stacked, NON_TENSOR):
-            bs = self._batch_size
-            _check_non_tensor_at(path, stacked, value, index, bs)
-
-            def write_non_tensor_leaf() -> None:
-                new = write_non_tensor(stacked, index, value, bs)
-                self._set_tuple((key,), new, inplace=False, validated=False)
-
-            plan.append(write_non_tensor_leaf)
-            return
-        if isinstance(stacked, TensorDictBase):  # writes through to the members itself
-            plan.append(lambda: stacked.__setitem__(index, value))
-            return
-        _check_at(path, stacked, value, index)
-
-        def write_tensor() -> None:
-            _write_at(stacked, value, index, non_blocking)
-            self._set_tuple((key,), stacked, inplace=True, validated=False)
-
-        plan.append(write_tensor)
-
-    def _split_leaf_value(
-        self, key: str, path: tuple, cls: type, value: Any, index: Any, pos: int, selector: list
-    ) -> list:
-        """``value`` (written at ``index`` of entry ``key``) split into one part per
-        selected member: along the dimension standing for the stack dimension when the
-        value has it, else the same value for each."""
-        m = len(selector)
-        bs = self._batch_size
-        span = len(indexed_batch_size(normalize_index(index, bs), bs)) - pos
-        if issubclass(cls, _Tensor):
-            if isinstance(value, (list, np.ndarray, *_NUMBERS)):
-                value = torch.as_tensor(value)
-            if not isinstance(value, _Tensor):
-                return [value] * m
-            member = self.tensordicts[selector[0]]
-            span += len(_member_item_shape(member, (key,))) - len(member.batch_size)
-            shape = value.shape
-        elif type(value) is NonTensorStack:
-            shape = value.batch_size
-        else:
-            return [value] * m
-        if len(shape) < span:
-            return [value] * m
-        d = len(shape) - span
-        if shape[d] == m:
-            return list(value.unbind(d))
-        if shape[d] == 1:
-            return [value[(slice(None),) * d + (0,)]] * m
-        raise RuntimeError(
-            f"cannot write a value of shape {tuple(shape)} into entry {_fmt(path)!r} at index "
-            f"{index!r}: its dimension {d} stands for the {m} stacked tensordicts selected "
-            f"(the stack dimension) but has size {shape[d]}."
-        )
-
     # ------------------------------------------------------------------ primitives for tables
-    def _flat_tensors(self, out: list) -> list:
+    def _flat_tensors(self, out: list[Any]) -> list[Any]:
         for td in self.tensordicts:
             td._flat_tensors(out)
         return out
@@ -821,7 +690,9 @@ class LazyStackedTensorDict(
         for td in self.tensordicts:
             td._write_flat(it)
 
-    def _map_tensors(self, fn: Callable, device: Any = NO_DEFAULT) -> LazyStackedTensorDict:
+    def _map_tensors(
+        self, fn: Callable[..., Any], device: Any = NO_DEFAULT
+    ) -> LazyStackedTensorDict:
         return self._new(
             [td._map_tensors(fn, device) for td in self.tensordicts],
             self.stack_dim,
@@ -830,8 +701,8 @@ class LazyStackedTensorDict(
         )
 
     def _aligned_tensors(
-        self, other: Any, default: Any, out: list | None = None, prefix: tuple = ()
-    ) -> list:
+        self, other: Any, default: Any, out: list[Any] | None = None, prefix: tuple[Any, ...] = ()
+    ) -> list[Any]:
         if out is None:
             out = []
         if not isinstance(other, TensorDictBase):
@@ -842,7 +713,7 @@ class LazyStackedTensorDict(
         return out
 
     def _map_batch(
-        self, fn: Callable, batch_size: torch.Size, names: list | None = None
+        self, fn: Callable[..., Any], batch_size: torch.Size, names: list[Any] | None = None
     ) -> TensorDictBase:
         """Batch-shape operations without a lazy form run on a dense copy."""
         return self.contiguous()._map_batch(fn, batch_size, names)
@@ -872,75 +743,22 @@ class LazyStackedTensorDict(
         return lazy_repr_block(self, indent)
 
 
-def _member_item_shape(td: TensorDictBase, path: tuple) -> torch.Size:
-    fn = getattr(td, "get_item_shape", None)
-    if fn is not None:
-        return fn(path)  # type: ignore[no-any-return]
-    value = td._get_tuple(path, NO_DEFAULT)
-    return value.shape if isinstance(value, _Tensor) else value.batch_size
+_kinds.bind(Lazy=LazyStackedTensorDict)
 
 
-def _member_entry_class(td: TensorDictBase, path: tuple) -> type:
+def _member_entry_class(td: TensorDictBase, path: tuple[Any, ...]) -> type:
     fn = getattr(td, "entry_class", None)
     if fn is not None:
         return fn(path)  # type: ignore[no-any-return]
     return type(td._get_tuple(path, NO_DEFAULT))
 
 
-def _has_ellipsis(index: Any) -> bool:
-    return index is Ellipsis or (type(index) is tuple and any(i is Ellipsis for i in index))
-
-
-def _common_shape(shapes: Sequence[Sequence[int]]) -> list[int] | None:
-    """The sizes shared by ``shapes``, ``-1`` where they differ; ``None`` if the numbers of
-    dimensions differ."""
-    shape = list(shapes[0])
-    for other in shapes[1:]:
-        if len(other) != len(shape):
-            return None
-        shape = [s if s == t else -1 for s, t in zip(shape, other, strict=True)]
-    return shape
-
-
-def _mixed_error(key: tuple, values: list) -> TypeError:
+def _mixed_error(key: tuple[Any, ...], values: list[Any]) -> TypeError:
     kinds = {i: type(v).__name__ for i, v in enumerate(values)}
     return TypeError(
         f"cannot stack entry {_fmt(key)!r}: the stacked tensordicts hold values of different "
         f"kinds there (by member: {kinds})."
     )
-
-
-def _split_at(value: Any, idx_bs: torch.Size, pos: int, n: int, index: Any) -> list:
-    """``value`` (written at an index selecting ``idx_bs``) split along ``pos`` into ``n``."""
-    if isinstance(value, dict):
-        value = TensorDict(value, batch_size=idx_bs)
-    if isinstance(value, TensorDictBase):
-        if value.batch_size != idx_bs:
-            try:
-                value = value.expand(idx_bs)
-            except RuntimeError:
-                raise RuntimeError(
-                    f"cannot write a tensordict of batch_size={tuple(value.batch_size)} at "
-                    f"index {index!r}, which selects a batch of shape {tuple(idx_bs)}."
-                ) from None
-        return list(value.unbind(pos))
-    if isinstance(value, (_Tensor, *_NUMBERS)):
-        t = torch.as_tensor(value)
-        if t.ndim >= len(idx_bs) - pos:  # the value spans the stack dimension
-            try:
-                t = (
-                    t.expand(*idx_bs, *t.shape[len(idx_bs) :])
-                    if t.shape[: len(idx_bs)] != (idx_bs)
-                    else t
-                )
-            except RuntimeError:
-                raise RuntimeError(
-                    f"cannot write a tensor of shape {tuple(t.shape)} at index {index!r} "
-                    f"(selected batch shape {tuple(idx_bs)})."
-                ) from None
-            return list(t.unbind(pos))
-        return [t] * n
-    return [value] * n
 
 
 class _LazyKeysView(TensorDictKeysView):
@@ -963,14 +781,15 @@ class _LazyKeysView(TensorDictKeysView):
             return LazyStackedTensorDict, LazyStackedTensorDict._new(values, td.stack_dim)
         return type(values[0]), None
 
-    def _walk(self, td: LazyStackedTensorDict, prefix: tuple) -> Iterator[Any]:
-        is_leaf = self.is_leaf or _is_leaf_default
+    def _walk(self, td: LazyStackedTensorDict, prefix: tuple[Any, ...]) -> Iterator[Any]:
+        is_leaf = self.is_leaf or is_leaf_default
         for key in td._common_keys():
             full = prefix + (key,) if prefix else key
             if not (self.include_nested or self.leaves_only):
                 yield full
                 continue
             cls, nested = self._entry(td, key)
+            assert cls is not None  # a common key: every member holds it
             leaf = is_leaf(cls)
             if leaf or not self.leaves_only:
                 yield full
@@ -999,4 +818,5 @@ class _LazyKeysView(TensorDictKeysView):
                 if nested is None:
                     return False
                 td = nested
-        return not self.leaves_only or (self.is_leaf or _is_leaf_default)(cls)
+        assert cls is not None
+        return not self.leaves_only or (self.is_leaf or is_leaf_default)(cls)

@@ -1,7 +1,7 @@
 """Between lazy and dense: the dense forms of a lazy stack (``contiguous``,
 ``to_tensordict``, ``densify``, ``to_padded_tensor``), :func:`to_dense` for any tensordict
-holding lazy stacks, and the stacking functions :func:`lazy_stack` and
-:func:`maybe_dense_stack` (dense when possible).
+holding lazy stacks. (The stacking functions :func:`~tensordict.lazy_stack` and
+:func:`~tensordict.maybe_dense_stack` are in :mod:`tensordict._functional`.)
 
 Entries are stacked key by key; keys only some members hold are dropped (a dense
 tensordict cannot represent them). Entries whose shapes differ across the members raise
@@ -10,34 +10,21 @@ a clear error, become nested tensors (``densify``) or are padded (``to_padded_te
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
-from tensordict._nontensor import NON_TENSOR, NonTensorStack
+from tensordict import _kinds
+from tensordict._convert import to_dense
+from tensordict._inplace import check as check_inplace
 from tensordict._td import TensorDict
 from tensordict.base import NO_DEFAULT, TensorDictBase
 
 _Tensor = torch.Tensor
 
 
-class LazyDenseOps:
+class LazyDenseOps(_kinds.LazyMixin):
     """Mixin: the dense copies of a ``LazyStackedTensorDict``."""
-
-    tensordicts: list[TensorDictBase]
-    stack_dim: int
-    _batch_size: torch.Size
-
-    if TYPE_CHECKING:  # pragma: no cover - provided by LazyStackedTensorDict
-
-        def _common_keys(self) -> list[str]: ...
-        def _stack_values(self, key: tuple, values: list) -> Any: ...
-        def _has_names(self) -> bool: ...
-        @property
-        def names(self) -> list[str | None]: ...
-        @property
-        def device(self) -> torch.device | None: ...
 
     def _dense(self, layout: torch.layout | None) -> TensorDict:
         """A dense copy: entries stacked, nested stacks densified, exclusive keys dropped.
@@ -63,7 +50,7 @@ class LazyDenseOps:
                 out[key] = torch.nested.nested_tensor(values, layout=layout)
                 continue
             value = self._stack_values((key,), values)
-            if isinstance(value, LazyDenseOps):
+            if isinstance(value, _kinds.Lazy):
                 value = value._dense(layout)
             elif isinstance(value, TensorDictBase):
                 value = to_dense(value, clone=False)
@@ -71,9 +58,10 @@ class LazyDenseOps:
         names = self.names if self._has_names() else None
         return TensorDict._new_unsafe(out, self._batch_size, self.device, names)
 
-    def contiguous(self) -> TensorDict:
+    def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> TensorDict:
         """A dense :class:`~tensordict.TensorDict` copy (keys missing from some members are
-        dropped; heterogeneous entries raise — see :meth:`densify`).
+        dropped; heterogeneous entries raise — see :meth:`densify`). ``inplace=True`` is
+        not supported on a lazy stack; the copy's leaves are canonical already.
 
         >>> import torch
         >>> from tensordict import TensorDict, lazy_stack
@@ -82,6 +70,8 @@ class LazyDenseOps:
         >>> type(dense).__name__, dense["a"].shape
         ('TensorDict', torch.Size([2, 3]))
         """
+        if inplace:
+            check_inplace(self, "contiguous")
         return self._dense(None)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
@@ -156,7 +146,7 @@ class LazyDenseOps:
                     masks[key] = torch.stack(valid, sd)
                 continue
             value = self._stack_values((key,), values)
-            if isinstance(value, LazyDenseOps):
+            if isinstance(value, _kinds.Lazy):
                 value = value._padded(padding, with_masks)
                 if with_masks:
                     masks[key] = value.pop("__masks__")
@@ -164,103 +154,3 @@ class LazyDenseOps:
         if with_masks:
             out["__masks__"] = TensorDict._new_unsafe(masks, self._batch_size, self.device)
         return TensorDict._new_unsafe(out, self._batch_size, self.device)
-
-
-def to_dense(td: TensorDictBase, *, clone: bool, layout: torch.layout | None = None) -> TensorDict:
-    """``td`` as a dense :class:`TensorDict`: nested lazy stacks stacked, tensors copied
-    when ``clone``."""
-    if isinstance(td, LazyDenseOps):
-        return td._dense(layout)
-    if not isinstance(td, TensorDict):
-        return TensorDict(
-            {
-                k: to_dense(v, clone=clone, layout=layout) if isinstance(v, TensorDictBase) else v
-                for k, v in td.items()
-            },
-            batch_size=td.batch_size,
-        )
-    out: dict[str, Any] = {}
-    changed = clone
-    for key, value in td._tensordict.items():
-        if isinstance(value, _Tensor):
-            out[key] = value.clone() if clone else value
-        elif isinstance(value, TensorDictBase):
-            sub = to_dense(value, clone=clone, layout=layout)
-            changed = changed or sub is not value
-            out[key] = sub
-        elif clone and isinstance(value, NON_TENSOR):
-            out[key] = value.clone()
-        else:
-            out[key] = value
-    if not changed:
-        return td
-    return TensorDict._new_unsafe(out, td.batch_size, td.device, td._names and list(td._names))
-
-
-def lazy_stack(
-    input: Sequence[Any], dim: int = 0, *, out: TensorDictBase | None = None, **kwargs: Any
-) -> Any:
-    """Stack tensordicts lazily: a :class:`LazyStackedTensorDict` that keeps them as they are.
-
-    Members may hold different keys and entries of different shapes. Non-tensor values
-    (``NonTensorData``) stack into a :class:`~tensordict.NonTensorStack`.
-
-    >>> import torch
-    >>> from tensordict import TensorDict, lazy_stack
-    >>> lazy = lazy_stack([TensorDict({"a": torch.zeros(2)}), TensorDict({"a": torch.ones(3)})])
-    >>> lazy.batch_size, [td["a"].shape for td in lazy]
-    (torch.Size([2]), [torch.Size([2]), torch.Size([3])])
-    """
-    if kwargs:
-        raise TypeError(f"lazy_stack() got unexpected keyword arguments {sorted(kwargs)}.")
-    items = list(input)
-    if not items:
-        raise RuntimeError("lazy_stack expects a non-empty sequence of tensordicts.")
-    if all(isinstance(x, NON_TENSOR) for x in items):
-        return NonTensorStack(*items, stack_dim=dim)
-    from tensordict._lazy import LazyStackedTensorDict
-
-    result = LazyStackedTensorDict(*items, stack_dim=dim)
-    if out is not None:
-        out.update_(result)
-        return out
-    return result
-
-
-def _same_structure(tds: Sequence[TensorDictBase]) -> bool:
-    """Whether dense tensordicts have the same keys, leaf kinds and leaf shapes."""
-    first = tds[0]
-    if not isinstance(first, TensorDict):
-        return False
-    ref = [(k, type(v), getattr(v, "shape", None)) for k, v in first.items(True, True)]
-    for td in tds[1:]:
-        if not isinstance(td, TensorDict):
-            return False
-        got = [(k, type(v), getattr(v, "shape", None)) for k, v in td.items(True, True)]
-        if got != ref:
-            return False
-    return True
-
-
-def maybe_dense_stack(
-    input: Sequence[TensorDictBase],
-    dim: int = 0,
-    *,
-    out: TensorDictBase | None = None,
-    **kwargs: Any,
-) -> TensorDictBase:
-    """Stack densely when the tensordicts share keys and shapes, lazily otherwise.
-
-    >>> import torch
-    >>> from tensordict import TensorDict, maybe_dense_stack
-    >>> same = [TensorDict({"a": torch.zeros(2)}, [2])] * 2
-    >>> other = [TensorDict({"a": torch.zeros(2)}, [2]), TensorDict({"a": torch.zeros(2, 5)}, [2])]
-    >>> type(maybe_dense_stack(same)).__name__, type(maybe_dense_stack(other)).__name__
-    ('TensorDict', 'LazyStackedTensorDict')
-    """
-    from tensordict._functional import _combine_all
-
-    items = list(input)
-    if items and _same_structure(items):
-        return _combine_all(items, "stack", dim, out)  # type: ignore[no-any-return]
-    return lazy_stack(items, dim, out=out, **kwargs)  # type: ignore[no-any-return]

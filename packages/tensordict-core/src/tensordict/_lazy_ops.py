@@ -16,18 +16,33 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _kinds
 from tensordict._consolidate import consolidated_to
-from tensordict._dict_ops import DictOps, write_inplace
+from tensordict._dict_ops import write_inplace
 from tensordict._errors import lock_error
+from tensordict._inplace import check as check_inplace
 from tensordict._keys import unravel_key
 from tensordict._shape import (
     broadcastable_to,
     infer_shape,
+    movedim_order,
     normalize_dim,
     parse_batch_size,
     unpack_shape,
 )
-from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
+from tensordict._shape_context import (
+    inverse_flatten,
+    inverse_permute,
+    inverse_squeeze,
+    inverse_transpose,
+    inverse_unflatten,
+    inverse_unsqueeze,
+    inverse_view,
+    keeps_lock,
+    undoable,
+)
+from tensordict._tree import run_plan
+from tensordict.base import DEFAULT_APPLY, NO_DEFAULT, ApplySpec, TensorDictBase, _key_tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._lazy import LazyStackedTensorDict
@@ -40,21 +55,15 @@ def _member_dim(d: int, sd: int) -> int:
     return d if d < sd else d - 1
 
 
-class LazyShapeOps:
+class LazyShapeOps(_kinds.LazyMixin):
     """Mixin: batch-shape operations of a lazy stack, applied to its members."""
 
-    tensordicts: list[TensorDictBase]
-    stack_dim: int
-    _batch_size: torch.Size
-    _td_dim_name: str | None
-
-    def _restack(self, members: list, stack_dim: int, names: bool = True) -> Any:
-        from tensordict._lazy import LazyStackedTensorDict
-
+    def _restack(self, members: list[Any], stack_dim: int, names: bool = True) -> Any:
         if not members:
             raise RuntimeError("cannot restack an empty LazyStackedTensorDict.")
-        return LazyStackedTensorDict._new(members, stack_dim, self._td_dim_name if names else None)
+        return _kinds.Lazy._new(members, stack_dim, self._td_dim_name if names else None)
 
+    @undoable(inverse_unsqueeze)
     def unsqueeze(self, dim: int) -> Any:
         """Insert a batch dimension of size 1 at ``dim`` (in every member).
 
@@ -71,6 +80,7 @@ class LazyShapeOps:
             return self._restack([td.unsqueeze(d) for td in self.tensordicts], sd + 1)
         return self._restack([td.unsqueeze(d - 1) for td in self.tensordicts], sd)
 
+    @undoable(inverse_squeeze)
     def squeeze(self, dim: int | Sequence[int] | None = None) -> Any:
         """Remove batch dimensions of size 1; squeezing the stack dimension of a one-member
         stack returns that member (squeezed).
@@ -95,7 +105,8 @@ class LazyShapeOps:
             return members[0]
         return self._restack(members, sd - sum(1 for d in dims if d < sd))
 
-    def permute(self, *dims: Any) -> Any:
+    @undoable(inverse_permute)
+    def permute(self, *args: Any, dims: Sequence[int] | None = None) -> Any:
         """Permute the batch dimensions (the stack dimension moves, members are permuted).
 
         >>> import torch
@@ -104,7 +115,7 @@ class LazyShapeOps:
         >>> out.batch_size, out.stack_dim, out["a"].shape
         (torch.Size([4, 2, 3]), 1, torch.Size([4, 2, 3]))
         """
-        dims = unpack_shape(dims)
+        dims = unpack_shape(args) if dims is None else tuple(dims)
         nb, sd = len(self._batch_size), self.stack_dim
         perm = [normalize_dim(d, nb) for d in dims]
         if sorted(perm) != list(range(nb)):
@@ -114,6 +125,7 @@ class LazyShapeOps:
         member_perm = [_member_dim(p, sd) for p in perm if p != sd]
         return self._restack([td.permute(member_perm) for td in self.tensordicts], perm.index(sd))
 
+    @undoable(inverse_transpose)
     def transpose(self, dim0: int, dim1: int) -> Any:
         """Swap two batch dimensions (see :meth:`permute`)."""
         nb = len(self._batch_size)
@@ -122,18 +134,24 @@ class LazyShapeOps:
         perm[d0], perm[d1] = perm[d1], perm[d0]
         return self.permute(perm)
 
-    swapaxes = transpose
-    swapdims = transpose
+    def swapaxes(self, axis0: int, axis1: int) -> Any:
+        """Alias of :meth:`transpose`."""
+        return self.transpose(axis0, axis1)
 
-    def movedim(self, source: int, destination: int) -> Any:
-        """Move batch dimension ``source`` to ``destination`` (see :meth:`permute`)."""
-        nb = len(self._batch_size)
-        s, d = normalize_dim(source, nb), normalize_dim(destination, nb)
-        order = [i for i in range(nb) if i != s]
-        order.insert(d, s)
-        return self.permute(order)
+    def swapdims(self, axis0: int, axis1: int) -> Any:
+        """Alias of :meth:`transpose`."""
+        return self.transpose(axis0, axis1)
 
-    def expand(self, *shape: Any) -> Any:
+    def movedim(self, source: Any, destination: Any) -> Any:
+        """Move batch dimension(s) ``source`` to ``destination`` (see :meth:`permute`)."""
+        return self.permute(movedim_order(source, destination, len(self._batch_size)))
+
+    def moveaxis(self, source: Any, destination: Any) -> Any:
+        """Alias of :meth:`movedim`."""
+        return self.movedim(source, destination)
+
+    @keeps_lock
+    def expand(self, *shape: Any, size: Sequence[int] | None = None) -> Any:
         """Expand the batch (new leading dims allowed); the stack dimension keeps its size.
 
         >>> import torch
@@ -141,21 +159,21 @@ class LazyShapeOps:
         >>> lazy_stack([TensorDict({"a": torch.zeros(1)}, [1])] * 2, 1).expand(4, 2, 2)["a"].shape
         torch.Size([4, 2, 2])
         """
-        shape = list(unpack_shape(shape))
+        target = list(unpack_shape(shape if size is None else (size,)))
         bs, sd = self._batch_size, self.stack_dim
-        extra = len(shape) - len(bs)
+        extra = len(target) - len(bs)
         if extra < 0:
             raise RuntimeError(
-                f"expand(): the target shape {shape} has fewer dimensions than "
+                f"expand(): the target shape {target} has fewer dimensions than "
                 f"batch_size={tuple(bs)}."
             )
         new_sd = sd + extra
-        if shape[new_sd] not in (-1, bs[sd]):
+        if target[new_sd] not in (-1, bs[sd]):
             raise RuntimeError(
                 f"expand(): cannot expand the stack dimension {sd} of a LazyStackedTensorDict "
-                f"(size {bs[sd]}) to {shape[new_sd]}; densify it first (.contiguous())."
+                f"(size {bs[sd]}) to {target[new_sd]}; densify it first (.contiguous())."
             )
-        member_shape = shape[:new_sd] + shape[new_sd + 1 :]
+        member_shape = target[:new_sd] + target[new_sd + 1 :]
         return self._restack([td.expand(member_shape) for td in self.tensordicts], new_sd)
 
     def expand_as(self, other: Any) -> Any:
@@ -166,11 +184,11 @@ class LazyShapeOps:
         """Alias of :meth:`expand` with a shape argument."""
         return self.expand(shape)
 
-    def flip(self, *dims: Any) -> Any:
+    def flip(self, dims: Any, *more_dims: int) -> Any:
         """Reverse the order along batch dimensions (the stack dimension reverses the members)."""
-        dims = unpack_shape(dims)
+        all_dims = unpack_shape((dims, *more_dims))
         nb, sd = len(self._batch_size), self.stack_dim
-        ds = [normalize_dim(d, nb) for d in dims]
+        ds = [normalize_dim(d, nb) for d in all_dims]
         member_dims = [_member_dim(d, sd) for d in ds if d != sd]
         members = [td.flip(member_dims) if member_dims else td for td in self.tensordicts]
         if sd in ds:
@@ -188,7 +206,7 @@ class LazyShapeOps:
     def narrow(self, dim: int, start: int, length: int) -> Any:
         """Slice ``length`` entries from ``start`` along batch dimension ``dim``."""
         d = normalize_dim(dim, len(self._batch_size))
-        return self[(slice(None),) * d + (slice(start, start + length),)]  # type: ignore[index]
+        return self[(slice(None),) * d + (slice(start, start + length),)]
 
     # ------------------------------------------------------------------ splitting
     def unbind(self, dim: int = 0) -> tuple[Any, ...]:
@@ -232,7 +250,7 @@ class LazyShapeOps:
         out = []
         start = 0
         for s in sizes:
-            out.append(self[(slice(None),) * d + (slice(start, start + s),)])  # type: ignore[index]
+            out.append(self[(slice(None),) * d + (slice(start, start + s),)])
             start += s
         return tuple(out)
 
@@ -255,14 +273,18 @@ class LazyShapeOps:
         sd = self.stack_dim
         return len(shape) > sd and shape[: sd + 1] == self._batch_size[: sd + 1]
 
-    def view(self, *shape: Any, size: Any = None) -> Any:
+    @undoable(inverse_view)
+    def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:
         """View with a new batch shape; lazy when the dimensions up to the stack dimension
         are kept (else a dense copy is reshaped). ``view(dtype)`` views every leaf."""
         if size is not None:
             shape = (size,)
         if len(shape) == 1 and isinstance(shape[0], torch.dtype):
             dtype = shape[0]
-            return self._restack([td.view(dtype) for td in self.tensordicts], self.stack_dim)
+            viewed = self._restack([td.view(dtype) for td in self.tensordicts], self.stack_dim)
+            if batch_size is not None:
+                viewed.batch_size = batch_size
+            return viewed
         new = infer_shape(unpack_shape(shape), self._batch_size.numel())
         if new == self._batch_size:
             return self
@@ -270,9 +292,10 @@ class LazyShapeOps:
             sd = self.stack_dim
             member = new[:sd] + new[sd + 1 :]
             return self._restack([td.view(member) for td in self.tensordicts], sd)
-        return self.contiguous().view(new)  # type: ignore[attr-defined]
+        return self.contiguous().view(new)
 
-    def reshape(self, *shape: Any) -> Any:
+    @keeps_lock
+    def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> Any:
         """Reshape the batch (lazy when the dimensions up to the stack dimension are kept).
 
         >>> import torch
@@ -281,44 +304,58 @@ class LazyShapeOps:
         >>> type(lazy.reshape(2, 6)).__name__, type(lazy.reshape(-1)).__name__
         ('LazyStackedTensorDict', 'TensorDict')
         """
+        if inplace:
+            check_inplace(self, "reshape")
+        if size is not None:
+            shape = (size,)
         new = infer_shape(unpack_shape(shape), self._batch_size.numel())
         if self._keeps_stack(new):
             sd = self.stack_dim
             member = new[:sd] + new[sd + 1 :]
             return self._restack([td.reshape(member) for td in self.tensordicts], sd)
-        return self.contiguous().reshape(new)  # type: ignore[attr-defined]
+        return self.contiguous().reshape(new)
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> Any:
-        """Merge batch dimensions ``start_dim..end_dim`` (a dense copy if the range holds the
-        stack dimension)."""
+    @undoable(inverse_flatten)
+    def flatten(
+        self, start_dim: int | None = None, end_dim: int | None = None, *, inplace: bool = False
+    ) -> Any:
+        """Merge batch dimensions ``start_dim..end_dim`` (default: all; a dense copy if the
+        range holds the stack dimension)."""
+        if inplace:
+            check_inplace(self, "flatten")
         nb, sd = len(self._batch_size), self.stack_dim
         if nb == 0:
             return self.reshape(1)
-        start = normalize_dim(start_dim, nb, "start_dim")
-        end = normalize_dim(end_dim, nb, "end_dim")
+        start = normalize_dim(0 if start_dim is None else start_dim, nb, "start_dim")
+        end = normalize_dim(-1 if end_dim is None else end_dim, nb, "end_dim")
         if end < start:
             raise RuntimeError(f"flatten(): start_dim={start_dim} comes after end_dim={end_dim}.")
         if start == end:
             return self
         if start <= sd <= end:
-            return self.contiguous().flatten(start, end)  # type: ignore[attr-defined]
+            return self.contiguous().flatten(start, end)
         members = [
             td.flatten(_member_dim(start, sd), _member_dim(end, sd)) for td in self.tensordicts
         ]
         return self._restack(members, sd if sd < start else sd - (end - start))
 
-    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> Any:
+    @undoable(inverse_unflatten)
+    def unflatten(self, dim: int, unflattened_size: Sequence[int], *, inplace: bool = False) -> Any:
         """Split batch dimension ``dim`` into ``unflattened_size``."""
+        if inplace:
+            check_inplace(self, "unflatten")
         nb, sd = len(self._batch_size), self.stack_dim
         d = normalize_dim(dim, nb)
         if d == sd:
-            return self.contiguous().unflatten(d, unflattened_size)  # type: ignore[attr-defined]
+            return self.contiguous().unflatten(d, unflattened_size)
         sizes = list(unflattened_size)
         members = [td.unflatten(_member_dim(d, sd), sizes) for td in self.tensordicts]
         return self._restack(members, sd + (len(sizes) - 1 if d < sd else 0))
 
-    def repeat(self, *repeats: Any) -> Any:
+    def repeat(self, *repeats: Any, inplace: bool = False) -> Any:
         """Repeat along batch dimensions (the members are repeated along the stack one)."""
+        if inplace:
+            check_inplace(self, "repeat")
         reps = tuple(unpack_shape(repeats))
         bs, sd = self._batch_size, self.stack_dim
         extra = len(reps) - len(bs)
@@ -334,49 +371,30 @@ class LazyShapeOps:
         return self._restack(members, new_sd)
 
 
-class LazyMemberOps:
+class LazyMemberOps(_kinds.LazyMixin):
     """Mixin: ``apply``, dict-like and device methods of a lazy stack, member by member."""
 
-    tensordicts: list[TensorDictBase]
-    stack_dim: int
-    _batch_size: torch.Size
-    _td_dim_name: str | None
     _last_op: Any
 
-    if TYPE_CHECKING:  # pragma: no cover - provided by LazyStackedTensorDict
-
-        def _unbind_like(self, other: Any, op: str) -> list: ...
-        def _common_keys(self) -> list[str]: ...
-
-    def _from_members(self, members: list) -> LazyStackedTensorDict:
-        from tensordict._lazy import LazyStackedTensorDict
-
+    def _from_members(self, members: list[Any]) -> LazyStackedTensorDict:
         if not members:
-            return LazyStackedTensorDict._new(
-                [], self.stack_dim, self._td_dim_name, self._batch_size
-            )
-        return LazyStackedTensorDict._new(members, self.stack_dim, self._td_dim_name)
+            return _kinds.Lazy._new([], self.stack_dim, self._td_dim_name, self._batch_size)
+        return _kinds.Lazy._new(members, self.stack_dim, self._td_dim_name)
 
     # ------------------------------------------------------------------ apply
     def _apply_nest(
         self,
-        fn: Callable,
+        fn: Callable[..., Any],
         *others: Any,
+        spec: ApplySpec = DEFAULT_APPLY,
         batch_size: Sequence[int] | None = None,
-        device: Any = NO_DEFAULT,
         names: Any = NO_DEFAULT,
-        inplace: bool = False,
-        checked: bool = False,
-        call_on_nested: bool = False,
-        default: Any = NO_DEFAULT,
-        named: bool = False,
-        nested_keys: bool = False,
-        prefix: tuple = (),
-        filter_empty: bool | None = None,
-        is_leaf: Callable | None = None,
+        prefix: tuple[str, ...] = (),
         out: Any = None,
-        _plan: list | None = None,
+        plan: list[Any] | None = None,
     ) -> Any:
+        """``apply`` member by member (see ``TreeMapOps._apply_nest``): ``others`` and
+        ``out`` are split along the stack dimension, which ``batch_size`` must keep."""
         tds = self.tensordicts
         sd = self.stack_dim
         split = [self._unbind_like(o, "apply") for o in others]
@@ -390,32 +408,24 @@ class LazyMemberOps:
                 )
             member_bs = bs[:sd] + bs[sd + 1 :]
         outs = self._unbind_like(out, "apply") if out is not None else [None] * len(tds)
-        plan = _plan if _plan is not None or not inplace else []
+        inplace = spec.inplace
+        shared = plan if plan is not None or not inplace else []
         results = []
         for i, td in enumerate(tds):
             results.append(
                 td._apply_nest(
                     fn,
                     *[o[i] for o in split],
+                    spec=spec,
                     batch_size=member_bs,
-                    device=device,
-                    names=NO_DEFAULT,
-                    inplace=inplace,
-                    checked=checked,
-                    call_on_nested=call_on_nested,
-                    default=default,
-                    named=named,
-                    nested_keys=nested_keys,
                     prefix=prefix,
-                    filter_empty=filter_empty,
-                    is_leaf=is_leaf,
                     out=outs[i],
-                    _plan=plan,
+                    plan=shared,
                 )
             )
         if inplace:
-            if _plan is None and plan:
-                _run_plan(plan)
+            if plan is None and shared:
+                run_plan(shared)
             return self if out is None else out
         if all(r is None for r in results):
             return None
@@ -424,28 +434,6 @@ class LazyMemberOps:
         if names is not NO_DEFAULT and names is not None:
             result.names = names
         return result
-
-    def apply(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:
-        """Apply ``fn`` to every leaf of every member (see :meth:`TensorDict.apply`); the
-        result is a lazy stack. ``others`` are split along the stack dimension.
-
-        >>> import torch
-        >>> from tensordict import TensorDict, lazy_stack
-        >>> lazy = lazy_stack([TensorDict({"a": torch.ones(2)}), TensorDict({"a": torch.ones(3)})])
-        >>> [td["a"].tolist() for td in lazy.apply(lambda x: x * 2)]
-        [[2.0, 2.0], [2.0, 2.0, 2.0]]
-        """
-        return self._apply_nest(fn, *others, **kwargs)
-
-    def apply_(self, fn: Callable, *others: Any, **kwargs: Any) -> Any:
-        """Apply ``fn`` to every leaf and write the results in place (all or nothing)."""
-        return self._apply_nest(fn, *others, inplace=True, **kwargs)
-
-    def named_apply(
-        self, fn: Callable, *others: Any, nested_keys: bool = False, **kwargs: Any
-    ) -> Any:
-        """Like :meth:`apply`, with ``fn(key, value, *other_values)``."""
-        return self._apply_nest(fn, *others, named=True, nested_keys=nested_keys, **kwargs)
 
     # ------------------------------------------------------------------ dict-like
     def update(
@@ -456,7 +444,7 @@ class LazyMemberOps:
         *,
         non_blocking: bool = False,
         keys_to_update: Sequence[Any] | None = None,
-        is_leaf: Callable | None = None,
+        is_leaf: Callable[..., Any] | None = None,
         update_batch_size: bool = False,
         ignore_lock: bool = False,
     ) -> Any:
@@ -469,28 +457,26 @@ class LazyMemberOps:
         >>> lazy.update({"b": torch.ones(3, 2)})["b"].shape
         torch.Size([3, 2])
         """
-        from tensordict._td import TensorDict
-
         source = input_dict_or_td
         if not isinstance(source, TensorDictBase):
-            source = TensorDict(source, batch_size=self._batch_size)
+            source = _kinds.Dense(source, batch_size=self._batch_size)
         parts = self._unbind_like(source, "update")
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
-        plans = []
+        plans: list[tuple[TensorDictBase, Any, list[Any] | None]] = []
         for td, part in zip(self.tensordicts, parts, strict=True):
-            if isinstance(td, DictOps):
-                plan: list = []
+            if isinstance(td, _kinds.Dense):
+                plan: list[Any] = []
                 td._plan_update(part, clone, wanted, (), plan, ignore_lock)
                 plans.append((td, part, plan))
             else:
                 plans.append((td, part, None))
-        for td, part, plan in plans:
-            if plan is None:
+        for td, part, member_plan in plans:
+            if member_plan is None:
                 td.update(
                     part, clone, inplace, non_blocking=non_blocking, keys_to_update=keys_to_update
                 )
                 continue
-            for target, key, value in plan:
+            for target, key, value in member_plan:
                 if inplace and key in target._tensordict:
                     write_inplace(key, target._tensordict[key], value, non_blocking)
                 else:
@@ -506,11 +492,9 @@ class LazyMemberOps:
         keys_to_update: Sequence[Any] | None = None,
     ) -> Any:
         """Copy every entry of ``input_dict_or_td`` in place into the members' entries."""
-        from tensordict._td import TensorDict
-
         source = input_dict_or_td
         if not isinstance(source, TensorDictBase):
-            source = TensorDict(source, batch_size=self._batch_size)
+            source = _kinds.Dense(source, batch_size=self._batch_size)
         parts = self._unbind_like(source, "update_")
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
         for i, (td, part) in enumerate(zip(self.tensordicts, parts, strict=True)):
@@ -626,9 +610,7 @@ class LazyMemberOps:
     ) -> Any:
         """A lazy stack of the members' :meth:`~TensorDict.empty` (same batch size)."""
         if batch_size is not None:
-            from tensordict._td import TensorDict
-
-            return TensorDict(
+            return _kinds.Dense(
                 batch_size=batch_size, device=None if device is NO_DEFAULT else device
             )
         return self._from_members([td.empty(recurse, device=device) for td in self.tensordicts])
@@ -656,7 +638,7 @@ class LazyMemberOps:
         return self._from_members(results)
 
     # ------------------------------------------------------------------ names, batch size
-    def rename_(self, *names: str | None, **rename_map: str) -> Any:
+    def rename_(self, *names: Any, **rename_map: str) -> Any:
         """Rename the batch dimensions in place (positional names or ``old=new``).
 
         >>> from tensordict import TensorDict, lazy_stack
@@ -665,7 +647,7 @@ class LazyMemberOps:
         """
         if names and rename_map:
             raise ValueError("pass either positional names or a rename map, not both.")
-        current = self.names  # type: ignore[attr-defined]
+        current = self.names
         if rename_map:
             for old in rename_map:
                 if old not in current:
@@ -677,7 +659,7 @@ class LazyMemberOps:
             self.names = list(names)
         return self
 
-    def rename(self, *names: str | None, **rename_map: str) -> Any:
+    def rename(self, *names: Any, **rename_map: str) -> Any:
         """A shallow copy with renamed batch dimensions."""
         return self.copy().rename_(*names, **rename_map)
 
@@ -688,7 +670,7 @@ class LazyMemberOps:
             if len(names) == 1 and isinstance(names[0], (list, tuple))
             else list(names)
         )
-        current = self.names  # type: ignore[attr-defined]
+        current = self.names
         nb = len(self._batch_size)
         if Ellipsis in names_l:
             i = names_l.index(Ellipsis)
@@ -715,7 +697,7 @@ class LazyMemberOps:
         """
         sd = self.stack_dim
         for td in self.tensordicts:
-            td.auto_batch_size_()  # type: ignore[attr-defined]
+            td.auto_batch_size_()
         shapes = [td.batch_size for td in self.tensordicts]
         common: list[int] = list(shapes[0]) if shapes else []
         for shape in shapes[1:]:
@@ -733,14 +715,14 @@ class LazyMemberOps:
                 f"fewer than the stack dimension {sd} needs."
             )
         for td in self.tensordicts:
-            td.batch_size = common  # type: ignore[misc]
+            td.batch_size = torch.Size(common)
         self._batch_size = torch.Size((*common[:sd], len(self.tensordicts), *common[sd:]))
         return self
 
     def auto_device_(self) -> Any:
         """Set every member's device to the one its leaves share (see ``TensorDict``)."""
         for td in self.tensordicts:
-            td.auto_device_()  # type: ignore[attr-defined]
+            td.auto_device_()
         return self
 
     # ------------------------------------------------------------------ lock
@@ -796,11 +778,14 @@ class LazyMemberOps:
 
     def cuda(self, device: int | torch.device | None = None, **kwargs: Any) -> Any:
         """Move every member to a CUDA device."""
+        target: str | torch.device
         if device is None:
-            device = "cuda"
+            target = "cuda"
         elif isinstance(device, int):
-            device = torch.device("cuda", device)
-        return self.to(device, **kwargs)
+            target = torch.device("cuda", device)
+        else:
+            target = device
+        return self.to(target, **kwargs)
 
     def share_memory_(self) -> Any:
         """Move every member to shared memory (and lock them)."""
@@ -822,12 +807,3 @@ class LazyMemberOps:
         for td in self.tensordicts:
             td.clear_device_()
         return self
-
-
-def _run_plan(plan: list) -> None:
-    """Write the results an in-place ``apply_`` computed and checked (see ``_tree``)."""
-    for target, key, current, r in plan:
-        if current is None:
-            target._set_str(key, r, inplace=False, validated=True)
-        else:
-            write_inplace(key, current, r, False)

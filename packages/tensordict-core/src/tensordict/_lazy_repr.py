@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _kinds
 from tensordict._repr import _td_repr, _tensor_repr, _tensor_shared
+from tensordict._shape import common_shape
 from tensordict.base import NO_DEFAULT
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -20,8 +22,6 @@ _Tensor = torch.Tensor
 def lazy_repr_block(self: LazyStackedTensorDict, indent: str) -> tuple[str, bool, bool]:
     """The repr of a lazy stack starting at ``indent``, whether all its tensors are shared,
     and whether it holds any tensor."""
-    from tensordict._lazy import LazyStackedTensorDict, _common_shape
-
     inner = indent + "    "
     field_indent = inner + "    "
     fields: list[str] = []
@@ -33,9 +33,9 @@ def lazy_repr_block(self: LazyStackedTensorDict, indent: str) -> tuple[str, bool
             state[0] = state[0] and shared
             state[1] = True
             return _tensor_repr(value, shared)
-        if isinstance(value, LazyStackedTensorDict):
+        if isinstance(value, _kinds.Lazy):
             text, shared, anyt = value._repr_block(at)
-        elif hasattr(value, "_tensordict"):
+        elif isinstance(value, _kinds.Dense):
             text, shared, anyt = _td_repr(value, at)
         else:
             return repr(value).replace("\n", "\n" + at)
@@ -48,7 +48,7 @@ def lazy_repr_block(self: LazyStackedTensorDict, indent: str) -> tuple[str, bool
         values = [td._get_str(key, NO_DEFAULT) for td in self.tensordicts]
         first = values[0]
         if isinstance(first, _Tensor) and all(isinstance(v, _Tensor) for v in values):
-            shape = _common_shape([v.shape for v in values]) or [-1] * first.ndim
+            shape = common_shape([v.shape for v in values]) or [-1] * first.ndim
             shape.insert(self.stack_dim, len(values))
             shared = all(_tensor_shared(v) or v.is_cuda for v in values)
             state[0] = state[0] and shared

@@ -22,6 +22,7 @@ import torch
 
 from tensordict._errors import lock_error, missing_key
 from tensordict._keys import NestedKey, _sort_key, unravel_key
+from tensordict._kinds import is_tensor_collection
 from tensordict._nontensor import is_non_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,8 +37,6 @@ _MISSING: Any = object()
 
 
 def _is_nested(value: Any) -> bool:
-    from tensordict.base import is_tensor_collection
-
     return is_tensor_collection(value) and not is_non_tensor(value)
 
 

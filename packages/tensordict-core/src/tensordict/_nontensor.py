@@ -495,7 +495,7 @@ for _name in STACK_SPLIT_METHODS:
     setattr(NonTensorStack, _name, _split_method(_name))
 
 #: Every non-tensor leaf type (``MetaData`` is a ``NonTensorData``).
-NON_TENSOR: tuple[type, ...] = (NonTensorData, NonTensorStack)
+NON_TENSOR: tuple[type[NonTensorData], type[NonTensorStack]] = (NonTensorData, NonTensorStack)
 
 
 def unwrap_non_tensor(value: Any) -> Any:

@@ -17,12 +17,15 @@ Tables:
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from tensordict._inplace import adopt
 from tensordict._keys import unravel_key
 from tensordict._shape import broadcastable_to, normalize_dim
+from tensordict._tree import leaf_items
 from tensordict.base import TensorDictBase, is_tensor_collection
 
 _Tensor = torch.Tensor
@@ -59,39 +62,82 @@ UNARY: tuple[str, ...] = (
     "trunc",
 )
 
-#: name -> number of tensor-like operands (the first one may be a tensordict).
-BINARY: dict[str, int] = {
-    "add": 1,
-    "sub": 1,
-    "mul": 1,
-    "div": 1,
-    "pow": 1,
-    "maximum": 1,
-    "minimum": 1,
-    "clamp_min": 1,
-    "clamp_max": 1,
-    "lerp": 2,
-    "addcmul": 2,
-    "addcdiv": 2,
+#: what a binary operand may be: a tensordict (matched by key), a tensor or a number.
+OPERAND = "TensorDictBase | torch.Tensor | float"
+
+#: the annotations of the options a binary method may take
+_OPTION_ANNOTATIONS = {"alpha": "float | None", "value": "float | None", "default": "Any"}
+
+
+@dataclass(frozen=True)
+class Binary:
+    """One row of :data:`BINARY` / :data:`BINARY_NO_INPLACE`: a torch operation applied leaf
+    by leaf, with the parameters (after ``self``) of the method and of its in-place twin,
+    as the reference library declares them.
+
+    Parameters without a default are the operands (tensordicts matched by key, tensors
+    or numbers); ``default`` fills the entries a tensordict operand lacks; the other
+    options (``alpha``, ``value``) go to the torch operation. ``torch_name`` is the torch
+    function where it differs from the method name.
+
+    >>> BINARY["addcmul"].operands, BINARY["add"].options
+    (('other1', 'other2'), ('alpha', 'default'))
+    """
+
+    params: str = "other, *, default=None"
+    inplace_params: str = "other"
+    torch_name: str | None = None
+
+    @property
+    def operands(self) -> tuple[str, ...]:
+        """The operands' names."""
+        return tuple(p for p in _split(self.params) if "=" not in p and p != "*")
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The options' names (``default`` included)."""
+        return tuple(p.split("=")[0] for p in _split(self.params) if "=" in p)
+
+
+def _split(params: str) -> list[str]:
+    return [p.replace(" ", "") for p in params.split(",") if p.strip()]
+
+
+BINARY: dict[str, Binary] = {
+    "add": Binary("other, *, alpha=None, default=None", "other, *, alpha=None"),
+    "sub": Binary("other, *, alpha=None, default=None", "other, alpha=None"),
+    "mul": Binary(),
+    "div": Binary(),
+    "pow": Binary(),
+    "maximum": Binary(),
+    "minimum": Binary(),
+    "clamp_min": Binary("other, default=None"),
+    "clamp_max": Binary(),
+    "lerp": Binary("end, weight", "end, weight"),
+    "addcmul": Binary("other1, other2, *, value=1", "other1, other2, *, value=1"),
+    "addcdiv": Binary("other1, other2, value=1", "other1, other2, *, value=1"),
 }
 
-BINARY_NO_INPLACE: dict[str, int] = {
-    "mod": 1,
-    "bitwise_and": 1,
-    "bitwise_or": 1,
-    "bitwise_xor": 1,
-    "logical_and": 1,
-    "logical_or": 1,
-    "logical_xor": 1,
-    "eq": 1,
-    "ne": 1,
-    "lt": 1,
-    "le": 1,
-    "gt": 1,
-    "ge": 1,
-    "floor_divide": 1,
-    "remainder": 1,
+BINARY_NO_INPLACE: dict[str, Binary] = {
+    "mod": Binary("other", torch_name="remainder"),
+    "bitwise_and": Binary(),
+    "bitwise_or": Binary(),
+    "bitwise_xor": Binary(),
+    "logical_and": Binary(),
+    "logical_or": Binary(),
+    "logical_xor": Binary(),
+    "eq": Binary(),
+    "ne": Binary(),
+    "lt": Binary(),
+    "le": Binary(),
+    "gt": Binary(),
+    "ge": Binary(),
+    "floor_divide": Binary(),
+    "remainder": Binary(),
 }
+
+#: Ops whose ``torch._foreach_*`` kernels take the options (when the operands are lists).
+_FOREACH_KWARGS = frozenset({"add", "sub", "addcmul", "addcdiv"})
 
 CASTS: dict[str, torch.dtype] = {
     "float": torch.float32,
@@ -130,9 +176,6 @@ QUANTIZED_CASTS: dict[str, torch.dtype] = {
 #: elementwise tests returning a tensordict of booleans (no in-place twin).
 PREDICATES: tuple[str, ...] = ("isfinite", "isinf", "isnan", "isneginf", "isposinf", "isreal")
 
-#: method name -> torch function name, where they differ.
-_TORCH_NAMES: dict[str, str] = {"mod": "remainder"}
-
 #: Python operator -> (method name, reflected). Reflected ops swap the operands.
 OPERATORS: dict[str, tuple[str, bool]] = {
     "__add__": ("add", False),
@@ -169,7 +212,13 @@ OPERATORS: dict[str, tuple[str, bool]] = {
 }
 
 
-def _foreach(name: str) -> Callable | None:
+def _torch_name(method: str) -> str:
+    """The torch function a binary method calls."""
+    row = BINARY.get(method) or BINARY_NO_INPLACE.get(method)
+    return (row.torch_name if row is not None else None) or method
+
+
+def _foreach(name: str) -> Callable[..., Any] | None:
     return getattr(torch, f"_foreach_{name}", None)
 
 
@@ -183,14 +232,14 @@ def _foreach_unsupported() -> bool:
     return torch._C._functorch.peek_interpreter_stack() is not None
 
 
-def _operands(td: TensorDictBase, other: Any, leaves: list, default: Any = None) -> Any:
+def _operands(td: TensorDictBase, other: Any, leaves: list[Any], default: Any = None) -> Any:
     """The operand matched to each leaf: a list for tensordicts, ``other`` otherwise."""
     if is_tensor_collection(other):
         return td._aligned_tensors(other, default)
     return other
 
 
-def _leafwise(func: Callable, leaves: list, operands: list) -> list:
+def _leafwise(func: Callable[..., Any], leaves: list[Any], operands: list[Any]) -> list[Any]:
     """Call ``func(leaf, *operand_i)`` with operands that may be per-leaf lists."""
     out = []
     for i, leaf in enumerate(leaves):
@@ -198,7 +247,7 @@ def _leafwise(func: Callable, leaves: list, operands: list) -> list:
     return out
 
 
-def _make_unary(name: str) -> tuple[Callable, Callable]:
+def _make_unary(name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     fe, fe_ = _foreach(name), _foreach(name + "_")
     op, op_ = getattr(torch, name), getattr(_Tensor, name + "_")
 
@@ -249,7 +298,12 @@ def _tensor_keys(td: TensorDictBase) -> list[Any]:
 
 
 def _explain(
-    td: TensorDictBase, name: str, op: Callable, leaves: list, operands: list, err: Exception
+    td: TensorDictBase,
+    name: str,
+    op: Callable[..., Any],
+    leaves: list[Any],
+    operands: list[Any],
+    err: Exception,
 ) -> Exception:
     """Re-run ``op`` leaf by leaf to name the entry that made it fail."""
     keys = _tensor_keys(td)
@@ -266,7 +320,7 @@ def _explain(
     return err
 
 
-def _check_inplace(td: TensorDictBase, name: str, leaves: list, operands: list) -> None:
+def _check_inplace(td: TensorDictBase, name: str, leaves: list[Any], operands: list[Any]) -> None:
     """Refuse an in-place op before writing anything if an operand cannot fit its leaf."""
     if not any(isinstance(o, (list, _Tensor)) for o in operands):
         return
@@ -281,38 +335,81 @@ def _check_inplace(td: TensorDictBase, name: str, leaves: list, operands: list) 
                 )
 
 
+def _signed(name: str, params: str, impl: Callable[..., Any]) -> Callable[..., Any]:
+    """``def name(self, <params>)`` calling ``impl(self, operands, default, options)``.
+
+    Generated so that the method has the row's real, annotated signature (introspection,
+    IDEs, the generated stub, keyword errors) without a per-call binding cost.
+    """
+    parsed = [p for p in _split(params) if p != "*"]
+    operands = [p for p in parsed if "=" not in p]
+    options = [p.split("=")[0] for p in parsed if "=" in p]
+    annotated = []
+    for p in _split(params):
+        pname = p.split("=")[0]
+        if p == "*":
+            annotated.append(p)
+        elif "=" in p:
+            annotated.append(f"{pname}: {_OPTION_ANNOTATIONS[pname]!r} = {p.split('=')[1]}")
+        else:
+            annotated.append(f"{pname}: {OPERAND!r}")
+    kwargs = ", ".join(f"{o!r}: {o}" for o in options if o != "default")
+    default = "default" if "default" in options else "None"
+    source = (
+        f"def {name}(self, {', '.join(annotated)}) -> 'Self':\n"
+        f"    return impl(self, ({', '.join(operands)},), {default}, {{{kwargs}}})\n"
+    )
+    namespace: dict[str, Any] = {"impl": impl}
+    exec(source, namespace)  # noqa: S102 - source built from the rows above
+    method: Callable[..., Any] = namespace[name]
+    return method
+
+
 def _make_binary(
-    name: str, n_operands: int, with_inplace: bool
-) -> tuple[Callable, Callable | None]:
-    fe = _foreach(name) if n_operands else None
+    name: str, row: Binary, with_inplace: bool
+) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
+    n_operands = len(row.operands)
+    fe = _foreach(name)
     fe_ = _foreach(name + "_") if with_inplace else None
-    op = getattr(torch, _TORCH_NAMES.get(name, name))
-    op_ = getattr(_Tensor, name + "_", None) if with_inplace else None
-    if with_inplace and op_ is None:  # no Tensor.maximum_ & co: write through out=
+    op = getattr(torch, row.torch_name or name)
+    tensor_op_ = getattr(_Tensor, name + "_", None)
 
-        def op_(x: _Tensor, *args: Any, **kwargs: Any) -> _Tensor:
-            return op(x, *args, out=x, **kwargs)
+    def op_(x: _Tensor, *args: Any, **kwargs: Any) -> Any:
+        if tensor_op_ is not None:
+            return tensor_op_(x, *args, **kwargs)
+        return op(x, *args, out=x, **kwargs)  # no Tensor.maximum_ & co: write through out=
 
-    def gather(self: TensorDictBase, args: tuple, default: Any) -> tuple[list, list, bool]:
-        if len(args) < n_operands:
-            raise TypeError(f"{name}() takes {n_operands} operand(s), got {len(args)}.")
+    def gather(
+        self: TensorDictBase, args: tuple[Any, ...], default: Any, kwargs: dict[str, Any]
+    ) -> tuple[list[Any], list[Any], bool]:
         leaves = self._flat_tensors([])
-        operands = [_operands(self, a, leaves, default) for a in args[:n_operands]] + list(
-            args[n_operands:]
-        )
+        operands = [_operands(self, a, leaves, default) for a in args]
         # torch._foreach_* takes per-leaf lists or Python scalars, not broadcast tensors.
-        foreach_ok = all(isinstance(o, (list, int, float, bool)) for o in operands[:n_operands])
-        if name in ("lerp", "addcmul", "addcdiv"):
+        foreach_ok = all(isinstance(o, (list, int, float, bool)) for o in operands)
+        if default is not None:  # a default may put scalars inside the per-leaf lists
+            foreach_ok = foreach_ok and all(
+                isinstance(t, _Tensor) for o in operands if isinstance(o, list) for t in o
+            )
+        if n_operands == 2 or kwargs:
             foreach_ok = foreach_ok and all(isinstance(o, list) for o in operands[:2])
+            foreach_ok = foreach_ok and (not kwargs or name in _FOREACH_KWARGS)
         return leaves, operands, foreach_ok
 
-    def method(
-        self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any
+    def impl(
+        self: TensorDictBase, args: tuple[Any, ...], default: Any, kwargs: dict[str, Any]
     ) -> TensorDictBase:
-        leaves, operands, foreach_ok = gather(self, args, default)
+        if kwargs:
+            kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        leaves, operands, foreach_ok = gather(self, args, default, kwargs)
         try:
-            if fe is not None and foreach_ok and not kwargs and leaves:
-                results = fe(leaves, *operands)
+            if fe is not None and foreach_ok and leaves:
+                results = fe(leaves, *operands, **kwargs)
+            elif n_operands == 1 and not kwargs:  # no foreach kernel (eq, lt …): one map
+                other = operands[0]
+                if isinstance(other, list):
+                    results = list(map(op, leaves, other))
+                else:
+                    results = [op(x, other) for x in leaves]
             else:
                 results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
         except RuntimeError as err:
@@ -323,14 +420,16 @@ def _make_binary(
             results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
         return self._rebuild(iter(results))
 
-    def method_(
-        self: TensorDictBase, *args: Any, default: Any = None, **kwargs: Any
+    def impl_(
+        self: TensorDictBase, args: tuple[Any, ...], default: Any, kwargs: dict[str, Any]
     ) -> TensorDictBase:
-        leaves, operands, foreach_ok = gather(self, args, default)
-        _check_inplace(self, name + "_", leaves, operands[:n_operands])
-        if fe_ is not None and foreach_ok and not kwargs and leaves:
+        if kwargs:
+            kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        leaves, operands, foreach_ok = gather(self, args, default, kwargs)
+        _check_inplace(self, name + "_", leaves, operands)
+        if fe_ is not None and foreach_ok and leaves:
             try:
-                fe_(leaves, *operands)
+                fe_(leaves, *operands, **kwargs)
                 return self
             except RuntimeError:
                 if not _foreach_unsupported():
@@ -338,22 +437,41 @@ def _make_binary(
         _leafwise(lambda x, *o: op_(x, *o, **kwargs), leaves, operands)
         return self
 
+    operands = ", ".join(f"``{o}``" for o in row.operands)
+    method = _signed(name, row.params, impl)
     method.__doc__ = (
-        f"Apply :func:`torch.{name}` leaf by leaf; operands may be tensordicts (matched by "
-        "key), tensors or scalars."
+        f"Apply :func:`torch.{row.torch_name or name}` leaf by leaf; {operands} may be "
+        "tensordicts (matched by key), tensors or numbers."
     )
     if not with_inplace:
         return method, None
+    method_ = _signed(name + "_", row.inplace_params, impl_)
     method_.__doc__ = f"In-place :meth:`{name}`."
     return method, method_
 
 
-def _make_cast(name: str, dtype: torch.dtype) -> Callable:
-    def method(self: TensorDictBase) -> TensorDictBase:
-        return self._map_tensors(lambda x: x.to(dtype))
+def _cast(
+    self: TensorDictBase, fn: Callable[..., Any], cast_filter: Callable[..., Any] | None
+) -> TensorDictBase:
+    """Map ``fn`` over the tensor leaves, or over those where ``cast_filter(key, leaf)``."""
+    if cast_filter is None:
+        return self._map_tensors(fn)
+    keys = [k for k, v in leaf_items(self) if isinstance(v, _Tensor)]
+    leaves = self._flat_tensors([])
+    return self._rebuild(
+        iter([fn(x) if cast_filter(k, x) else x for k, x in zip(keys, leaves, strict=True)])
+    )
+
+
+def _make_cast(name: str, dtype: torch.dtype) -> Callable[..., Any]:
+    def method(
+        self: TensorDictBase, *, cast_filter: Callable[..., Any] | None = None
+    ) -> TensorDictBase:
+        return _cast(self, lambda x: x.to(dtype), cast_filter)
 
     method.__doc__ = (
-        f"Cast every tensor leaf to ``{dtype}``.\n\n"
+        f"Cast every tensor leaf to ``{dtype}``; with ``cast_filter``, only the leaves for "
+        "which ``cast_filter(key, leaf)`` is true (``key`` is a tuple).\n\n"
         "    >>> import torch\n"
         "    >>> from tensordict import TensorDict\n"
         f"    >>> TensorDict({{'a': torch.zeros(1)}}, [1]).{name}()['a'].dtype\n"
@@ -362,16 +480,25 @@ def _make_cast(name: str, dtype: torch.dtype) -> Callable:
     return method
 
 
-def _make_quantized(name: str, dtype: torch.dtype) -> Callable:
-    def method(self: TensorDictBase, scale: float = 1.0, zero_point: int = 0) -> TensorDictBase:
-        return self._map_tensors(
+def _make_quantized(name: str, dtype: torch.dtype) -> Callable[..., Any]:
+    def method(
+        self: TensorDictBase,
+        *,
+        cast_filter: Callable[..., Any] | None = None,
+        scale: float = 1.0,
+        zero_point: int = 0,
+    ) -> TensorDictBase:
+        return _cast(
+            self,
             lambda x: torch.quantize_per_tensor(
                 x if x.dtype is torch.float32 else x.float(), scale, zero_point, dtype
-            )
+            ),
+            cast_filter,
         )
 
     method.__doc__ = (
-        f"Quantize every tensor leaf to ``{dtype}`` with :func:`torch.quantize_per_tensor`.\n\n"
+        f"Quantize every tensor leaf to ``{dtype}`` with :func:`torch.quantize_per_tensor` "
+        "(``scale``, ``zero_point``); ``cast_filter`` as for the other casts.\n\n"
         "    >>> import torch\n"
         "    >>> from tensordict import TensorDict\n"
         f"    >>> TensorDict({{'a': torch.ones(1)}}, [1]).{name}()['a'].dtype\n"
@@ -380,7 +507,7 @@ def _make_quantized(name: str, dtype: torch.dtype) -> Callable:
     return method
 
 
-def _make_predicate(name: str) -> Callable:
+def _make_predicate(name: str) -> Callable[..., Any]:
     op = getattr(torch, name)
 
     def method(self: TensorDictBase) -> TensorDictBase:
@@ -398,20 +525,26 @@ def _make_predicate(name: str) -> Callable:
     return method
 
 
-def _cast_type(self: TensorDictBase, dst_type: torch.dtype | str) -> TensorDictBase:
-    """Cast every tensor leaf with :meth:`torch.Tensor.type` (a dtype or a tensor type name).
+def _cast_type(
+    self: TensorDictBase,
+    dst_type: torch.dtype | str,
+    *,
+    cast_filter: Callable[..., Any] | None = None,
+) -> TensorDictBase:
+    """Cast every tensor leaf with :meth:`torch.Tensor.type` (a dtype or a tensor type name);
+    ``cast_filter(key, leaf)`` picks the leaves to cast.
 
     >>> import torch
     >>> from tensordict import TensorDict
     >>> TensorDict({"a": torch.zeros(1)}, [1]).type(torch.int64)["a"].dtype
     torch.int64
     """
-    return self._map_tensors(lambda x: x.type(dst_type))
+    return _cast(self, lambda x: x.type(dst_type), cast_filter)
 
 
-def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable:
+def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable[..., Any]:
     if reflected:
-        op = getattr(torch, _TORCH_NAMES.get(method_name, method_name))
+        op = getattr(torch, _torch_name(method_name))
 
         def reflected_op(self: TensorDictBase, other: Any) -> TensorDictBase:
             leaves = self._flat_tensors([])
@@ -448,8 +581,11 @@ def _pos(self: TensorDictBase) -> TensorDictBase:
     return self
 
 
-def rsub(self: TensorDictBase, other: Any, alpha: Any = 1) -> TensorDictBase:
-    """``other - alpha * self`` leaf by leaf.
+def rsub(
+    self: TensorDictBase, other: Any, *, alpha: Any = None, default: Any = None
+) -> TensorDictBase:
+    """``other - alpha * self`` leaf by leaf (``default`` fills entries missing from a
+    tensordict ``other``).
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -457,14 +593,18 @@ def rsub(self: TensorDictBase, other: Any, alpha: Any = 1) -> TensorDictBase:
     tensor([2., 2.])
     """
     leaves = self._flat_tensors([])
-    other = _operands(self, other, leaves)
+    other = _operands(self, other, leaves, default)
+    alpha = 1 if alpha is None else alpha
     return self._rebuild(
         iter(_leafwise(lambda x, o: torch.rsub(x, o, alpha=alpha), leaves, [other]))
     )
 
 
-def clamp(self: TensorDictBase, min: Any = None, max: Any = None) -> TensorDictBase:
-    """Clamp every leaf to ``[min, max]`` (either bound may be a tensordict).
+def clamp(
+    self: TensorDictBase, min: Any = None, max: Any = None, *, out: Any = None
+) -> TensorDictBase:
+    """Clamp every leaf to ``[min, max]`` (either bound may be a tensordict); with ``out``
+    the result is written into that tensordict, which is returned.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -473,10 +613,13 @@ def clamp(self: TensorDictBase, min: Any = None, max: Any = None) -> TensorDictB
     """
     leaves = self._flat_tensors([])
     lo, hi = _operands(self, min, leaves), _operands(self, max, leaves)
-    return self._rebuild(iter(_leafwise(lambda x, a, b: torch.clamp(x, a, b), leaves, [lo, hi])))
+    result = self._rebuild(iter(_leafwise(lambda x, a, b: torch.clamp(x, a, b), leaves, [lo, hi])))
+    if out is None:
+        return result
+    return out.copy_(result)  # type: ignore[no-any-return]
 
 
-def _reduce_bool(name: str) -> Callable:
+def _reduce_bool(name: str) -> Callable[..., Any]:
     def method(self: TensorDictBase, dim: int | None = None) -> Any:
         leaves = self._flat_tensors([])
         if dim is None:
@@ -488,8 +631,11 @@ def _reduce_bool(name: str) -> Callable:
         bs = self.batch_size
         new = bs[:d] + bs[d + 1 :]
         fn = torch.all if name == "all" else torch.any
+        names = self.names if self._has_names() else None  # type: ignore[attr-defined]
         return self._map_batch(
-            lambda x: fn(x, dim=d) if isinstance(x, _Tensor) else getattr(x, name)(dim=d), new
+            lambda x: fn(x, dim=d) if isinstance(x, _Tensor) else getattr(x, name)(dim=d),
+            new,
+            None if names is None else names[:d] + names[d + 1 :],
         )
 
     method.__doc__ = (
@@ -555,9 +701,42 @@ def detach_(self: TensorDictBase) -> TensorDictBase:
     return self
 
 
-def contiguous(self: TensorDictBase) -> TensorDictBase:
-    """A tensordict with contiguous leaves (leaves already contiguous are shared)."""
-    return self._map_tensors(_Tensor.contiguous)
+def _canonical_strides(x: _Tensor) -> bool:
+    """Whether ``x`` has the row-major strides of its shape (size-1 dims included)."""
+    expected, stride = [], 1
+    for size in reversed(x.shape):
+        expected.append(stride)
+        stride *= size
+    return x.stride() == tuple(reversed(expected))
+
+
+def contiguous(
+    self: TensorDictBase, *, canonical: bool = False, inplace: bool = False
+) -> TensorDictBase:
+    """A tensordict with contiguous leaves (leaves already contiguous are shared).
+
+    With ``canonical=True`` a leaf whose strides are not exactly row-major (possible with
+    size-1 dimensions) is copied too; with ``inplace=True`` the tensordict keeps its
+    identity and its non-contiguous leaves are replaced by contiguous copies.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(a=torch.zeros(4, 3).T, batch_size=[3])
+    >>> td.contiguous(inplace=True) is td, td["a"].is_contiguous()
+    (True, True)
+    """
+
+    def fn(x: _Tensor) -> _Tensor:
+        if not canonical:
+            return x.contiguous()
+        return x if _canonical_strides(x) else x.clone(memory_format=torch.contiguous_format)
+
+    if inplace:
+        result: TensorDictBase = adopt(
+            self, self._map_tensors(fn), "contiguous", keeps_structure=True
+        )
+        return result
+    return self._map_tensors(fn)
 
 
 def is_contiguous(self: TensorDictBase) -> bool:
@@ -676,12 +855,7 @@ def is_floating_point(self: TensorDictBase) -> bool:
 
 
 def install(cls: type) -> None:
-    """Add every method of the tables above, of :mod:`tensordict._ops_reduce` and of
-    :mod:`tensordict._ops_batch` to ``cls``."""
-    from tensordict import _ops_batch, _ops_reduce
-
-    _ops_reduce.install(cls)
-    _ops_batch.install(cls)
+    """Add every method of the tables above to ``cls``."""
     for name, dtype in QUANTIZED_CASTS.items():
         method = _make_quantized(name, dtype)
         method.__name__ = name
@@ -696,25 +870,25 @@ def install(cls: type) -> None:
         setattr(cls, name, method)
         setattr(cls, name + "_", method_)
     for table, inplace in ((BINARY, True), (BINARY_NO_INPLACE, False)):
-        for name, n in table.items():
-            method, method_ = _make_binary(name, n, inplace)
-            method.__name__ = name
-            setattr(cls, name, method)
-            if method_ is not None:
-                method_.__name__ = name + "_"
-                setattr(cls, name + "_", method_)
+        for name, row in table.items():
+            binary, binary_ = _make_binary(name, row, inplace)
+            binary.__name__ = name
+            setattr(cls, name, binary)
+            if binary_ is not None:
+                binary_.__name__ = name + "_"
+                setattr(cls, name + "_", binary_)
     for name, dtype in CASTS.items():
-        method = _make_cast(name, dtype)
-        method.__name__ = name
-        setattr(cls, name, method)
+        cast_method = _make_cast(name, dtype)
+        cast_method.__name__ = name
+        setattr(cls, name, cast_method)
     for dunder, (method_name, reflected) in OPERATORS.items():
         setattr(cls, dunder, _make_operator(dunder, method_name, reflected))
     for name in ("all", "any"):
-        method = _reduce_bool(name)
-        method.__name__ = name
-        setattr(cls, name, method)
+        reduce_method = _reduce_bool(name)
+        reduce_method.__name__ = name
+        setattr(cls, name, reduce_method)
     _cast_type.__name__ = "type"
-    cls.type = _cast_type
+    setattr(cls, "type", _cast_type)  # noqa: B010 - installed on a class given at run time
     for func in (
         rsub,
         clamp,
@@ -731,14 +905,20 @@ def install(cls: type) -> None:
         is_floating_point,
     ):
         setattr(cls, func.__name__, func)
-    cls.__neg__ = _neg
-    cls.__abs__ = _abs
-    cls.__invert__ = _invert
-    cls.__pos__ = _pos
-    cls.__hash__ = object.__hash__
-    cls.requires_grad = property(_requires_grad, doc="Whether any leaf requires grad.")
-    cls.grad = property(
-        _grad, doc="A tensordict of the leaves' gradients (leaves without one are left out)."
-    )
-    cls.data = property(_data, doc="A tensordict of the leaves' ``.data``.")
-    cls.dtype = property(_dtype, doc="The dtype shared by all leaves, or ``None`` if they differ.")
+    installed: dict[str, Any] = {
+        "__neg__": _neg,
+        "__abs__": _abs,
+        "__invert__": _invert,
+        "__pos__": _pos,
+        "__hash__": object.__hash__,
+        "requires_grad": property(_requires_grad, doc="Whether any leaf requires grad."),
+        "grad": property(
+            _grad, doc="A tensordict of the leaves' gradients (leaves without one are left out)."
+        ),
+        "data": property(_data, doc="A tensordict of the leaves' ``.data``."),
+        "dtype": property(
+            _dtype, doc="The dtype shared by all leaves, or ``None`` if they differ."
+        ),
+    }
+    for name, value in installed.items():
+        setattr(cls, name, value)

@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict import _kinds
+from tensordict._inplace import adopt
+from tensordict._inplace import check as check_inplace
 from tensordict._nontensor import NON_TENSOR
 from tensordict._ops import PREDICATES
-from tensordict._ops_reduce import _walk
+from tensordict._ops_reduce import reduce_non_tensor
 from tensordict._shape import normalize_dim, unpack_shape
-from tensordict._tree import TreeMapOps
+from tensordict._tree import carry_non_tensor, map_leaves
 from tensordict.base import (
     NO_DEFAULT,
     TD_HANDLED_FUNCTIONS,
@@ -36,11 +39,14 @@ from tensordict.base import (
     is_tensor_collection,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._td import TensorDict
+
 _Tensor = torch.Tensor
-_Plan = tuple[Callable[[Any], Any], torch.Size, "list | None"]
+_Plan = tuple[Callable[[Any], Any], torch.Size, "list[str | None] | None"]
 
 
-def _names(td: TensorDictBase) -> list | None:
+def _names(td: TensorDictBase) -> list[Any] | None:
     names = getattr(td, "_names", None)
     return None if names is None else list(names)
 
@@ -64,10 +70,10 @@ def _index_for(index: _Tensor, x: Any, nb: int) -> _Tensor:
     return _right(index, x.ndim).expand(*index.shape, *x.shape[nb:])
 
 
-def _dense(td: TensorDictBase) -> Any:
+def _dense(td: TensorDictBase) -> TensorDict:
     """``td`` itself when dense; otherwise (lazy stacks …) a dense copy, whose leaves line up
     with the batch dimensions that masks and indices refer to."""
-    return td if isinstance(td, TreeMapOps) else td.contiguous()
+    return td if isinstance(td, _kinds.Dense) else td.to_tensordict()
 
 
 def _check_mask(name: str, mask: Any, td: TensorDictBase, exact: bool = False) -> _Tensor:
@@ -91,8 +97,11 @@ def _check_mask(name: str, mask: Any, td: TensorDictBase, exact: bool = False) -
 
 
 # --------------------------------------------------------------------------- BATCH_OPS plans
-def roll(td: TensorDictBase, shifts: int | Sequence[int], dims: Any = None) -> _Plan:
-    """Roll along batch dimensions, like :func:`torch.roll` (``dims=None``: the flattened batch).
+def roll(
+    td: TensorDictBase, shifts: int | Sequence[int], dims: Any = None, *, inplace: bool = False
+) -> _Plan:
+    """Roll along batch dimensions, like :func:`torch.roll` (``dims=None``: the flattened
+    batch); ``inplace=True`` makes the tensordict hold the result.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -138,14 +147,15 @@ def rot90(td: TensorDictBase, k: int = 1, dims: Sequence[int] = (0, 1)) -> _Plan
         if not isinstance(x, NON_TENSOR):
             return x.rot90(k, (d0, d1))
         # non-tensor stacks have flip/transpose but no rot90 (same rule as torch.rot90)
+        stack: Any = x
         r = k % 4
         if r == 1:
-            return x.flip(d1).transpose(d0, d1)
+            return stack.flip(d1).transpose(d0, d1)
         if r == 2:
-            return x.flip((d0, d1))
+            return stack.flip((d0, d1))
         if r == 3:
-            return x.flip(d0).transpose(d0, d1)
-        return x
+            return stack.flip(d0).transpose(d0, d1)
+        return stack
 
     return fn, torch.Size(bs), names
 
@@ -177,9 +187,10 @@ def repeat_interleave(
     dim: int | None = None,
     *,
     output_size: int | None = None,
+    inplace: bool = False,
 ) -> _Plan:
     """Repeat each batch element, like :func:`torch.repeat_interleave` (``dim=None``: the
-    flattened batch).
+    flattened batch); ``inplace=True`` makes the tensordict hold the result.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -224,6 +235,7 @@ def _atleast(n: int) -> Callable[[TensorDictBase], _Plan | None]:
             return None
         # torch's rule: a 1-d batch (a,) becomes (1, a) in 2-d and (1, a, 1) in 3-d.
         names = _names(td) or [None] * nb
+        new_names: list[str | None]
         if nb == 0:
             new, new_names = [1] * n, [None] * n
         elif nb == 1:
@@ -240,7 +252,7 @@ def _atleast(n: int) -> Callable[[TensorDictBase], _Plan | None]:
         "    >>> import torch\n"
         "    >>> from tensordict import TensorDict\n"
         f"    >>> TensorDict({{'a': torch.zeros(3, 4)}}, [3]).atleast_{n}d().batch_size\n"
-        f"    {torch.atleast_1d(torch.zeros(3)).shape if n == 1 else torch.Size([1, 3, 1][:n])}\n"
+        f"    {torch.Size([3]) if n == 1 else torch.Size([1, 3, 1][:n])}\n"
     )
     return plan
 
@@ -256,18 +268,30 @@ def softmax(td: TensorDictBase, dim: int, dtype: torch.dtype | None = None) -> _
     """
     d = _dim("softmax", dim, td)
     return (
-        (lambda x: x if isinstance(x, NON_TENSOR) else x.softmax(d, dtype=dtype)),
+        (
+            lambda x: (
+                carry_non_tensor(x, x.batch_size)
+                if isinstance(x, NON_TENSOR)
+                else x.softmax(d, dtype=dtype)
+            )
+        ),
         td.batch_size,
         _names(td),
     )
 
 
 def gather(
-    td: TensorDictBase, dim: int, index: torch.Tensor, out: TensorDictBase | None = None
+    td: TensorDictBase,
+    dim: int,
+    index: torch.Tensor,
+    out: TensorDictBase | None = None,
+    *,
+    inplace: bool = False,
 ) -> _Plan:
     """Gather along batch dimension ``dim`` with an index of ``batch_dims`` dimensions, like
     :func:`torch.gather`; the result's batch size is ``index.shape`` (feature dimensions are
-    carried over). ``out`` receives the result in place.
+    carried over). ``out`` receives the result in place; ``inplace=True`` makes the
+    tensordict itself hold it.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -279,6 +303,13 @@ def gather(
     bs = td.batch_size
     nb = len(bs)
     d = _dim("gather", dim, td)
+    if inplace and out is not None:
+        raise ValueError("gather(): out= and inplace=True are mutually exclusive.")
+    if inplace and isinstance(index, _Tensor) and index.ndim != nb:
+        raise NotImplementedError(
+            f"gather(inplace=True) needs index.ndim == batch_dims ({nb}), got an index of "
+            f"shape {tuple(index.shape)}."
+        )
     if not isinstance(index, _Tensor) or index.ndim != nb:
         shape = tuple(index.shape) if isinstance(index, _Tensor) else type(index).__name__
         raise RuntimeError(
@@ -300,7 +331,8 @@ def gather(
             for i, s in enumerate(index.shape)
         ]
         grid[d] = index
-        return x[tuple(grid)]
+        stack: Any = x
+        return stack[tuple(grid)]
 
     return fn, index.shape, _names(td)
 
@@ -319,20 +351,25 @@ BATCH_OPS: dict[str, Callable[..., _Plan | None]] = {
 }
 
 
-def _make_batch_op(name: str, plan: Callable[..., _Plan | None]) -> Callable:
+def _make_batch_op(name: str, plan: Callable[..., _Plan | None]) -> Callable[..., Any]:
     def method(self: TensorDictBase, *args: Any, **kwargs: Any) -> Any:
+        inplace = kwargs.get("inplace", False)
+        if inplace:
+            check_inplace(self, name)
         p = plan(self, *args, **kwargs)
         if p is None:
             return self
-        result = self._map_batch(*p)  # type: ignore[attr-defined]
+        result = self._map_batch(*p)
         out = kwargs.get("out")
         if out is not None:
             return out.update_(result)
+        if inplace:
+            return adopt(self, result, name)
         return result
 
     sig = inspect.signature(plan)
     params = list(sig.parameters.values())
-    method.__signature__ = sig.replace(  # type: ignore[attr-defined]
+    method.__dict__["__signature__"] = sig.replace(
         parameters=[params[0].replace(name="self", annotation=inspect.Parameter.empty)]
         + params[1:],
         return_annotation="Self",
@@ -348,17 +385,47 @@ NEW: tuple[str, ...] = ("new_zeros", "new_ones", "new_empty", "new_full")
 
 
 def _set_device(td: Any, device: Any) -> None:
-    if isinstance(td, TreeMapOps):
-        td._device = device  # type: ignore[attr-defined]
-        for v in td._tensordict.values():  # type: ignore[attr-defined]
+    if isinstance(td, _kinds.Dense):
+        td._device = device
+        for v in td._tensordict.values():
             _set_device(v, device)
 
 
-def _make_new(name: str) -> Callable:
+def _emptied(td: Any) -> Any:
+    """``td`` with every lazy stack replaced by a dense one without entries (same batch
+    size): ``new_*(..., empty_lazy=True)`` never reads their content."""
+    if isinstance(td, _kinds.Lazy):
+        return _kinds.Dense(batch_size=td.batch_size, device=td.device)
+    if not isinstance(td, _kinds.Dense):
+        return td
+    store = {k: _emptied(v) for k, v in td._tensordict.items()}
+    return td._new_unsafe(store, td._batch_size, td._device, td._names)
+
+
+def _empty_lazy(source: Any, result: Any) -> Any:
+    """``result`` where every lazy stack of ``source`` is an empty lazy stack (no entries,
+    the new batch size): what ``new_*(..., empty_lazy=True)`` returns."""
+    if isinstance(source, _kinds.Lazy):
+        bs = result.batch_size
+        if not bs:
+            return result
+        sd = min(source.stack_dim, len(bs) - 1)
+        member = bs[:sd] + bs[sd + 1 :]
+        members = [_kinds.Dense(batch_size=member, device=result.device) for _ in range(bs[sd])]
+        return _kinds.Lazy(*members, stack_dim=sd)
+    if isinstance(source, _kinds.Dense) and isinstance(result, _kinds.Dense):
+        store = result._tensordict
+        for key, value in source._tensordict.items():
+            if isinstance(value, TensorDictBase) and key in store:
+                store[key] = _empty_lazy(value, store[key])
+    return result
+
+
+def _make_new(name: str) -> Callable[..., Any]:
     full = name == "new_full"
 
     def method(self: TensorDictBase, *size: Any, **kwargs: Any) -> Any:
-        fill = ()
+        fill: tuple[Any, ...] = ()
         if full:
             if "fill_value" in kwargs:
                 fill = (kwargs.pop("fill_value"),)
@@ -368,6 +435,7 @@ def _make_new(name: str) -> Callable:
                 raise TypeError("new_full() takes a size and a fill_value.")
         if "size" in kwargs:
             size = (kwargs.pop("size"),)
+        empty_lazy = kwargs.pop("empty_lazy", False)
         shape = torch.Size(unpack_shape(size))
         device = kwargs.pop("device", NO_DEFAULT)
         dtype = kwargs.pop("dtype", None)
@@ -390,17 +458,19 @@ def _make_new(name: str) -> Callable:
                 **rest,
             )
 
-        result = _walk(
-            self,
+        result = map_leaves(
+            _emptied(self) if empty_lazy else self,
             name,
             lambda x, _: fn(x),
             lambda s: torch.Size((*shape, *s[nb:])),
             lambda n: None,
             fn,
-            1,
+            reduce_non_tensor,
         )[0]
         if device is not NO_DEFAULT:
             _set_device(result, None if device is None else torch.device(device))
+        if empty_lazy:
+            return _empty_lazy(self, result)
         return result
 
     P = inspect.Parameter
@@ -418,8 +488,9 @@ def _make_new(name: str) -> Callable:
         P("requires_grad", P.KEYWORD_ONLY, default=False, annotation="bool"),
         P("layout", P.KEYWORD_ONLY, default=torch.strided, annotation="torch.layout"),
         P("pin_memory", P.KEYWORD_ONLY, default=None, annotation="bool | None"),
+        P("empty_lazy", P.KEYWORD_ONLY, default=False, annotation="bool"),
     ]
-    method.__signature__ = inspect.Signature(params, return_annotation="Self")  # type: ignore[attr-defined]
+    method.__dict__["__signature__"] = inspect.Signature(params, return_annotation="Self")
     method.__name__ = method.__qualname__ = name
     args = "(2,), 7.0" if full else "2"
     method.__doc__ = (
@@ -462,7 +533,7 @@ def new_tensor(
 
     def copy(x: _Tensor, y: Any) -> _Tensor:
         y = torch.as_tensor(y)
-        out = y.detach().to(
+        out: _Tensor = y.detach().to(
             dtype=dtype or x.dtype,
             device=x.device if device is NO_DEFAULT else device,
             copy=True,
@@ -476,14 +547,14 @@ def new_tensor(
     else:
         data = torch.as_tensor(data)
         shape = data.shape
-        result = _walk(
+        result = map_leaves(
             self,
             "new_tensor",
             lambda x, nb: copy(x, data),
             lambda s: shape,
             lambda n: None,
             lambda v: v.new_tensor(data, dtype=dtype, device=device),
-            1,
+            reduce_non_tensor,
         )[0]
     if device is not NO_DEFAULT:
         _set_device(result, None if device is None else torch.device(device))
@@ -505,8 +576,8 @@ def masked_fill(self: TensorDictBase, mask: torch.Tensor, value: Any) -> TensorD
     """
     mask = _check_mask("masked_fill", mask, self)
     self = _dense(self)
-    leaves = self._flat_tensors([])  # type: ignore[attr-defined]
-    return self._rebuild(iter([x.masked_fill(_right(mask, x.ndim), value) for x in leaves]))  # type: ignore[attr-defined]
+    leaves = self._flat_tensors([])
+    return self._rebuild(iter([x.masked_fill(_right(mask, x.ndim), value) for x in leaves]))
 
 
 def masked_fill_(self: TensorDictBase, mask: torch.Tensor, value: Any) -> TensorDictBase:
@@ -519,16 +590,19 @@ def masked_fill_(self: TensorDictBase, mask: torch.Tensor, value: Any) -> Tensor
     tensor([0., 5.])
     """
     mask = _check_mask("masked_fill_", mask, self)
-    if not isinstance(self, TreeMapOps):
+    if not isinstance(self, _kinds.Dense):
         return self.update_(masked_fill(self, mask, value))
-    for x in self._flat_tensors([]):  # type: ignore[attr-defined]
+    for x in self._flat_tensors([]):
         x.masked_fill_(_right(mask, x.ndim), value)
     return self
 
 
-def masked_select(self: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
+def masked_select(
+    self: TensorDictBase, mask: torch.Tensor, *, inplace: bool = False
+) -> TensorDictBase:
     """The batch elements where ``mask`` is true, like ``td[mask]``: ``mask`` spans the
-    leading batch dimensions, which become one dimension of size ``mask.sum()``.
+    leading batch dimensions, which become one dimension of size ``mask.sum()``. With
+    ``inplace=True`` the tensordict itself holds the selection.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -541,7 +615,12 @@ def masked_select(self: TensorDictBase, mask: torch.Tensor) -> TensorDictBase:
     while isinstance(mask, _Tensor) and mask.ndim > nb and mask.shape[-1] == 1:
         mask = mask.squeeze(-1)
     mask = _check_mask("masked_select", mask, self, exact=True)
-    return self[mask]
+    selected: TensorDictBase = self[mask]
+    if inplace:
+        check_inplace(self, "masked_select")
+        adopted: TensorDictBase = adopt(self, selected, "masked_select")
+        return adopted
+    return selected
 
 
 def _condition_for(name: str, cond: Any, td: TensorDictBase) -> Any:
@@ -556,15 +635,13 @@ def _where_leaf(c: _Tensor, x: Any, o: Any) -> _Tensor:
 
 
 def _where_td(
-    td: TensorDictBase, cond: Any, other: TensorDictBase, pad: Any, prefix: tuple
+    td: TensorDictBase, cond: Any, other: TensorDictBase, pad: Any, prefix: tuple[Any, ...]
 ) -> TensorDictBase:
     """Key-matched ``where`` with a tensordict ``other`` (``pad`` fills missing entries)."""
-    from tensordict._td import TensorDict
-
-    store = td._tensordict  # type: ignore[attr-defined]
-    ostore = getattr(other, "_tensordict", None)
+    store = _dense(td)._tensordict
+    ostore = other._tensordict if isinstance(other, _kinds.Dense) else None
     if ostore is None:
-        ostore = {k: other._get_str(k, NO_DEFAULT) for k in other.keys()}
+        ostore = {k: other._get_str(k, NO_DEFAULT) for k in other.keys() if isinstance(k, str)}
     out = {}
     for key in list(store) + [k for k in ostore if k not in store]:
         x = store.get(key)
@@ -577,8 +654,9 @@ def _where_td(
                     f"{'self' if o is None else 'other'}; pass pad= to fill the missing side."
                 )
             one = x if x is not None else o
+            assert one is not None
             if isinstance(one, NON_TENSOR):
-                out[key] = one
+                out[key] = carry_non_tensor(one, td.batch_size)
             elif isinstance(one, _Tensor):
                 out[key] = _where_leaf(c, x, pad) if o is None else _where_leaf(c, pad, o)
             else:
@@ -600,10 +678,10 @@ def _where_td(
                     f"other of shape {tuple(o.shape)}: {err}"
                 ) from None
         elif isinstance(x, NON_TENSOR):
-            out[key] = x
+            out[key] = carry_non_tensor(x, td.batch_size)
         else:
             out[key] = _where_td(x, c, o, pad, prefix + (key,))
-    return TensorDict._new_unsafe(out, td.batch_size, td.device, _names(td))
+    return _kinds.Dense._new_unsafe(out, td.batch_size, td.device, _names(td))
 
 
 def where(
@@ -613,13 +691,15 @@ def where(
     *,
     out: TensorDictBase | None = None,
     pad: Any = None,
+    update_batch_size: bool = False,
 ) -> TensorDictBase:
     """Entries of ``self`` where ``condition`` is true, of ``other`` elsewhere (:func:`torch.where`).
 
     ``condition`` is a boolean tensor over the leading batch dimensions (or a tensordict of
     them, matched by key); ``other`` is a tensordict (matched by key), a tensor or a
     scalar. With ``pad``, keys present on one side only are filled with ``pad`` on the
-    other; without it they raise ``KeyError``. ``out`` receives the result in place.
+    other; without it they raise ``KeyError``. ``out`` receives the result in place (with
+    ``update_batch_size=True`` through :meth:`update`, taking the result's batch size).
     ``torch.where(condition, td, other)`` calls this method.
 
     >>> import torch
@@ -637,14 +717,16 @@ def where(
     if is_tensor_collection(other):
         result = _where_td(self, cond, other, pad, ())
     else:
-        leaves = self._flat_tensors([])  # type: ignore[attr-defined]
-        conds = self._aligned_tensors(cond, None) if is_tensor_collection(cond) else None  # type: ignore[attr-defined]
+        leaves = self._flat_tensors([])
+        conds = self._aligned_tensors(cond, None) if is_tensor_collection(cond) else None
         results = [
             _where_leaf(conds[i] if conds is not None else cond, x, other)
             for i, x in enumerate(leaves)
         ]
-        result = self._rebuild(iter(results))  # type: ignore[attr-defined]
+        result = self._rebuild(iter(results))
     if out is not None:
+        if update_batch_size:
+            return out.update(result, update_batch_size=True)
         return out.update_(result)
     return result
 
@@ -685,8 +767,8 @@ def scatter(
         )
     kw = {} if reduce is None else {"reduce": reduce}
     self = _dense(self)
-    leaves = self._flat_tensors([])  # type: ignore[attr-defined]
-    srcs = self._aligned_tensors(src, None) if is_tensor_collection(src) else None  # type: ignore[attr-defined]
+    leaves = self._flat_tensors([])
+    srcs = self._aligned_tensors(src, None) if is_tensor_collection(src) else None
     results = []
     for i, x in enumerate(leaves):
         idx = _index_for(index, x, nb)
@@ -694,7 +776,7 @@ def scatter(
         if isinstance(s, _Tensor) and s.ndim < x.ndim:
             s = _index_for(s, x, nb)
         results.append(x.scatter(d, idx, s, **kw))
-    return self._rebuild(iter(results))  # type: ignore[attr-defined]
+    return self._rebuild(iter(results))
 
 
 #: the methods of this module written as plain functions.
@@ -704,7 +786,7 @@ METHODS: dict[str, Callable[..., Any]] = {
 
 
 # --------------------------------------------------------------------------- install
-def _forward(name: str) -> Callable:
+def _forward(name: str) -> Callable[..., Any]:
     def impl(input: Any, *args: Any, **kwargs: Any) -> Any:
         return getattr(input, name)(*args, **kwargs)
 

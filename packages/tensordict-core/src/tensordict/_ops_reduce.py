@@ -14,17 +14,19 @@ Every reduction shares one meaning of its arguments (the reference library's):
   batch dimensions of the tensordict that holds it; batch sizes do not change. A leaf
   without feature dimensions is reduced over its single element (``sum`` returns it,
   ``std`` gives ``nan``).
-* ``reduce=True``: one tensor aggregating every leaf. Each leaf is reshaped to
-  ``(*batch_size, n_features)`` (the batch size of the tensordict the method is called on),
-  the pieces are concatenated along that last dimension (dtypes promoted as by
-  :func:`torch.cat`), and the reduction runs over the requested batch dimensions (all of
-  them for ``dim=None``) together with the concatenated feature dimension. The result has
-  the batch shape without the reduced dimensions (kept with size 1 under ``keepdim``).
+* ``reduce=True``: one tensor aggregating every leaf. With ``dim`` batch dimensions, the
+  leaves (which must then have the same shape) are concatenated along the first of them
+  and reduced over them: the result keeps the other batch dimensions and the feature
+  dimensions. Otherwise (``dim=None`` or ``"feature"``) each leaf is reshaped to
+  ``(*batch_size, n_features)`` (the batch size of the tensordict the method is called
+  on), the pieces are concatenated along that last dimension (dtypes promoted as by
+  :func:`torch.cat`), and the reduction runs over that dimension (and, for ``dim=None``,
+  over all batch dimensions too).
 
 Non-tensor entries are carried over: one value (``NonTensorData``) as it is; a stack of
 values (``NonTensorStack``) keeps the values that are the same all along the reduced
 dimensions, and is left out of the result when they differ (Python values have no
-reduction). See :func:`carry_non_tensor`.
+reduction). See :func:`reduce_non_tensor`.
 
 ``max``/``min`` with one batch ``dim`` return the values and the indices, like
 :func:`torch.max`, as a :class:`ValuesIndices` pair of tensordicts (``.values`` /
@@ -45,9 +47,9 @@ from typing import Any, NamedTuple
 
 import torch
 
-from tensordict._nontensor import NON_TENSOR, NonTensorData
-from tensordict._td import TensorDict
-from tensordict._tree import TreeMapOps
+from tensordict import _kinds
+from tensordict._nontensor import NonTensorData
+from tensordict._tree import map_leaves
 from tensordict.base import NO_DEFAULT, TensorDictBase, implements_for_td
 
 _Tensor = torch.Tensor
@@ -71,7 +73,7 @@ class ValuesIndices(NamedTuple):
     values: Any
     indices: Any
 
-    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+    def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             if key not in ("values", "indices"):
                 raise KeyError(f"{key!r}: a ValuesIndices pair has keys 'values' and 'indices'.")
@@ -106,9 +108,10 @@ class Reduction:
     none_is_batch: bool = False
     summary: str = ""
     example_args: str = ""
+    torch_fn: Callable[..., Any] | None = None  # ``torch_fn(x, dims, keepdim)``, no options
 
 
-def _std(fn: Callable) -> Reduction:
+def _std(fn: Callable[..., Any]) -> Reduction:
     return Reduction(
         lambda x, d, k, correction=1: fn(x, d, correction=correction, keepdim=k),
         full=lambda x, correction=1: fn(x, correction=correction),
@@ -117,17 +120,18 @@ def _std(fn: Callable) -> Reduction:
     )
 
 
-def _with_dtype(fn: Callable, summary: str, multi: bool = True) -> Reduction:
+def _with_dtype(fn: Callable[..., Any], summary: str, multi: bool = True) -> Reduction:
     return Reduction(
         lambda x, d, k, **kw: fn(x, d, k, **kw),
         full=lambda x, **kw: fn(x, **kw),
         multi=multi,
         kwargs=_DTYPE,
         summary=summary,
+        torch_fn=fn,
     )
 
 
-def _extremum(fn: Callable, values_fn: Callable, summary: str) -> Reduction:
+def _extremum(fn: Callable[..., Any], values_fn: Callable[..., Any], summary: str) -> Reduction:
     return Reduction(
         lambda x, d, k: fn(x, d, k),
         full=fn,
@@ -149,8 +153,18 @@ REDUCTIONS: dict[str, Reduction] = {
     "prod": _with_dtype(torch.prod, "The product", multi=False),
     "std": _std(torch.std),
     "var": _std(torch.var),
-    "amax": Reduction(lambda x, d, k: torch.amax(x, d, k), full=torch.amax, summary="The maximum"),
-    "amin": Reduction(lambda x, d, k: torch.amin(x, d, k), full=torch.amin, summary="The minimum"),
+    "amax": Reduction(
+        lambda x, d, k: torch.amax(x, d, k),
+        full=torch.amax,
+        summary="The maximum",
+        torch_fn=torch.amax,
+    ),
+    "amin": Reduction(
+        lambda x, d, k: torch.amin(x, d, k),
+        full=torch.amin,
+        summary="The minimum",
+        torch_fn=torch.amin,
+    ),
     "max": _extremum(torch.max, torch.amax, "The maximum (and its index along one batch dim)"),
     "min": _extremum(torch.min, torch.amin, "The minimum (and its index along one batch dim)"),
     "logsumexp": Reduction(
@@ -211,8 +225,8 @@ def batch_dims_of(name: str, dim: Any, batch_size: torch.Size) -> tuple[int, ...
 
 
 def _values_over(
-    spec: Reduction, x: _Tensor, dims: tuple[int, ...], keepdim: bool, kw: dict
-) -> _Tensor:
+    spec: Reduction, x: _Tensor, dims: tuple[int, ...], keepdim: bool, kw: dict[Any, Any]
+) -> Any:
     """Reduce ``x`` over ``dims`` (non-negative, sorted; empty: over one element)."""
     if not dims:
         fn = spec.values_fn or spec.fn
@@ -232,7 +246,7 @@ def _values_over(
     return r
 
 
-def _full(spec: Reduction, x: _Tensor, keepdim: bool, kw: dict) -> _Tensor:
+def _full(spec: Reduction, x: _Tensor, keepdim: bool, kw: dict[Any, Any]) -> Any:
     if keepdim and x.ndim:
         return _values_over(spec, x, tuple(range(x.ndim)), True, kw)
     if spec.full is not None:
@@ -242,7 +256,7 @@ def _full(spec: Reduction, x: _Tensor, keepdim: bool, kw: dict) -> _Tensor:
 
 
 # --------------------------------------------------------------------------- tree walk
-def carry_non_tensor(
+def reduce_non_tensor(
     value: Any,
     old_bs: torch.Size,
     new_bs: torch.Size,
@@ -251,16 +265,16 @@ def carry_non_tensor(
 ) -> Any:
     """A non-tensor entry of a tensordict whose batch size goes from ``old_bs`` to ``new_bs``.
 
-    One value (``NonTensorData``) simply takes the new batch size. A ``NonTensorStack`` keeps
-    its place when the batch size is unchanged; reduced over batch dimensions ``dims`` it
+    The entry of the result is a new container (the rule of every walker, see
+    :func:`tensordict._tree.carry_non_tensor`). One value (``NonTensorData``) simply takes
+    the new batch size. A ``NonTensorStack`` keeps its values when the batch size is
+    unchanged; reduced over batch dimensions ``dims`` it
     keeps the values that are the same all along them; given a new shape (``dims=None``) it
     becomes one value when all its values are the same. Otherwise there is no reduction of
     arbitrary Python values and the entry is left out of the result (``None``).
     """
-    if isinstance(value, NonTensorData):
-        return value._with(new_bs)
-    if old_bs == new_bs:
-        return value
+    if isinstance(value, NonTensorData) or old_bs == new_bs:
+        return value._with(new_bs)  # a new container (see tensordict._tree.carry_non_tensor)
     if dims is None:
         items = value.tolist()
         for _ in range(value.batch_dims - 1):
@@ -297,96 +311,18 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def _walk(
-    td: TensorDictBase,
-    name: str,
-    leaf_fn: Callable[[_Tensor, int], Any],
-    shape_fn: Callable[[torch.Size], torch.Size],
-    names_fn: Callable[[list | None], list | None],
-    nested_fn: Callable[[TensorDictBase], Any],
-    n_out: int,
-    prefix: tuple = (),
-    non_tensor_fn: Callable[[Any, torch.Size, torch.Size], Any] = carry_non_tensor,
-) -> list[TensorDictBase]:
-    """Build ``n_out`` tensordicts shaped like ``td`` from the leaf results.
-
-    ``leaf_fn(x, batch_dims_of_holder)`` returns one tensor (or ``n_out`` of them);
-    ``shape_fn``/``names_fn`` map a (nested) batch size / names to the result's;
-    ``nested_fn`` handles tensordict types other than the dense one and ``non_tensor_fn``
-    the non-tensor entries (see :func:`carry_non_tensor`).
-    """
-    if not isinstance(td, TreeMapOps):  # lazy stacks & co: reduce a dense copy
-        dense = td.contiguous()
-        if not isinstance(dense, TreeMapOps):
-            raise TypeError(f"{name}() is not supported for {type(td).__name__}.")
-        td = dense
-    bs = td._batch_size  # type: ignore[attr-defined]
-    nb = len(bs)
-    new_bs = shape_fn(bs)
-    outs: list[dict] = [{} for _ in range(n_out)]
-    out = outs[0]
-    for key, value in td._tensordict.items():  # type: ignore[attr-defined]
-        if isinstance(value, _Tensor):
-            try:
-                r = leaf_fn(value, nb)
-            except (RuntimeError, TypeError, ValueError, IndexError) as err:
-                raise type(err)(
-                    f"{name}(): failed for entry {(prefix + (key,)) if prefix else key!r} of shape "
-                    f"{tuple(value.shape)} and dtype {value.dtype}: {err}"
-                ) from None
-        elif isinstance(value, TreeMapOps):
-            r = _walk(
-                value,
-                name,
-                leaf_fn,
-                shape_fn,
-                names_fn,
-                nested_fn,
-                n_out,
-                prefix + (key,),
-                non_tensor_fn,
-            )
-            if n_out == 1:
-                r = r[0]
-        elif isinstance(value, NON_TENSOR):
-            r = non_tensor_fn(value, bs, new_bs)
-            if r is None:
-                continue
-            if n_out > 1:
-                r = (r,) * n_out
-        else:
-            r = nested_fn(value)
-        if n_out == 1:
-            out[key] = r
-        else:
-            for o, ri in zip(outs, r):
-                o[key] = ri
-    names = td._names  # type: ignore[attr-defined]
-    if names is not None:
-        names = names_fn(names)
-        if names is not None and all(n is None for n in names):
-            names = None
-    dev = td._device  # type: ignore[attr-defined]
-    new = TensorDict._new_unsafe
-    return [new(o, new_bs, dev, names) for o in outs]
-
-
 def _tensor_leaves(td: TensorDictBase) -> list[_Tensor]:
     """Every tensor leaf, with the full batch shape of ``td`` in front."""
     if _all_dense(td):
-        return td._flat_tensors([])  # type: ignore[attr-defined]
+        return td._flat_tensors([])
     # lazy stacks give their members' leaves to _flat_tensors: read stacked values instead
     return [v for v in td.values(True, True) if isinstance(v, _Tensor)]
 
 
 def _all_dense(td: Any) -> bool:
-    if not isinstance(td, TreeMapOps):
+    if not isinstance(td, _kinds.Dense):
         return False
-    return all(
-        _all_dense(v)
-        for v in td._tensordict.values()  # type: ignore[attr-defined]
-        if isinstance(v, TensorDictBase)
-    )
+    return all(_all_dense(v) for v in td._tensordict.values() if isinstance(v, TensorDictBase))
 
 
 def _feature_matrix(td: TensorDictBase, name: str) -> _Tensor:
@@ -400,7 +336,7 @@ def _feature_matrix(td: TensorDictBase, name: str) -> _Tensor:
     return torch.cat(mats, nb) if len(mats) > 1 else mats[0]
 
 
-def _drop(seq: Any, dims: tuple[int, ...], keepdim: bool, fill: Any) -> list:
+def _drop(seq: Any, dims: tuple[int, ...], keepdim: bool, fill: Any) -> list[Any]:
     if keepdim:
         return [fill if i in dims else s for i, s in enumerate(seq)]
     return [s for i, s in enumerate(seq) if i not in dims]
@@ -408,7 +344,13 @@ def _drop(seq: Any, dims: tuple[int, ...], keepdim: bool, fill: Any) -> list:
 
 # --------------------------------------------------------------------------- the methods
 def _reduce(
-    td: TensorDictBase, name: str, spec: Reduction, dim: Any, keepdim: bool, reduce: Any, kw: dict
+    td: TensorDictBase,
+    name: str,
+    spec: Reduction,
+    dim: Any,
+    keepdim: bool,
+    reduce: Any,
+    kw: dict[Any, Any],
 ) -> Any:
     return_indices = kw.pop("return_indices", False) if spec.indices else False
     if kw.get("dtype", 0) is None:  # torch is faster without an explicit dtype=None
@@ -430,10 +372,12 @@ def _reduce(
     else:
         mode, dims = "batch", batch_dims_of(name, dim, bs)
     if reduce:
+        if mode == "batch" and not (dim is NO_DEFAULT or dim is None):
+            return _aggregate_batch(td, name, spec, dims, keepdim, kw)
         return _aggregate(td, name, spec, mode, dims, keepdim, kw)
     if mode == "all":
         full = spec.full
-        return _walk(
+        return map_leaves(
             td,
             name,
             (lambda x, nb: full(x, **kw))
@@ -442,17 +386,17 @@ def _reduce(
             lambda s: torch.Size([1] * len(s)) if keepdim else torch.Size(),
             lambda n: n if keepdim else None,
             lambda v: getattr(v, name)(None, keepdim, **kw),
-            1,
+            reduce_non_tensor,
         )[0]
     if mode == "feature":
-        return _walk(
+        return map_leaves(
             td,
             name,
             lambda x, nb: _values_over(spec, x, tuple(range(nb, x.ndim)), keepdim, kw),
             lambda s: s,
             lambda n: n,
             lambda v: getattr(v, name)("feature", keepdim, **kw),
-            1,
+            reduce_non_tensor,
         )[0]
     with_indices = spec.indices and return_indices
     if with_indices and len(dims) != 1:
@@ -462,35 +406,37 @@ def _reduce(
         )
     shape_fn = lambda s: torch.Size(_drop(s, dims, keepdim, 1))  # noqa: E731
     names_fn = lambda n: n if n is None else _drop(n, dims, keepdim, None)  # noqa: E731
-    non_tensor = lambda v, old, new: carry_non_tensor(v, old, new, dims, keepdim)  # noqa: E731
+    non_tensor = lambda v, old, new: reduce_non_tensor(v, old, new, dims, keepdim)  # noqa: E731
     if with_indices:
         d = dims[0]
-        values, indices = _walk(
+        values, indices = map_leaves(
             td,
             name,
             lambda x, nb: tuple(spec.fn(x, d, keepdim)),
             shape_fn,
             names_fn,
             lambda v: getattr(v, name)(d, keepdim, return_indices=True),
+            non_tensor,
             2,
-            non_tensor_fn=non_tensor,
         )
         return ValuesIndices(values, indices)
     nested_kw = dict(kw, return_indices=False) if spec.indices else kw
     fn = spec.fn
-    if spec.multi and spec.values_fn is None:  # straight to torch (the hot path)
+    torch_fn = spec.torch_fn
+    if spec.multi and torch_fn is not None and not kw:  # straight to torch (the hot path)
+        leaf = lambda x, nb: torch_fn(x, dims, keepdim)  # noqa: E731
+    elif spec.multi and spec.values_fn is None:
         leaf = lambda x, nb: fn(x, dims, keepdim, **kw)  # noqa: E731
     else:
         leaf = lambda x, nb: _values_over(spec, x, dims, keepdim, kw)  # noqa: E731
-    return _walk(
+    return map_leaves(
         td,
         name,
         leaf,
         shape_fn,
         names_fn,
         lambda v: getattr(v, name)(dims, keepdim, **nested_kw),
-        1,
-        non_tensor_fn=non_tensor,
+        non_tensor,
     )[0]
 
 
@@ -501,17 +447,44 @@ def _aggregate(
     mode: str,
     dims: tuple[int, ...],
     keepdim: bool,
-    kw: dict,
+    kw: dict[Any, Any],
 ) -> _Tensor:
     m = _feature_matrix(td, name)
     bs = td.batch_size
     nb = len(bs)
     if mode == "all":
         if not keepdim:
-            return _full(spec, m, False, kw)
+            whole: _Tensor = _full(spec, m, False, kw)
+            return whole
         dims = tuple(range(nb))
-    r = _values_over(spec, m, (*dims, nb), True, kw)
+    r: _Tensor = _values_over(spec, m, (*dims, nb), True, kw)
     return r.reshape(_drop(bs, dims, keepdim, 1))
+
+
+def _aggregate_batch(
+    td: TensorDictBase,
+    name: str,
+    spec: Reduction,
+    dims: tuple[int, ...],
+    keepdim: bool,
+    kw: dict[Any, Any],
+) -> _Tensor:
+    """``reduce=True`` over batch dims, the reference's rule: the leaves are concatenated
+    along the first reduced batch dimension (so they need one shape elsewhere) and reduced
+    over ``dims``; the feature dimensions are kept."""
+    leaves = _tensor_leaves(td)
+    if not leaves:
+        raise ValueError(f"{name}(reduce=True): the tensordict has no tensor leaf to reduce.")
+    try:
+        m = torch.cat(leaves, dims[0]) if len(leaves) > 1 else leaves[0]
+    except RuntimeError as err:
+        raise RuntimeError(
+            f"{name}(reduce=True, dim={dims}): the leaves are concatenated along batch "
+            f"dimension {dims[0]}, so they need the same shape elsewhere; got "
+            f"{[tuple(x.shape) for x in leaves]} ({err})."
+        ) from None
+    result: _Tensor = _values_over(spec, m, dims, keepdim, kw)
+    return result
 
 
 def _signature(name: str, spec: Reduction) -> inspect.Signature:
@@ -566,7 +539,7 @@ def _doc(name: str, spec: Reduction) -> str:
     )
 
 
-def _make_reduction(name: str, spec: Reduction) -> Callable:
+def _make_reduction(name: str, spec: Reduction) -> Callable[..., Any]:
     pos = tuple(n for n, _ in spec.positional) + ("dim", "keepdim")
     defaults = {
         "dim": None if spec.none_is_batch else NO_DEFAULT,
@@ -574,8 +547,14 @@ def _make_reduction(name: str, spec: Reduction) -> Callable:
         **{n: d for n, d, _ in spec.kwargs},
     }
     allowed = set(pos) | set(defaults)
+    options = {n: d for n, d, _ in spec.kwargs}
+    plain = not spec.positional  # ``dim`` and ``keepdim`` are the positional parameters
 
     def method(self: TensorDictBase, *args: Any, reduce: Any = None, **kwargs: Any) -> Any:
+        if plain and not kwargs and len(args) <= 2:  # the common call: no keyword options
+            dim = args[0] if args else defaults["dim"]
+            keepdim = args[1] if len(args) == 2 else False
+            return _reduce(self, name, spec, dim, keepdim, reduce, dict(options))
         if len(args) > len(pos):
             raise TypeError(f"{name}() takes at most {len(pos)} positional arguments.")
         kw = dict(defaults)
@@ -595,14 +574,14 @@ def _make_reduction(name: str, spec: Reduction) -> Callable:
         return _reduce(self, name, spec, dim, keepdim, reduce, kw)
 
     method.__name__ = method.__qualname__ = name
-    method.__signature__ = _signature(name, spec)  # type: ignore[attr-defined]
+    method.__dict__["__signature__"] = _signature(name, spec)
     method.__doc__ = _doc(name, spec)
     return method
 
 
-def _make_cumulative(name: str, fn: Callable) -> Callable:
+def _make_cumulative(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def method(
-        self: TensorDictBase, dim: int, *, reduce: bool | None = None, return_indices: bool = True
+        self: TensorDictBase, dim: Any, *, reduce: bool | None = None, return_indices: bool = True
     ) -> Any:
         bs = self.batch_size
         if isinstance(dim, str) or dim is None:
@@ -611,13 +590,14 @@ def _make_cumulative(name: str, fn: Callable) -> Callable:
         if reduce:
             values, indices = fn(_feature_matrix(self, name), d)
             return ValuesIndices(values, indices) if return_indices else values
-        values, indices = _walk(
+        values, indices = map_leaves(
             self,
             name,
             lambda x, nb: tuple(fn(x, d)),
             lambda s: s,
             lambda n: n,
             lambda v: tuple(getattr(v, name)(d, return_indices=True)),
+            reduce_non_tensor,
             2,
         )
         return ValuesIndices(values, indices) if return_indices else values
@@ -637,7 +617,7 @@ def _make_cumulative(name: str, fn: Callable) -> Callable:
     return method
 
 
-def _torch_forwarder(name: str) -> Callable:
+def _torch_forwarder(name: str) -> Callable[..., Any]:
     def impl(input: TensorDictBase, *args: Any, **kwargs: Any) -> Any:
         if name in ("max", "min") and args and not isinstance(args[0], (int, tuple, list, str)):
             return getattr(input, "maximum" if name == "max" else "minimum")(*args, **kwargs)

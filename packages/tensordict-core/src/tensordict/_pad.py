@@ -4,13 +4,19 @@ different lengths after padding them to a common one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict._keys import unravel_key
+from tensordict import _kinds
+from tensordict._collection import data_of, wrapped
+from tensordict._functional import stack
+from tensordict._inplace import adopt
+from tensordict._inplace import check as check_inplace
+from tensordict._keys import NestedKey, key_as_tuple, unravel_key
 from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._tree import leaf_items
 from tensordict.base import TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,29 +39,32 @@ def _pad_tensor(t: _Tensor, widths: Sequence[tuple[int, int]], value: float) -> 
     return out
 
 
-def _pad_td(td: Any, widths: Sequence[tuple[int, int]], value: float) -> TensorDict:
-    from tensordict._td import TensorDict
-
+def _pad_td(
+    td: Any, widths: Sequence[tuple[int, int]], value: Any, prefix: tuple[str, ...] = ()
+) -> TensorDict:
+    """``td`` padded by ``widths``; ``value`` is a number or a ``{key tuple: number}``
+    mapping (entries it does not name get 0)."""
     bs = list(td.batch_size)
     for d, (before, after) in enumerate(widths):
         bs[d] += before + after
     new_bs = torch.Size(bs)
     out: dict[str, Any] = {}
-    store = getattr(td, "_tensordict", None)
+    store = td._tensordict if isinstance(td, _kinds.Dense) else None
     items = store.items() if store is not None else td.items()
     for key, entry in items:
         if isinstance(entry, _Tensor):
-            out[key] = _pad_tensor(entry, widths, value)
+            fill = value.get(prefix + (key,), 0.0) if isinstance(value, dict) else value
+            out[key] = _pad_tensor(entry, widths, fill)
         elif isinstance(entry, NonTensorData):
             out[key] = entry._with(new_bs)
         elif is_non_tensor(entry):  # a stack: pad its values with None
             values = _pad_list(entry.tolist(), widths, new_bs)
             out[key] = type(entry).from_list(values, device=entry.device, ndim=len(new_bs))
         elif isinstance(entry, TensorDictBase):
-            out[key] = _pad_td(entry, widths, value)
+            out[key] = _pad_td(entry, widths, value, prefix + (key,))
         else:  # pragma: no cover - non-dense containers yield unwrapped values
             out[key] = NonTensorData._make(entry, new_bs, td.device)
-    return TensorDict._new_unsafe(
+    return _kinds.Dense._new_unsafe(
         out, new_bs, td.device, list(td._names) if getattr(td, "_names", None) else None
     )
 
@@ -78,12 +87,21 @@ def _pad_list(values: Any, widths: Sequence[tuple[int, int]], shape: Sequence[in
     )
 
 
-def pad(tensordict: TensorDictBase, pad_size: Sequence[int], value: float = 0.0) -> TensorDict:
+def pad(
+    tensordict: TensorDictBase,
+    pad_size: Sequence[int],
+    value: float = 0.0,
+    inplace: bool = False,
+    safe: bool = True,
+) -> TensorDict:
     """Pad the batch dimensions of every entry with ``value``.
 
     ``pad_size`` lists ``(before, after)`` amounts from the *first* batch dimension on:
     ``[dim0_before, dim0_after, dim1_before, dim1_after, ...]``; trailing batch
     dimensions it does not cover are not padded. Feature dimensions are never padded.
+    With ``inplace=True`` the tensordict itself holds the result (its nested tensordicts
+    keep their identity). The arguments are always checked before anything is built,
+    so ``safe`` (kept for compatibility) changes nothing.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -104,16 +122,21 @@ def pad(tensordict: TensorDictBase, pad_size: Sequence[int], value: float = 0.0)
     if any(not isinstance(s, int) or s < 0 for s in sizes):
         raise ValueError(f"pad: pad_size must hold non-negative integers, got {sizes}.")
     widths = [(sizes[i], sizes[i + 1]) for i in range(0, len(sizes), 2)]
+    if inplace:
+        check_inplace(tensordict, "pad")
+        return adopt(tensordict, _pad_td(tensordict, widths, value), "pad")  # type: ignore[no-any-return]
     return _pad_td(tensordict, widths, value)
 
 
 def pad_sequence(
     list_of_tensordicts: Sequence[TensorDictBase],
     pad_dim: int = 0,
-    padding_value: float = 0.0,
+    padding_value: float | Mapping[NestedKey, float] = 0.0,
     out: TensorDictBase | None = None,
+    return_mask: bool | NestedKey = False,
+    padding_side: str = "right",
+    *,
     device: torch.device | str | None = None,
-    return_mask: bool = False,
 ) -> TensorDict:
     """Pad tensordicts to a common length along ``pad_dim`` and stack them (new dim 0).
 
@@ -122,10 +145,13 @@ def pad_sequence(
     entry is padded to the longest length that *it* has across the tensordicts.
     Non-tensor entries are stacked unchanged.
 
-    With ``return_mask=True`` the result also holds ``"masks"``: for each entry, a
-    boolean tensor marking the real (un-padded) positions, of shape ``[N, *shape]``
-    where ``shape`` is the entry's padded shape up to ``pad_dim`` (and at least the
-    batch dimensions).
+    ``padding_value`` is one number or a mapping from keys to numbers (entries it does not
+    name are padded with 0). ``padding_side="left"`` pads before the data instead of after.
+
+    With ``return_mask=True`` the result also holds ``"masks"`` (or the key given as
+    ``return_mask``): for each entry, a boolean tensor marking the real (un-padded)
+    positions, of shape ``[N, *shape]`` where ``shape`` is the entry's padded shape up to
+    ``pad_dim`` (and at least the batch dimensions).
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -134,11 +160,31 @@ def pad_sequence(
     >>> out["a"].shape, out["masks", "a"].tolist()
     (torch.Size([2, 3, 2]), [[True, False, False], [True, True, True]])
     """
-    from tensordict._functional import stack
-
     tds = list(list_of_tensordicts)
     if not tds:
         raise ValueError("pad_sequence needs at least one tensordict.")
+    inner = wrapped(tds)
+    if inner is not None:  # tensorclasses: pad their data, give the same class back
+        result = pad_sequence(
+            inner[0],
+            pad_dim,
+            padding_value,
+            data_of(out) if out is not None else None,
+            return_mask,
+            padding_side,
+            device=device,
+        )
+        return out if out is not None else inner[1](result)
+    if padding_side not in ("right", "left"):
+        raise ValueError(
+            f"pad_sequence: padding_side must be 'right' or 'left', got {padding_side!r}."
+        )
+    left = padding_side == "left"
+    if isinstance(padding_value, Mapping):
+        padding_value = {key_as_tuple(k): v for k, v in padding_value.items()}
+    mask_key: Any = None
+    if return_mask is not False and return_mask is not None:
+        mask_key = "masks" if return_mask is True else return_mask
     for i, td in enumerate(tds):
         if not isinstance(td, TensorDictBase):
             raise TypeError(f"pad_sequence: item {i} is a {type(td).__name__}, not a tensordict.")
@@ -190,34 +236,41 @@ def pad_sequence(
     for td, leaves in zip(tds, leaf_lists):
         if pad_dim < nb:
             widths = [(0, 0)] * nb
-            widths[pad_dim] = (0, longest - td.batch_size[pad_dim])
+            missing = longest - td.batch_size[pad_dim]
+            widths[pad_dim] = (missing, 0) if left else (0, missing)
             new_td = _pad_td(td, widths, padding_value)
         else:
-            new_td = td.copy() if hasattr(td, "_tensordict") else td.to_tensordict()  # type: ignore[attr-defined]
+            new_td = td.copy() if isinstance(td, _kinds.Dense) else td.to_tensordict()
             for key, target in targets.items():
                 value = leaves[key]
                 widths = [(0, 0)] * value.ndim
-                widths[pad_dim] = (0, target - value.shape[pad_dim])
+                missing = target - value.shape[pad_dim]
+                widths[pad_dim] = (missing, 0) if left else (0, missing)
+                fill = (
+                    padding_value.get(key, 0.0)
+                    if isinstance(padding_value, dict)
+                    else padding_value
+                )
                 new_td._set_tuple(
-                    key, _pad_tensor(value, widths, padding_value), inplace=False, validated=True
+                    key, _pad_tensor(value, widths, fill), inplace=False, validated=True
                 )
         padded.append(new_td)
-        if return_mask:
-            masks.append(_masks(new_td, leaves, targets, pad_dim, nb))
+        if mask_key is not None:
+            masks.append(_masks(new_td, leaves, targets, pad_dim, nb, left))
     result = stack(padded, 0)
-    if return_mask:
-        result.set("masks", stack(masks, 0))
+    if mask_key is not None:
+        result.set(mask_key, stack(masks, 0))
     if device is not None:
         result = result.to(device)
     if out is not None:
-        out.update(result)  # type: ignore[attr-defined]
+        out.update(result)
         return out  # type: ignore[return-value]
     return result
 
 
 def _leaves(td: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
     out: dict[tuple[str, ...], Any] = {}
-    store = getattr(td, "_tensordict", None)
+    store = td._tensordict if isinstance(td, _kinds.Dense) else None
     items = store.items() if store is not None else td.items()
     for key, value in items:
         path = prefix + (key,)
@@ -234,16 +287,94 @@ def _masks(
     targets: dict[tuple[str, ...], int],
     pad_dim: int,
     nb: int,
+    left: bool = False,
 ) -> TensorDict:
-    from tensordict._td import TensorDict
-
-    out = TensorDict._new_unsafe({}, td.batch_size, td.device)
+    out = _kinds.Dense._new_unsafe({}, td.batch_size, td.device)
     upto = max(pad_dim + 1, nb)
     for key, target in targets.items():
         value = leaves[key]
         shape = list(value.shape[:upto])
         shape[pad_dim] = target
         mask = torch.zeros(shape, dtype=torch.bool, device=value.device)
-        mask.narrow(pad_dim, 0, value.shape[pad_dim]).fill_(True)
+        length = value.shape[pad_dim]
+        mask.narrow(pad_dim, target - length if left else 0, length).fill_(True)
         out._set_tuple(key, mask, inplace=False, validated=False)
     return out
+
+
+class PadOps(_kinds.SharedMixin):
+    """Mixin of :class:`~tensordict.TensorDict` and :class:`~tensordict.LazyStackedTensorDict`:
+    ``pad`` and ``to_padded_tensor`` (a lazy stack has its own ``to_padded_tensor``)."""
+
+    def to_padded_tensor(
+        self, padding: float = 0.0, mask_key: NestedKey | None = None
+    ) -> TensorDict:
+        """Replace every nested (jagged) tensor leaf by its padded version.
+
+        With ``mask_key``, a boolean mask of the valid positions (shape: the padded
+        shape up to the ragged dimension) is written there; every nested leaf must then
+        have the same ragged lengths.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> nt = torch.nested.nested_tensor([torch.ones(1, 2), torch.ones(3, 2)], layout=torch.jagged)
+        >>> out = TensorDict({"x": nt}, [2]).to_padded_tensor(mask_key="mask")
+        >>> out["x"].shape, out["mask"].tolist()
+        (torch.Size([2, 3, 2]), [[True, False, False], [True, True, True]])
+        """
+        mask = None
+        mask_from = None
+        nested = [(p, v) for p, v in leaf_items(self) if isinstance(v, _Tensor) and v.is_nested]
+        if mask_key is not None:
+            for path, value in nested:
+                m = _valid_mask(value)
+                if mask is None:
+                    mask, mask_from = m, path
+                elif m.shape != mask.shape or not torch.equal(m, mask):
+                    raise ValueError(
+                        f"to_padded_tensor(mask_key=...): the nested entries {unravel_key(mask_from)!r} "  # type: ignore[arg-type]
+                        f"and {unravel_key(path)!r} have different ragged lengths; one mask cannot "
+                        "describe both."
+                    )
+        ids = {id(v) for _, v in nested}
+        out = self._map_tensors(
+            lambda t: torch.nested.to_padded_tensor(t, padding) if id(t) in ids else t
+        )
+        if mask is not None and mask_key is not None:
+            out.set(mask_key, mask)
+        return out  # type: ignore[return-value]
+
+    def pad(
+        self, pad_size: Sequence[int], value: float = 0.0, inplace: bool = False, safe: bool = True
+    ) -> TensorDict:
+        """Pad the batch dimensions (see :func:`tensordict.pad`).
+
+        The result is a dense :class:`~tensordict.TensorDict`, also for a lazy stack
+        (padded like its dense form, :meth:`to_tensordict`; ``inplace=True`` is not
+        supported there).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> TensorDict({"a": torch.ones(2)}, [2]).pad([1, 0])["a"]
+        tensor([0., 1., 1.])
+        >>> lazy = lazy_stack([TensorDict({"a": torch.ones(2)}, [2])] * 2)
+        >>> lazy.pad([0, 1, 1, 0])["a"]
+        tensor([[0., 1., 1.],
+                [0., 1., 1.],
+                [0., 0., 0.]])
+        """
+        if inplace:
+            return pad(self, pad_size, value, inplace=True, safe=safe)
+        src = self if isinstance(self, _kinds.Dense) else self.to_tensordict()
+        return pad(src, pad_size, value, safe=safe)
+
+
+def _valid_mask(nt: _Tensor) -> _Tensor:
+    """For a jagged tensor: ``True`` where the padded tensor holds data (up to the
+    ragged dimension)."""
+    ragged = next(i for i, s in enumerate(nt.shape) if not isinstance(s, int))
+    ones = torch.ones_like(nt, dtype=torch.uint8)
+    full = torch.nested.to_padded_tensor(ones, 0).bool()
+    while full.ndim > ragged + 1:
+        full = full.any(-1)
+    return full  # type: ignore[no-any-return]

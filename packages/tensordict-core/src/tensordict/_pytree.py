@@ -15,11 +15,13 @@ import collections
 import json
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch.utils import _pytree as pytree
 
+from tensordict import _kinds
+from tensordict._kinds import is_tensor_collection
 from tensordict._nontensor import (
     DATA_TYPES,
     NON_TENSOR_TYPES,
@@ -111,22 +113,19 @@ def from_pytree(tree: Any, batch_size: Any, copy_tds: bool) -> TensorDict:
 
 def _level(obj: Any, bs: torch.Size, copy_tds: bool, path: tuple[Any, ...]) -> TensorDict | None:
     """The tensordict for one pytree node, or ``None`` when ``obj`` is a leaf."""
-    from tensordict._td import TensorDict
-    from tensordict.base import is_tensor_collection
-
     if isinstance(obj, _Tensor):
         return None
     cls = type(obj)
     if is_tensor_collection(obj) and not is_non_tensor(obj):
         node = PytreeNode("tensordict")
-        items: Any = {"0": obj.copy() if copy_tds and cls is TensorDict else obj}
+        items: Any = {"0": obj.copy() if copy_tds and cls is _kinds.Dense else obj}
         copy_tds = False
     elif cls is list or cls is tuple or cls is collections.deque:
         node = PytreeNode(cls.__name__, extra=obj.maxlen if cls is collections.deque else None)
         items = {str(i): v for i, v in enumerate(obj)}
     elif isinstance(obj, tuple) and hasattr(cls, "_fields"):
         node = PytreeNode("namedtuple", cls)
-        items = obj._asdict()  # type: ignore[attr-defined]
+        items = cast(Any, obj)._asdict()
     elif cls is dict or cls is collections.OrderedDict or cls is collections.defaultdict:
         factory = obj.default_factory if cls is collections.defaultdict else None
         if all(type(k) is str and k != PYTREE_KEY for k in obj):
@@ -143,7 +142,7 @@ def _level(obj: Any, bs: torch.Size, copy_tds: bool, path: tuple[Any, ...]) -> T
         source[key] = value if sub is None else sub
     source[PYTREE_KEY] = NonTensorData._make(node, bs, None)
     try:
-        return TensorDict(source, batch_size=bs)
+        return _kinds.Dense(source, batch_size=bs)
     except (RuntimeError, ValueError, TypeError) as err:
         if not path:
             raise
@@ -152,20 +151,18 @@ def _level(obj: Any, bs: torch.Size, copy_tds: bool, path: tuple[Any, ...]) -> T
 
 # ---------------------------------------------------------------------- td -> pytree
 def _entries(td: Any) -> dict[str, Any]:
-    store = getattr(td, "_tensordict", None)
+    store = td._tensordict if isinstance(td, _kinds.Dense) else None
     return store if type(store) is dict else dict(td.items())
 
 
 def _leaf(value: Any) -> Any:
-    from tensordict.base import TensorDictBase
-
     if isinstance(value, _Tensor):
         return value
     if type(value) in DATA_TYPES:
         return value.data
     if is_non_tensor(value):
         return value.tolist()
-    if isinstance(value, TensorDictBase):
+    if isinstance(value, _kinds.Base):
         return to_pytree(value)
     return value
 
@@ -197,7 +194,8 @@ def to_pytree(td: Any) -> Any:
     if kind == "deque":
         return collections.deque(values, node.extra)  # type: ignore[arg-type]
     assert node.cls is not None
-    return node.cls(*(_leaf(store[f]) for f in node.cls._fields))  # type: ignore[attr-defined]
+    fields: tuple[str, ...] = cast(Any, node.cls)._fields
+    return node.cls(*(_leaf(store[f]) for f in fields))
 
 
 # ---------------------------------------------------------------------- pytree node
@@ -232,6 +230,26 @@ class _NonTensorEntries(tuple[Any, ...]):
         return not self.__eq__(other)
 
 
+class _Level(int):
+    """The vmap level recorded in a tree spec: a hint for unflattening, not structure.
+
+    It compares equal to any other level, so that specs of the same tensordict structure
+    made inside and outside ``torch.vmap`` match (``jacrev`` compares the spec of the
+    cotangents, built under vmap, with that of the outputs).
+    """
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, int)
+
+    def __ne__(self, other: object) -> bool:
+        return not isinstance(other, int)
+
+    def __hash__(self) -> int:
+        return 0
+
+
 def _vmap_level(value: Any) -> int:
     """The ``torch.vmap`` level of a batched tensor, ``-1`` for any other tensor."""
     return _functorch.maybe_get_level(value) if _functorch.is_batchedtensor(value) else -1
@@ -246,7 +264,7 @@ def _first_leaf(values: Iterable[Any]) -> Any:
         if type(value) not in NON_TENSOR_TYPES and hasattr(value, "batch_size"):
             nested.append(value)
     for value in nested:
-        store = getattr(value, "_tensordict", None)
+        store = value._tensordict if isinstance(value, _kinds.Dense) else None
         leaf = _first_leaf(store.values() if type(store) is dict else value.values(True, True))
         if leaf is not None:
             return leaf
@@ -276,7 +294,7 @@ def _flatten(td: Any) -> tuple[list[Any], tuple[Any, ...]]:
         td._device,
         None if names is None else tuple(names),
         None if non_tensor is None else _NonTensorEntries(non_tensor),
-        -1 if level is None else level,
+        _Level(-1 if level is None else level),
     )
     return children, context
 
@@ -296,9 +314,8 @@ def _make_unflatten(cls: type) -> Any:
 
 
 def _unflatten(cls: Any, values: Iterable[Any], context: tuple[Any, ...]) -> Any:
-    from tensordict.base import TensorDictBase
-
     keys, bs, device, names, non_tensor, level = context
+    level = int(level)  # a _Level compares equal to everything
     children = values if type(values) is list else list(values)
     if non_tensor is None:
         source = dict(zip(keys, children, strict=True))
@@ -321,7 +338,7 @@ def _unflatten(cls: Any, values: Iterable[Any], context: tuple[Any, ...]) -> Any
                 break
             if device is not None and value.device != device:
                 device = None
-        elif isinstance(value, TensorDictBase):
+        elif isinstance(value, _kinds.Base):
             if value.batch_size[:nb] != bs:
                 ok = False
                 break
@@ -351,18 +368,17 @@ def _unflatten_reshaped(
     Entering ``torch.vmap`` (leaves batched at a new level) removes the vmapped batch
     dimension; leaving it (leaves no longer batched) inserts the dimension ``out_dims``
     put back. Otherwise the batch size is kept if the leaves allow it, else it becomes
-    the old one with one dimension inserted (as in Jacobians), else the longest prefix of
-    the old one that every leaf still has.
+    the old one with one dimension inserted (as in Jacobians), else the old one without
+    some leading dimensions, else the longest prefix of the old one that every leaf still
+    has.
     """
-    from tensordict.base import TensorDictBase
-
     shapes = []
     reps = []  # the tensors telling which vmap level the leaves are at
     for value in children:
         if isinstance(value, _Tensor):
             shapes.append(tuple(value.shape))
             reps.append(value)
-        elif isinstance(value, TensorDictBase):
+        elif isinstance(value, _kinds.Base):
             shapes.append(tuple(value.batch_size))
     if not reps:
         leaf = _first_leaf(children)
@@ -381,7 +397,10 @@ def _unflatten_reshaped(
     entering = len(levels) == 1 and next(iter(levels)) > level
     if entering and len(bdims) == 1:
         bdim = next(iter(bdims))
-        if bdim is not None and bdim < nb:
+        # vmapped over a batch dimension: the unwrapped leaves still start with the batch
+        # size (a vmap over something else, e.g. jacfwd's basis, puts a new dim in front).
+        physical = all(tuple(_functorch.get_unwrapped(t).shape[:nb]) == old for t in reps)
+        if bdim is not None and bdim < nb and physical:
             candidates.append(
                 (old[:bdim] + old[bdim + 1 :], old_names[:bdim] + old_names[bdim + 1 :])
             )
@@ -391,6 +410,9 @@ def _unflatten_reshaped(
     candidates.append((old, old_names))
     if not leaving:
         candidates += inserted
+    # leading dims dropped (a spec recorded with a vmapped dimension in front, as
+    # ``jacfwd`` records its output spec), then the longest prefix the leaves still have
+    candidates += [(old[k:], old_names[k:]) for k in range(1, nb)]
     candidates += [(old[:k], old_names[:k]) for k in range(nb - 1, -1, -1)]
     for candidate, cand_names in candidates:
         n = len(candidate)
@@ -460,7 +482,7 @@ def _lazy_flatten(lazy: Any) -> tuple[list[Any], tuple[Any, ...]]:
         lazy._td_dim_name,
         lazy.batch_size,
         member_bs,
-        -1 if leaf is None else _vmap_level(leaf),
+        _Level(-1 if leaf is None else _vmap_level(leaf)),
     )
     return members, context
 
@@ -473,6 +495,7 @@ def _lazy_flatten_with_keys(lazy: Any) -> tuple[list[tuple[Any, Any]], tuple[Any
 def _make_lazy_unflatten(cls: Any) -> Any:
     def unflatten(values: Iterable[Any], context: tuple[Any, ...]) -> Any:
         stack_dim, dim_name, batch_size, member_bs, level = context
+        level = int(level)
         members = list(values)
         if not members:
             return cls._new([], stack_dim, dim_name, batch_size)
@@ -530,9 +553,7 @@ def register_lazy_stack(cls: type) -> None:
 
 def register_defaults() -> None:
     """Register ``TensorDict`` and, when core has it, ``LazyStackedTensorDict``."""
-    from tensordict._td import TensorDict
-
-    register(TensorDict)
+    register(_kinds.Dense)
     lazy_module = sys.modules.get("tensordict._lazy")
     lazy_cls = getattr(lazy_module, "LazyStackedTensorDict", None)
     if lazy_cls is not None:

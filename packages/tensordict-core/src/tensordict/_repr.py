@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, cast
 
 import torch
 
+from tensordict import _kinds
 from tensordict._printoptions import PRINT_OPTIONS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,8 +81,8 @@ def _td_repr(td: TensorDictBase, indent: str) -> tuple[str, bool, bool]:
             text = _tensor_repr(value, leaf_shared)
             any_tensor = True
             shared_all = shared_all and (leaf_shared or value.is_cuda)
-        elif hasattr(value, "_tensordict") or hasattr(value, "_repr_block"):
-            if hasattr(value, "_tensordict"):
+        elif isinstance(value, _kinds.Dense) or hasattr(value, "_repr_block"):
+            if isinstance(value, _kinds.Dense):
                 text, sub_shared, sub_any = _td_repr(value, field_indent)
             else:  # other tensordict types (lazy stacks) print their own block
                 text, sub_shared, sub_any = value._repr_block(field_indent)

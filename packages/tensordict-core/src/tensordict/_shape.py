@@ -109,6 +109,27 @@ def unpack_shape(args: tuple[Any, ...]) -> tuple[int, ...]:
     return args
 
 
+def movedim_order(source: Any, destination: Any, ndim: int) -> list[int]:
+    """The permutation of ``ndim`` dimensions that :func:`torch.movedim` applies.
+
+    >>> movedim_order(0, 2, 3), movedim_order((0, 1), (2, 0), 3)
+    ([1, 2, 0], [1, 2, 0])
+    """
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim(): source {src} and destination {dst} have different lengths.")
+    src = [normalize_dim(s, ndim) for s in src]
+    dst = [normalize_dim(d, ndim) for d in dst]
+    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim(): repeated dim in source {src} or destination {dst}.")
+    order: list[int | None] = [None] * ndim
+    for s, d in zip(src, dst, strict=True):
+        order[d] = s
+    rest = iter(i for i in range(ndim) if i not in src)
+    return [next(rest) if o is None else o for o in order]
+
+
 def broadcastable_to(src: Sequence[int], dst: Sequence[int]) -> bool:
     """Whether a tensor of shape ``src`` can be copied into one of shape ``dst``.
 
@@ -127,3 +148,18 @@ def broadcastable_to(src: Sequence[int], dst: Sequence[int]) -> bool:
         if s != 1 and s != dst[offset + i]:
             return False
     return True
+
+
+def common_shape(shapes: Sequence[Sequence[int]]) -> list[int] | None:
+    """The sizes shared by ``shapes``, ``-1`` where they differ; ``None`` if the numbers of
+    dimensions differ.
+
+    >>> common_shape([(2, 3), (2, 4)]), common_shape([(2,), (2, 1)])
+    ([2, -1], None)
+    """
+    shape = list(shapes[0])
+    for other in shapes[1:]:
+        if len(other) != len(shape):
+            return None
+        shape = [s if s == t else -1 for s, t in zip(shape, other, strict=True)]
+    return shape

@@ -14,8 +14,21 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict._inplace import adopt
+from tensordict._inplace import check as check_inplace
 from tensordict._nontensor import NonTensorData
-from tensordict._shape import infer_shape, normalize_dim, unpack_shape
+from tensordict._shape import infer_shape, movedim_order, normalize_dim, unpack_shape
+from tensordict._shape_context import (
+    inverse_flatten,
+    inverse_permute,
+    inverse_squeeze,
+    inverse_transpose,
+    inverse_unflatten,
+    inverse_unsqueeze,
+    inverse_view,
+    keeps_lock,
+    undoable,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
@@ -26,8 +39,10 @@ _Tensor = torch.Tensor
 class DenseShapeOps:
     """Mixin with the shape operations of :class:`~tensordict.TensorDict`."""
 
-    def view(self, *shape: Any, size: Any = None) -> TensorDict:
-        """View with a new batch shape (``-1`` inferred); ``view(dtype)`` views every leaf.
+    @undoable(inverse_view)
+    def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> TensorDict:
+        """View with a new batch shape (``-1`` inferred); ``view(dtype)`` views every leaf
+        (``batch_size`` then gives the result's batch size, for dtypes of another width).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -39,7 +54,10 @@ class DenseShapeOps:
             shape = (size,)
         if len(shape) == 1 and isinstance(shape[0], torch.dtype):
             dtype = shape[0]
-            return self._map_tensors(lambda x: x.view(dtype))
+            viewed = self._map_tensors(lambda x: x.view(dtype))
+            if batch_size is not None:
+                viewed.batch_size = batch_size
+            return viewed
         shape = infer_shape(unpack_shape(shape), self.numel())
         nb = self.batch_dims
         if shape == self.batch_size:
@@ -52,25 +70,36 @@ class DenseShapeOps:
             shape,
         )
 
-    def reshape(self, *shape: Any) -> TensorDict:
-        """Reshape the batch dimensions (copying when a view is impossible).
+    @keeps_lock
+    def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> TensorDict:
+        """Reshape the batch dimensions (copying when a view is impossible); with
+        ``inplace=True`` the tensordict itself takes the new shape (see :mod:`~tensordict._inplace`).
 
         >>> import torch
         >>> from tensordict import TensorDict
         >>> TensorDict({"a": torch.zeros(2, 3)}, [2, 3]).reshape(3, 2)["a"].shape
         torch.Size([3, 2])
         """
+        if size is not None:
+            shape = (size,)
         shape = infer_shape(unpack_shape(shape), self.numel())
         nb = self.batch_dims
-        return self._map_batch(
+        if inplace:
+            check_inplace(self, "reshape")
+        out = self._map_batch(
             (lambda x: x.reshape(*shape, *x.shape[nb:]))
             if shape
             else (lambda x: x.reshape((*shape, *x.shape[nb:]))),
             shape,
         )
+        return adopt(self, out, "reshape") if inplace else out
 
-    def flatten(self, start_dim: int = 0, end_dim: int = -1) -> TensorDict:
-        """Merge batch dimensions ``start_dim..end_dim`` into one.
+    @undoable(inverse_flatten)
+    def flatten(
+        self, start_dim: int | None = None, end_dim: int | None = None, *, inplace: bool = False
+    ) -> TensorDict:
+        """Merge batch dimensions ``start_dim..end_dim`` (default: all) into one; with
+        ``inplace=True`` the tensordict itself takes the new shape.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -78,10 +107,13 @@ class DenseShapeOps:
         torch.Size([6])
         """
         nb = self.batch_dims
+        if inplace:
+            check_inplace(self, "flatten")
+            return adopt(self, self.flatten(start_dim, end_dim), "flatten")
         if nb == 0:
             return self.reshape(1)
-        start = normalize_dim(start_dim, nb, "start_dim")
-        end = normalize_dim(end_dim, nb, "end_dim")
+        start = normalize_dim(0 if start_dim is None else start_dim, nb, "start_dim")
+        end = normalize_dim(-1 if end_dim is None else end_dim, nb, "end_dim")
         if end < start:
             raise RuntimeError(f"flatten(): start_dim={start_dim} comes after end_dim={end_dim}.")
         if start == end:
@@ -94,14 +126,21 @@ class DenseShapeOps:
             names = old[:start] + [None] + old[end + 1 :]
         return self._map_batch(lambda x: x.flatten(start, end), new, names)
 
-    def unflatten(self, dim: int, unflattened_size: Sequence[int]) -> TensorDict:
-        """Split batch dimension ``dim`` into ``unflattened_size``.
+    @undoable(inverse_unflatten)
+    def unflatten(
+        self, dim: int, unflattened_size: Sequence[int], *, inplace: bool = False
+    ) -> TensorDict:
+        """Split batch dimension ``dim`` into ``unflattened_size``; with ``inplace=True`` the
+        tensordict itself takes the new shape.
 
         >>> import torch
         >>> from tensordict import TensorDict
         >>> TensorDict({"a": torch.zeros(6, 4)}, [6]).unflatten(0, (2, 3))["a"].shape
         torch.Size([2, 3, 4])
         """
+        if inplace:
+            check_inplace(self, "unflatten")
+            return adopt(self, self.unflatten(dim, unflattened_size), "unflatten")
         nb = self.batch_dims
         d = normalize_dim(dim, nb)
         bs = self.batch_size
@@ -113,6 +152,7 @@ class DenseShapeOps:
             names = old[:d] + [None] * len(sizes) + old[d + 1 :]
         return self._map_batch(lambda x: x.unflatten(d, sizes), new, names)
 
+    @undoable(inverse_squeeze)
     def squeeze(self, dim: int | Sequence[int] | None = None) -> TensorDict:
         """Remove batch dimensions of size 1 (all of them, or ``dim``).
 
@@ -136,6 +176,7 @@ class DenseShapeOps:
         target = tuple(dims)
         return self._map_batch(lambda x: x.squeeze(target), new, names)
 
+    @undoable(inverse_unsqueeze)
     def unsqueeze(self, dim: int) -> TensorDict:
         """Insert a batch dimension of size 1 at ``dim`` (negative counts from the end).
 
@@ -155,15 +196,17 @@ class DenseShapeOps:
             names = old[:d] + [None] + old[d:]
         return self._map_batch(lambda x: x.unsqueeze(d), new, names)
 
-    def permute(self, *dims: Any) -> TensorDict:
-        """Permute the batch dimensions (feature dimensions stay in place).
+    @undoable(inverse_permute)
+    def permute(self, *args: Any, dims: Sequence[int] | None = None) -> TensorDict:
+        """Permute the batch dimensions (feature dimensions stay in place); the order is
+        given as ints, one sequence, or ``dims=``.
 
         >>> import torch
         >>> from tensordict import TensorDict
         >>> TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3]).permute(1, 0)["a"].shape
         torch.Size([3, 2, 4])
         """
-        dims = unpack_shape(dims)
+        dims = unpack_shape(args) if dims is None else tuple(dims)
         nb = self.batch_dims
         perm = [normalize_dim(d, nb) for d in dims]
         if sorted(perm) != list(range(nb)):
@@ -179,6 +222,7 @@ class DenseShapeOps:
 
         return self._map_batch(fn, new, names)
 
+    @undoable(inverse_transpose)
     def transpose(self, dim0: int, dim1: int) -> TensorDict:
         """Swap two batch dimensions.
 
@@ -199,32 +243,42 @@ class DenseShapeOps:
             names[d0], names[d1] = names[d1], names[d0]
         return self._map_batch(lambda x: x.transpose(d0, d1), torch.Size(bs), names)
 
-    swapaxes = transpose
-    swapdims = transpose
+    def swapaxes(self, axis0: int, axis1: int) -> TensorDict:
+        """Alias of :meth:`transpose` (numpy's names)."""
+        return self.transpose(axis0, axis1)
 
-    def movedim(self, source: int, destination: int) -> TensorDict:
-        """Move batch dimension ``source`` to position ``destination``.
+    def swapdims(self, axis0: int, axis1: int) -> TensorDict:
+        """Alias of :meth:`transpose`."""
+        return self.transpose(axis0, axis1)
+
+    def movedim(self, source: int | Sequence[int], destination: int | Sequence[int]) -> TensorDict:
+        """Move batch dimension(s) ``source`` to position(s) ``destination``, as
+        :func:`torch.movedim` (the other dimensions keep their order).
 
         >>> import torch
         >>> from tensordict import TensorDict
         >>> TensorDict(batch_size=[2, 3, 4]).movedim(0, 2).batch_size
         torch.Size([3, 4, 2])
+        >>> TensorDict(batch_size=[2, 3, 4]).movedim((0, 1), (2, 0)).batch_size
+        torch.Size([3, 4, 2])
         """
-        nb = self.batch_dims
-        s, d = normalize_dim(source, nb), normalize_dim(destination, nb)
-        order = [i for i in range(nb) if i != s]
-        order.insert(d, s)
-        return self.permute(order)
+        return self.permute(movedim_order(source, destination, self.batch_dims))
 
-    def expand(self, *shape: Any) -> TensorDict:
-        """Expand the batch to ``shape`` (new leading dims allowed, ``-1`` keeps a size).
+    def moveaxis(self, source: int | Sequence[int], destination: int | Sequence[int]) -> TensorDict:
+        """Alias of :meth:`movedim` (numpy's name)."""
+        return self.movedim(source, destination)
+
+    @keeps_lock
+    def expand(self, *shape: Any, size: Sequence[int] | None = None) -> TensorDict:
+        """Expand the batch to ``shape`` or ``size=`` (new leading dims allowed, ``-1`` keeps
+        a size).
 
         >>> import torch
         >>> from tensordict import TensorDict
         >>> TensorDict({"a": torch.zeros(3, 2)}, [3]).expand(4, 3)["a"].shape
         torch.Size([4, 3, 2])
         """
-        shape = list(unpack_shape(shape))
+        shape = list(unpack_shape(shape if size is None else (size,)))
         bs = self.batch_size
         nb = len(bs)
         extra = len(shape) - nb
@@ -261,8 +315,9 @@ class DenseShapeOps:
         """Alias of :meth:`expand` with a shape argument."""
         return self.expand(shape)
 
-    def repeat(self, *repeats: Any) -> TensorDict:
-        """Repeat along the batch dimensions, like :meth:`torch.Tensor.repeat`.
+    def repeat(self, *repeats: Any, inplace: bool = False) -> TensorDict:
+        """Repeat along the batch dimensions, like :meth:`torch.Tensor.repeat`; with
+        ``inplace=True`` the tensordict itself takes the new shape.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -285,19 +340,23 @@ class DenseShapeOps:
             feat = (x.ndim if isinstance(x, _Tensor) else x.batch_dims) - nb
             return x.repeat(*repeats, *([1] * feat))
 
+        if inplace:
+            check_inplace(self, "repeat")
+            return adopt(self, self._map_batch(fn, new), "repeat")
         return self._map_batch(fn, new)
 
-    def flip(self, *dims: Any) -> TensorDict:
-        """Reverse the order along the given batch dimensions.
+    def flip(self, dims: int | Sequence[int], *more_dims: int) -> TensorDict:
+        """Reverse the order along the given batch dimensions (one int or sequence, or
+        several ints as :meth:`torch.Tensor.flip` takes them).
 
         >>> import torch
         >>> from tensordict import TensorDict
         >>> TensorDict({"a": torch.arange(3)}, [3]).flip(0)["a"]
         tensor([2, 1, 0])
         """
-        dims = unpack_shape(dims)
+        all_dims = unpack_shape((dims, *more_dims))
         nb = self.batch_dims
-        ds = [normalize_dim(d, nb) for d in dims]
+        ds = [normalize_dim(d, nb) for d in all_dims]
         return self._map_batch(lambda x: x.flip(ds), self.batch_size, self._names)
 
     def fliplr(self) -> TensorDict:

@@ -15,6 +15,7 @@ exact ``pip install`` that fixes it.
 from __future__ import annotations
 
 import importlib
+import sys
 from types import ModuleType
 from typing import Any
 
@@ -46,10 +47,15 @@ LAZY_TOP_LEVEL: dict[str, tuple[str, str]] = {
     "from_module": ("nn", "from_module"),
     "from_modules": ("nn", "from_modules"),
     "TensorDictParams": ("nn", "TensorDictParams"),
+    "TensorDictStore": ("distributed", "TensorDictStore"),
+    "LazyStackedTensorDictStore": ("distributed", "LazyStackedTensorDictStore"),
     "as_tensordict_module": ("nn", "as_tensordict_module"),
+    "TensorClassModuleBase": ("nn", "TensorClassModuleBase"),
+    "TensorClassModuleWrapper": ("nn", "TensorClassModuleWrapper"),
     "tensorclass": ("tensorclass", "tensorclass"),
     "TensorClass": ("tensorclass", "TensorClass"),
     "from_dataclass": ("tensorclass", "from_dataclass"),
+    "TypedTensorDict": ("tensorclass", "TypedTensorDict"),
 }
 
 
@@ -77,6 +83,9 @@ def import_sibling(subpackage: str, what: str) -> ModuleType:
     KeyError: 'no-such'
     """
     name = f"tensordict.{subpackage}"
+    loaded = sys.modules.get(name)  # already imported: no import machinery (traceable)
+    if loaded is not None:
+        return loaded
     try:
         return importlib.import_module(name)
     except ModuleNotFoundError as err:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict._consolidate import _lazy_members
+from tensordict import _kinds
+from tensordict._collection import data_of
 from tensordict._errors import lock_error
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, NonTensorStack, is_non_tensor
@@ -27,6 +28,9 @@ from tensordict._shape import parse_batch_size
 from tensordict.base import NO_DEFAULT, TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Self
+
+    from tensordict._lazy import LazyStackedTensorDict
     from tensordict._td import TensorDict
 
 _Tensor = torch.Tensor
@@ -39,7 +43,7 @@ def _fmt(path: tuple[str, ...]) -> str:
     return repr(unravel_key(path)) if path else "<root>"
 
 
-class StateDictOps:
+class StateDictOps(_kinds.SharedMixin):
     """Mixin of :class:`~tensordict.TensorDict`: ``state_dict`` and ``load_state_dict``."""
 
     def state_dict(
@@ -73,11 +77,11 @@ class StateDictOps:
         >>> sd["b"]["c"].shape, sd["__batch_size"]
         (torch.Size([2, 2, 1]), torch.Size([2, 2]))
         """
-        src: Any = self.flatten_keys(".") if flatten else self  # type: ignore[attr-defined]
+        src: Any = self.flatten_keys(".") if flatten else self
         out: OrderedDict[str, Any] = OrderedDict()
-        store = getattr(src, "_tensordict", None)
+        store = src._tensordict if isinstance(src, _kinds.Dense) else None
         # a lazy stack's tensors are stacked copies already: no second copy
-        fresh = store is None and _lazy_members(src) is not None
+        fresh = store is None and _kinds.lazy_members(src) is not None
         items = (
             store.items()
             if store is not None
@@ -97,7 +101,7 @@ class StateDictOps:
                 out[prefix + key] = value.data
             elif is_non_tensor(value):  # a stack: one value per element, as nested lists
                 out[prefix + key] = value.tolist()
-            elif isinstance(value, StateDictOps):
+            elif isinstance(value, (_kinds.Dense, _kinds.Lazy)):
                 out[prefix + key] = value.state_dict(keep_vars=keep_vars)
             else:
                 out[prefix + key] = value.to_tensordict().state_dict(keep_vars=keep_vars)
@@ -114,7 +118,7 @@ class StateDictOps:
         strict: bool = True,
         assign: bool = False,
         from_flatten: bool = False,
-    ) -> TensorDict:
+    ) -> Self:
         """Load a :meth:`state_dict` into this tensordict, in place.
 
         Tensors are copied into the existing entries (which keep their storage) unless
@@ -153,7 +157,7 @@ class StateDictOps:
         _plan_load(self, state_dict, strict, assign, (), plan, None)  # type: ignore[arg-type]
         for action in plan:
             action[0](*action[1:])
-        return self  # type: ignore[return-value]
+        return self
 
 
 def _unflatten(td: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -204,7 +208,7 @@ def _new_batch_size(
 
 
 def _plan_load(
-    td: TensorDict,
+    td: TensorDict | LazyStackedTensorDict,
     sd: Mapping[str, Any],
     strict: bool,
     assign: bool,
@@ -214,11 +218,8 @@ def _plan_load(
 ) -> None:
     """Check everything and append the writes to ``plan``; ``parent`` is the parent's
     ``(new batch size, current number of batch dims)``."""
-    from tensordict._td import TensorDict
-
-    members = _lazy_members(td)
-    if members is not None:
-        _plan_load_lazy(td, members, sd, strict, assign, path, plan, parent)
+    if isinstance(td, _kinds.Lazy):
+        _plan_load_lazy(td, td.tensordicts, sd, strict, assign, path, plan, parent)
         return
     store = td._tensordict
     new_bs = _new_batch_size(td, sd, parent, path)
@@ -236,7 +237,7 @@ def _plan_load(
     for key in keys:
         value = sd[key]
         sub = path + (key,)
-        current = store.get(key)
+        current = data_of(store.get(key))  # a tensorclass: its tensordict
         if isinstance(value, TensorDictBase):  # (tensordicts are Mappings too)
             raise TypeError(
                 f"load_state_dict: the entry at {unravel_key(sub)!r} is a "
@@ -247,9 +248,9 @@ def _plan_load(
                 if td._is_locked:
                     raise lock_error(unravel_key(sub))
                 # created with the current batch size; resized with the others
-                current = TensorDict._new_unsafe({}, td.batch_size, td._device)
+                current = _kinds.Dense._new_unsafe({}, td.batch_size, td._device)
                 plan.append((store.__setitem__, key, current))
-            elif not isinstance(current, StateDictOps):
+            elif not isinstance(current, (_kinds.Dense, _kinds.Lazy)):
                 raise RuntimeError(
                     f"load_state_dict: the state dict holds a dict at {unravel_key(sub)!r} but "
                     f"the tensordict holds a {type(current).__name__} there."
@@ -294,7 +295,7 @@ def _plan_load(
         elif is_non_tensor(current) and not isinstance(current, NonTensorData):
             # a stack stays a stack: the state dict holds its values as nested lists
             try:
-                leaf = type(current).from_list(value, device=td._device, ndim=nb)
+                leaf = NonTensorStack.from_list(value, device=td._device, ndim=nb)
                 if leaf.batch_size != new_bs:
                     raise ValueError(f"got shape {tuple(leaf.batch_size)}")
             except (TypeError, ValueError) as err:
@@ -433,12 +434,10 @@ def _one_value(leaf: Any) -> Any:
 
 def _new_nested(td: Any) -> Any:
     """An empty tensordict to nest in ``td`` (a lazy stack of them for a lazy stack)."""
-    from tensordict._td import TensorDict
-
-    members = _lazy_members(td)
+    members = _kinds.lazy_members(td)
     if members is not None and members:
         return td._new([_new_nested(m) for m in members], td.stack_dim)
-    return TensorDict._new_unsafe({}, td.batch_size, td.device)
+    return _kinds.Dense._new_unsafe({}, td.batch_size, td.device)
 
 
 def _set_entry(td: Any, key: str, value: Any) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from tensordict import _kinds
 from tensordict._keys import unravel_key
 from tensordict._nontensor import DATA_TYPES, NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._shape import parse_batch_size, parse_device
@@ -68,8 +69,6 @@ def from_struct_array(
 
 def struct_to_td(struct_array: np.ndarray, device: Any = None) -> TensorDict:
     """A tensordict of batch size ``struct_array.shape`` viewing its fields."""
-    from tensordict._td import TensorDict
-
     device = parse_device(device)
     bs = torch.Size(struct_array.shape)
     names = struct_array.dtype.names
@@ -81,7 +80,7 @@ def struct_to_td(struct_array: np.ndarray, device: Any = None) -> TensorDict:
             source[name] = struct_to_td(field, device)
         else:
             source[name] = _field_value(field, bs, device)
-    return TensorDict._new_unsafe(source, bs, device)
+    return _kinds.Dense._new_unsafe(source, bs, device)
 
 
 def _field_value(field: np.ndarray, bs: torch.Size, device: torch.device | None) -> Any:
@@ -118,7 +117,7 @@ def to_struct_array(td: Any) -> np.ndarray:
 
 
 def _entries(td: Any) -> dict[str, Any]:
-    store = getattr(td, "_tensordict", None)
+    store = td._tensordict if isinstance(td, _kinds.Dense) else None
     return store if type(store) is dict else dict(td.items())
 
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import torch
 
-from tensordict._keys import unravel_key
+from tensordict import _kinds
+from tensordict._keys import key_as_tuple, unravel_key
 from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict.base import TensorDictBase, is_tensor_collection
 
@@ -20,13 +21,14 @@ class KeyMismatchError(AssertionError, KeyError):
 
 def _leaves(td: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
     out: dict[tuple[str, ...], Any] = {}
-    store = getattr(td, "_tensordict", None)
+    store = td._tensordict if isinstance(td, _kinds.Dense) else None
     items = store.items() if store is not None else td.items()
     for key, value in items:
         path = prefix + (key,)
         if is_tensor_collection(value) and not is_non_tensor(value):
             out[path] = value  # the container itself: its batch size is compared too
-            out.update(_leaves(value, path))
+            if not isinstance(value, _kinds.Lazy):  # lazy stacks: compared member by member
+                out.update(_leaves(value, path))
         else:
             out[path] = (
                 value.data
@@ -38,21 +40,32 @@ def _leaves(td: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]
     return out
 
 
+def _members(td: Any, sd: int) -> list[Any]:
+    if isinstance(td, _kinds.Lazy) and td.stack_dim == sd:
+        return list(td.tensordicts)
+    return list(td.unbind(sd))
+
+
 def assert_allclose_td(
     actual: TensorDictBase,
     expected: TensorDictBase,
-    rtol: float = 1e-5,
-    atol: float = 1e-8,
+    rtol: float | None = None,
+    atol: float | None = None,
     equal_nan: bool = True,
+    intersection: bool = False,
     msg: str = "",
+    prefix: Any = (),
 ) -> bool:
     """Assert that two tensordicts hold the same keys and close values; returns ``True``.
 
     Checks batch sizes, key sets (including nested ones; a mismatch raises
     :class:`KeyMismatchError`, both an ``AssertionError`` and a ``KeyError``), then each
     leaf in order with :func:`torch.testing.assert_close` (dtypes and shapes must match,
-    values within ``atol + rtol * |expected|``); non-tensor values must be equal. The
-    error names the first differing key; ``msg`` is appended to it.
+    values within ``atol + rtol * |expected|``; ``None`` takes torch's defaults for the
+    dtype); non-tensor values must be equal. With ``intersection=True`` only the keys
+    both hold are compared. Lazy stacks are compared member by member, so entries whose
+    shape differs across members are compared too. The error names the first differing
+    key (under ``prefix``); ``msg`` is appended to it.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -73,12 +86,24 @@ def assert_allclose_td(
             f"{type(expected).__name__}."
         )
     suffix = f"\n{msg}" if msg else ""
+    base = key_as_tuple(prefix) if prefix else ()
     if actual.batch_size != expected.batch_size:
+        where = f" at {unravel_key(base)!r}" if base else ""
         raise AssertionError(
-            f"batch sizes differ: actual {tuple(actual.batch_size)}, expected "
+            f"batch sizes differ{where}: actual {tuple(actual.batch_size)}, expected "
             f"{tuple(expected.batch_size)}.{suffix}"
         )
-    got, want = _leaves(actual), _leaves(expected)
+    lazy = next((x for x in (actual, expected) if isinstance(x, _kinds.Lazy)), None)
+    if lazy is not None:
+        sd = lazy.stack_dim
+        for a, e in zip(_members(actual, sd), _members(expected, sd), strict=True):
+            assert_allclose_td(a, e, rtol, atol, equal_nan, intersection, msg, base)
+        return True
+    got, want = _leaves(actual, base), _leaves(expected, base)
+    if intersection:
+        common = got.keys() & want.keys()
+        got = {k: v for k, v in got.items() if k in common}
+        want = {k: v for k, v in want.items() if k in common}
     if got.keys() != want.keys():
         missing = [unravel_key(k) for k in want if k not in got]
         extra = [unravel_key(k) for k in got if k not in want]
@@ -97,6 +122,8 @@ def assert_allclose_td(
                     f"key {name!r} does not match: actual {what}, expected a tensordict of "
                     f"batch size {tuple(exp.batch_size)}.{suffix}"
                 )
+            if isinstance(act, _kinds.Lazy) or isinstance(exp, _kinds.Lazy):
+                assert_allclose_td(act, exp, rtol, atol, equal_nan, intersection, msg, path)
         elif isinstance(exp, torch.Tensor):
             if not isinstance(act, torch.Tensor):
                 raise AssertionError(
@@ -124,10 +151,12 @@ def _equal(a: Any, b: Any) -> bool:
 def assert_close(
     actual: TensorDictBase,
     expected: TensorDictBase,
-    rtol: float = 1e-5,
-    atol: float = 1e-8,
+    rtol: float | None = None,
+    atol: float | None = None,
     equal_nan: bool = True,
+    intersection: bool = False,
     msg: str = "",
+    prefix: Any = (),
 ) -> bool:
     """Alias of :func:`assert_allclose_td`.
 
@@ -136,4 +165,4 @@ def assert_close(
     >>> assert_close(TensorDict({"a": torch.ones(1)}, [1]), TensorDict({"a": torch.ones(1)}, [1]))
     True
     """
-    return assert_allclose_td(actual, expected, rtol, atol, equal_nan, msg)
+    return assert_allclose_td(actual, expected, rtol, atol, equal_nan, intersection, msg, prefix)

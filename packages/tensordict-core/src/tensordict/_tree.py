@@ -1,23 +1,40 @@
-"""The tree-map engine of the dense ``TensorDict``: one place that walks the leaves.
+"""The tree-map engine: the one place that walks the leaves of tensordicts.
 
-``_apply_nest`` carries every user-facing map (``apply``, ``apply_``, ``named_apply``);
-``_map_batch`` carries batch-shape operations (new batch size known up front);
-``_flat_tensors``/``_rebuild`` flatten leaves to one list and back, so table-generated
-ops can run one ``torch._foreach_*`` call over all leaves.
+Every operation that maps over leaves goes through one of these walkers:
+
+* :meth:`TreeMapOps._apply_nest` — user functions (``apply``, ``apply_``,
+  ``named_apply``), configured by one frozen :class:`~tensordict.base.ApplySpec`;
+* :meth:`TreeMapOps._map_batch` — batch-shape operations (new batch size known up front);
+* :meth:`TreeMapOps._map_tensors` — shape-preserving maps over tensors (casts, ``clone``);
+* :meth:`TreeMapOps._flat_tensors` / :meth:`TreeMapOps._rebuild` — every tensor in one
+  list and back, so table-generated ops run one ``torch._foreach_*`` call over all leaves;
+* :func:`map_leaves` — leaf results that build one or several tensordicts with a new
+  batch size (reductions, ``cummax``, ``new_*``);
+* :func:`leaf_items` — ``(key, stored value)`` of every leaf.
+
+**One rule for non-tensor entries** (:func:`carry_non_tensor`): a result never shares a
+non-tensor container (``NonTensorData``/``NonTensorStack``) with its input. Each walker
+gives the result its own container holding the same value(s), with the result's batch
+size and device, so writing into a result's entry leaves the input's untouched. Functions
+and tensor operations are not applied to non-tensor values; batch-shape operations
+transform a ``NonTensorStack`` like a tensor of the batch shape, and reductions keep a
+stack's values only where they agree along the reduced dimensions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
+from tensordict import _kinds
 from tensordict._dict_ops import write_inplace
 from tensordict._keys import unravel_key
-from tensordict._nontensor import NON_TENSOR, NonTensorData
+from tensordict._kinds import is_nested
+from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
-from tensordict.base import NO_DEFAULT, TensorDictBase
+from tensordict.base import CHECKED_APPLY, DEFAULT_APPLY, NO_DEFAULT, ApplySpec, TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
@@ -33,15 +50,78 @@ def _result_shape_error(r: torch.Tensor, path: tuple[str, ...], bs: torch.Size) 
     )
 
 
-class TreeMapOps:
+def carry_non_tensor(value: Any, batch_size: torch.Size, device: Any = None) -> Any:
+    """The non-tensor rule of every walker: ``value`` (a ``NonTensorData`` or a
+    ``NonTensorStack``) as the entry of a result of ``batch_size`` (on ``device``; ``None``
+    keeps its own), in a container of its own that shares the value(s).
+
+    >>> import torch
+    >>> from tensordict import NonTensorStack
+    >>> s = NonTensorStack("a", "b")
+    >>> out = carry_non_tensor(s, torch.Size([2]))
+    >>> out is s, out.tolist()
+    (False, ['a', 'b'])
+
+    A stack holds one value per element: for a result whose batch size is not a prefix of
+    its own (``apply`` with a new ``batch_size``) it is left out (``None``), as in the
+    reference library.
+    """
+    if type(value) is NonTensorStack and value.batch_size[: len(batch_size)] != batch_size:
+        return None
+    return value._with(batch_size, device)
+
+
+def leaf_items(
+    td: Any, prefix: tuple[str, ...] = (), *, members: bool = True
+) -> list[tuple[tuple[str, ...], Any]]:
+    """``(key tuple, stored value)`` for every leaf of ``td``, depth first: tensors and
+    non-tensor leaves as stored (not unwrapped).
+
+    A lazy stack contributes its members' leaves (exclusive keys included), so the tensors
+    are the stored ones, not stacked copies; with ``members=False`` it contributes its
+    stacked entries instead (the leaves of ``td.items(True, True)``).
+
+    >>> import torch
+    >>> from tensordict import TensorDict, lazy_stack
+    >>> td = TensorDict({"a": torch.zeros(1), "b": {"c": torch.ones(1)}}, [1])
+    >>> [k for k, _ in leaf_items(td)]
+    [('a',), ('b', 'c')]
+    >>> lazy = lazy_stack([td, td])
+    >>> len(leaf_items(lazy)), [v.shape for _, v in leaf_items(lazy, members=False)]
+    (4, [torch.Size([2, 1]), torch.Size([2, 1])])
+    """
+    out: list[tuple[tuple[str, ...], Any]] = []
+    _leaf_items_into(td, prefix, out, members)
+    return out
+
+
+def _leaf_items_into(td: Any, prefix: tuple[str, ...], out: list[Any], members: bool) -> None:
+    if isinstance(td, _kinds.Dense):
+        items: Any = td._tensordict.items()
+    elif members and isinstance(td, _kinds.Lazy):
+        for member in td.tensordicts:
+            _leaf_items_into(member, prefix, out, members)
+        return
+    else:
+        items = td.items()
+    for key, value in items:
+        if isinstance(value, _Tensor) or not is_nested(value):
+            out.append((prefix + (key,), value))
+        else:
+            _leaf_items_into(value, prefix + (key,), out, members)
+
+
+class TreeMapOps(_kinds.DenseMixin):
     """Mixin: the leaf-walking primitives of :class:`~tensordict.TensorDict`.
 
-    Only dense tensordicts inherit it, so ``isinstance(x, TreeMapOps)`` means "a dense
-    tensordict whose private storage can be walked directly".
+    Only dense tensordicts inherit it (``isinstance(x, _kinds.Dense)`` tells them apart).
     """
 
     def _map_batch(
-        self, fn: Callable[[Any], Any], batch_size: torch.Size, names: list | None = None
+        self,
+        fn: Callable[[Any], Any],
+        batch_size: torch.Size,
+        names: list[str | None] | None = None,
     ) -> TensorDict:
         """Apply a batch-shape operation ``fn`` to every tensor, at any depth.
 
@@ -60,7 +140,7 @@ class TreeMapOps:
                 out[key] = fn(value)
             elif isinstance(value, NonTensorData):
                 out[key] = value._with(batch_size)
-            elif isinstance(value, TreeMapOps):
+            elif isinstance(value, _kinds.Dense):
                 sub_bs = value._batch_size
                 extra = len(sub_bs) - nb
                 sub_names = None
@@ -77,7 +157,7 @@ class TreeMapOps:
         self, fn: Callable[[_Tensor], _Tensor], device: Any = NO_DEFAULT
     ) -> TensorDict:
         """Apply a shape-preserving ``fn`` to every tensor leaf (no validation)."""
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
                 out[key] = fn(value)
@@ -89,7 +169,7 @@ class TreeMapOps:
             out, self._batch_size, self._device if device is NO_DEFAULT else device, self._names
         )
 
-    def _flat_tensors(self, out: list) -> list:
+    def _flat_tensors(self, out: list[Any]) -> list[Any]:
         """Append every tensor leaf, depth first, to ``out`` (see :meth:`_rebuild`)."""
         for value in self._tensordict.values():
             if isinstance(value, _Tensor):
@@ -100,15 +180,16 @@ class TreeMapOps:
 
     def _rebuild(self, it: Any) -> TensorDict:
         """Inverse of :meth:`_flat_tensors`: same structure, tensors taken from ``it``."""
+        bs = self._batch_size
         out = {}
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
                 out[key] = next(it)
-            elif isinstance(value, TensorDictBase):
-                out[key] = value._rebuild(it)
+            elif isinstance(value, NON_TENSOR):
+                out[key] = value._with(bs)  # carry_non_tensor, inlined
             else:
-                out[key] = value
-        return self._new_unsafe(out, self._batch_size, self._device, self._names)
+                out[key] = value._rebuild(it)
+        return self._new_unsafe(out, bs, self._device, self._names)
 
     def _write_flat(self, it: Any) -> None:
         """Rebind every tensor leaf to the next tensor of ``it`` (in-place results)."""
@@ -120,17 +201,17 @@ class TreeMapOps:
                 value._write_flat(it)
 
     def _aligned_tensors(
-        self, other: Any, default: Any, out: list | None = None, prefix: tuple = ()
-    ) -> list:
+        self, other: Any, default: Any, out: list[Any] | None = None, prefix: tuple[str, ...] = ()
+    ) -> list[Any]:
         """The entries of ``other`` matching :meth:`_flat_tensors` order, looked up by key."""
         if out is None:
             out = []
-        store = getattr(other, "_tensordict", None)
+        store = other._tensordict if isinstance(other, _kinds.Dense) else None
         if store is None:
             if not isinstance(other, TensorDictBase):
                 out.extend([other] * len(self._flat_tensors([])))
                 return out
-            store = {k: other._get_str(k, NO_DEFAULT) for k in other.keys()}
+            store = {k: other._get_str(k, NO_DEFAULT) for k in other.keys() if isinstance(k, str)}
         if default is None and len(store) != len(self._tensordict):
             extra = sorted(map(str, set(store) - set(self._tensordict)))
             missing = sorted(map(str, set(self._tensordict) - set(store)))
@@ -159,7 +240,7 @@ class TreeMapOps:
                 value._aligned_tensors(sub, default, out, prefix + (key,))
         return out
 
-    def _apply_simple(self, fn: Callable, checked: bool) -> TensorDict:
+    def _apply_simple(self, fn: Callable[..., Any], checked: bool) -> TensorDict:
         """``_apply_nest`` for one tensordict, same batch size: the hot path of ``apply``."""
         bs = self._batch_size
         nb = len(bs)
@@ -179,39 +260,42 @@ class TreeMapOps:
                     r = self._validate_value(key, r)
                 out[key] = r
             elif isinstance(value, NON_TENSOR):
-                out[key] = value
+                out[key] = value._with(bs)  # carry_non_tensor, inlined
             else:
-                r = value._apply_nest(fn, checked=checked)
+                r = value._apply_nest(fn, spec=CHECKED_APPLY if checked else DEFAULT_APPLY)
                 if r is not None:
                     out[key] = r
         return self._new_unsafe(out, bs, device, self._names)
 
     def _apply_nest(
         self,
-        fn: Callable,
-        *others: TensorDictBase,
+        fn: Callable[..., Any],
+        *others: Any,
+        spec: ApplySpec = DEFAULT_APPLY,
         batch_size: Sequence[int] | None = None,
-        device: Any = NO_DEFAULT,
         names: Any = NO_DEFAULT,
-        inplace: bool = False,
-        checked: bool = False,
-        call_on_nested: bool = False,
-        default: Any = NO_DEFAULT,
-        named: bool = False,
-        nested_keys: bool = False,
-        prefix: tuple = (),
-        filter_empty: bool | None = None,
-        is_leaf: Callable | None = None,
+        prefix: tuple[str, ...] = (),
         out: TensorDictBase | None = None,
-        _plan: list[Any] | None = None,
+        plan: list[Any] | None = None,
     ) -> TensorDict | None:
-        if not (others or inplace or named or call_on_nested or is_leaf or filter_empty) and (
-            batch_size is None and device is NO_DEFAULT and names is NO_DEFAULT
-        ):
-            return self._apply_simple(fn, checked)
-        plan = _plan
+        """Map ``fn`` over the leaves of this tensordict (and the matching entries of
+        ``others``), as ``spec`` says.
+
+        The other arguments describe this level: the result's ``batch_size`` and
+        ``names`` (``names=NO_DEFAULT`` keeps this one's when the number of batch
+        dimensions is unchanged), the key ``prefix`` of this level, the tensordict ``out``
+        that receives in-place results, and the ``plan`` of in-place writes shared by
+        every level (run once all results are computed and checked).
+        """
+        if spec is DEFAULT_APPLY or spec is CHECKED_APPLY:
+            if not others and batch_size is None and names is NO_DEFAULT:
+                return self._apply_simple(fn, spec.checked)
+        inplace = spec.inplace
+        device = spec.device
+        result: TensorDict
         if inplace:
-            result = self if out is None else out
+            result = cast("TensorDict", self if out is None else out)
+            top = plan is None
             if plan is None:
                 plan = []
         else:
@@ -223,6 +307,10 @@ class TreeMapOps:
                     result._names = self._names
             elif names is not None:
                 result._names = list(names)
+        is_leaf = spec.is_leaf
+        named = spec.named
+        call_on_nested = spec.call_on_nested
+        default = spec.default
         nb = len(self._batch_size)
         any_kept = False
         for key, value in self._tensordict.items():
@@ -233,50 +321,44 @@ class TreeMapOps:
                     v = other._get_str(key, default) if isinstance(other, TensorDictBase) else other
                     vals.append(v)
             else:
-                vals = ()
+                vals = []
+            if isinstance(value, NON_TENSOR):
+                if not inplace:
+                    carried = carry_non_tensor(value, result._batch_size, result._device)
+                    if carried is not None:
+                        result._tensordict[key] = carried
+                        any_kept = True
+                continue
             leaf = (
                 is_leaf(type(value))
                 if is_leaf is not None
                 else not isinstance(value, TensorDictBase)
             )
-            if isinstance(value, NON_TENSOR):
-                if not inplace:
-                    result._tensordict[key] = value._with(result._batch_size, result._device)
-                    any_kept = True
-                continue
             if leaf or call_on_nested:
                 if named:
-                    name = prefix + (key,) if nested_keys else key
-                    if nested_keys and len(name) == 1:
-                        name = name[0]
+                    if spec.nested_keys:
+                        path = prefix + (key,)
+                        name: Any = path[0] if len(path) == 1 else path
+                    else:
+                        name = key
                     r = fn(name, value, *vals)
                 else:
                     r = fn(value, *vals)
             else:
-                sub_out = result._tensordict.get(key) if inplace else None
                 r = value._apply_nest(
                     fn,
                     *vals,
+                    spec=spec,
                     batch_size=None
                     if batch_size is None or inplace
                     else list(result._batch_size) + list(value.batch_size[nb:]),
-                    device=device,
-                    names=NO_DEFAULT,
-                    inplace=inplace,
-                    checked=checked,
-                    call_on_nested=call_on_nested,
-                    default=default,
-                    named=named,
-                    nested_keys=nested_keys,
                     prefix=prefix + (key,),
-                    filter_empty=filter_empty,
-                    is_leaf=is_leaf,
-                    out=sub_out,
-                    _plan=plan,
+                    out=result._tensordict.get(key) if inplace else None,
+                    plan=plan,
                 )
                 if inplace:
                     continue
-                if r is None or (filter_empty and r.is_empty()):
+                if r is None or (spec.filter_empty and r.is_empty()):
                     continue
             if r is None:
                 continue
@@ -297,7 +379,7 @@ class TreeMapOps:
                             )
                     assert plan is not None
                     plan.append((result, key, current, r))
-            elif checked:
+            elif spec.checked:
                 result._tensordict[key] = r
             elif isinstance(r, _Tensor):
                 rbs = result._batch_size
@@ -312,118 +394,129 @@ class TreeMapOps:
             else:
                 result._set_str(key, r, inplace=False, validated=False)
         if inplace:
-            if _plan is None and plan:
-                # every result was computed and checked: now write them all
-                for target, key, current, r in plan:
-                    if current is None:
-                        target._set_str(key, r, inplace=False, validated=True)
-                    else:
-                        write_inplace(key, current, r, False)
-            return self if out is None else out
-        if filter_empty and not any_kept and prefix:
+            if top and plan:
+                run_plan(plan)  # every result was computed and checked: now write them all
+            return result
+        if spec.filter_empty and not any_kept and prefix:
             return None
         return result
 
-    def apply(
-        self,
-        fn: Callable,
-        *others: TensorDictBase,
-        batch_size: Sequence[int] | None = None,
-        device: Any = NO_DEFAULT,
-        names: Any = NO_DEFAULT,
-        inplace: bool = False,
-        default: Any = NO_DEFAULT,
-        filter_empty: bool | None = None,
-        call_on_nested: bool = False,
-        out: TensorDictBase | None = None,
-        **constructor_kwargs: Any,
-    ) -> TensorDict:
-        """Apply ``fn`` to every leaf (and the matching leaves of ``others``).
 
-        Entries for which ``fn`` returns ``None`` are dropped. ``batch_size``/``names``
-        describe the result when ``fn`` changes the batch shape; ``default`` fills keys
-        missing from ``others``; ``call_on_nested`` passes nested tensordicts to ``fn``
-        instead of recursing.
+def map_leaves(
+    td: TensorDictBase,
+    name: str,
+    leaf_fn: Callable[[_Tensor, int], Any],
+    shape_fn: Callable[[torch.Size], torch.Size],
+    names_fn: Callable[[list[str | None]], list[str | None] | None],
+    nested_fn: Callable[[Any], Any],
+    non_tensor_fn: Callable[[Any, torch.Size, torch.Size], Any],
+    n_out: int = 1,
+    prefix: tuple[str, ...] = (),
+) -> list[TensorDict]:
+    """Build ``n_out`` tensordicts shaped like ``td`` from the results of its leaves.
 
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> td = TensorDict({"a": torch.ones(2), "b": torch.ones(2, dtype=torch.int64)}, [2])
-        >>> td.apply(lambda x: x * 2)["a"]
-        tensor([2., 2.])
-        >>> list(td.apply(lambda x: x if x.is_floating_point() else None).keys())
-        ['a']
-        >>> td.apply(lambda x, y: x + y, td)["b"]
-        tensor([2, 2])
-        """
-        if constructor_kwargs:
-            raise TypeError(
-                f"apply() got unexpected keyword arguments {sorted(constructor_kwargs)}."
+    ``leaf_fn(x, batch_dims_of_holder)`` returns one tensor (or ``n_out`` of them);
+    ``shape_fn``/``names_fn`` map a (nested) batch size / names to the result's;
+    ``nested_fn`` handles tensordict types other than the dense one, and
+    ``non_tensor_fn(value, old_batch_size, new_batch_size)`` the non-tensor entries: it
+    returns the entry for the results (a new container, see :func:`carry_non_tensor`) or
+    ``None`` to leave it out. A lazy stack is mapped as its dense copy.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict({"a": torch.arange(6.0).reshape(2, 3)}, [2])
+    >>> (out,) = map_leaves(td, "sum", lambda x, nb: x.sum(0), lambda s: s[1:],
+    ...     lambda n: n[1:], lambda v: v.sum(0), lambda v, old, new: v._with(new))
+    >>> out["a"], out.batch_size
+    (tensor([3., 5., 7.]), torch.Size([]))
+    """
+    if not isinstance(td, _kinds.Dense):  # lazy stacks & co: map a dense copy
+        dense = td.contiguous()
+        if not isinstance(dense, _kinds.Dense):
+            raise TypeError(f"{name}() is not supported for {type(td).__name__}.")
+        td = dense
+    bs = td._batch_size
+    nb = len(bs)
+    new_bs = shape_fn(bs)
+    names = td._names
+    if names is not None:
+        names = names_fn(names)
+        if names is not None and all(n is None for n in names):
+            names = None
+    if n_out == 1:  # the common case, in one loop
+        one: dict[str, Any] = {}
+        for key, value in td._tensordict.items():
+            if isinstance(value, _Tensor):
+                try:
+                    one[key] = leaf_fn(value, nb)
+                except (RuntimeError, TypeError, ValueError, IndexError) as err:
+                    raise _leaf_error(name, prefix, key, value, err) from None
+            elif isinstance(value, _kinds.Dense):
+                one[key] = map_leaves(
+                    value, name, leaf_fn, shape_fn, names_fn, nested_fn, non_tensor_fn, 1,
+                    prefix + (key,),
+                )[0]  # fmt: skip
+            elif isinstance(value, NON_TENSOR):
+                r = non_tensor_fn(value, bs, new_bs)
+                if r is not None:
+                    one[key] = r
+            else:
+                one[key] = nested_fn(value)
+        return [_kinds.Dense._new_unsafe(one, new_bs, td._device, names)]
+    outs: list[dict[str, Any]] = [{} for _ in range(n_out)]
+    out = outs[0]
+    for key, value in td._tensordict.items():
+        if isinstance(value, _Tensor):
+            try:
+                r = leaf_fn(value, nb)
+            except (RuntimeError, TypeError, ValueError, IndexError) as err:
+                raise _leaf_error(name, prefix, key, value, err) from None
+        elif isinstance(value, _kinds.Dense):
+            r = map_leaves(
+                value,
+                name,
+                leaf_fn,
+                shape_fn,
+                names_fn,
+                nested_fn,
+                non_tensor_fn,
+                n_out,
+                prefix + (key,),
             )
-        return self._apply_nest(
-            fn,
-            *others,
-            batch_size=batch_size,
-            device=device,
-            names=names,
-            inplace=inplace,
-            default=default,
-            filter_empty=filter_empty,
-            call_on_nested=call_on_nested,
-            out=out,
-        )
+            if n_out == 1:
+                r = r[0]
+        elif isinstance(value, NON_TENSOR):
+            r = non_tensor_fn(value, bs, new_bs)
+            if r is None:
+                continue
+            if n_out > 1:
+                r = (r,) + tuple(r._with(new_bs) for _ in range(n_out - 1))
+        else:
+            r = nested_fn(value)
+        if n_out == 1:
+            out[key] = r
+        else:
+            for o, ri in zip(outs, r):
+                o[key] = ri
+    dev = td._device
+    new = _kinds.Dense._new_unsafe
+    return [new(o, new_bs, dev, names) for o in outs]
 
-    def apply_(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> TensorDict:
-        """Apply ``fn`` to every leaf and write the results in place.
 
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> a = torch.ones(2)
-        >>> _ = TensorDict({"a": a}, [2]).apply_(lambda x: x * 3)
-        >>> a
-        tensor([3., 3.])
-        """
-        return self._apply_nest(fn, *others, inplace=True, **kwargs)
+def _leaf_error(
+    name: str, prefix: tuple[str, ...], key: str, value: _Tensor, err: Exception
+) -> Exception:
+    return type(err)(
+        f"{name}(): failed for entry {(prefix + (key,)) if prefix else key!r} of shape "
+        f"{tuple(value.shape)} and dtype {value.dtype}: {err}"
+    )
 
-    def named_apply(
-        self,
-        fn: Callable,
-        *others: TensorDictBase,
-        nested_keys: bool = False,
-        batch_size: Sequence[int] | None = None,
-        device: Any = NO_DEFAULT,
-        names: Any = NO_DEFAULT,
-        inplace: bool = False,
-        default: Any = NO_DEFAULT,
-        filter_empty: bool | None = None,
-        call_on_nested: bool = False,
-        out: TensorDictBase | None = None,
-        prefix: tuple = (),
-    ) -> TensorDict | None:
-        """Like :meth:`apply`, but ``fn(key, value, *other_values)`` also gets the key.
 
-        With ``nested_keys=True`` the key is the full nested key.
-
-        >>> import torch
-        >>> from tensordict import TensorDict
-        >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(())}})
-        >>> out = td.named_apply(lambda k, v: v + len(k), nested_keys=True)
-        >>> out["a"], out["b", "c"]
-        (tensor(1.), tensor(2.))
-        """
-        return self._apply_nest(
-            fn,
-            *others,
-            named=True,
-            nested_keys=nested_keys,
-            batch_size=batch_size,
-            device=device,
-            names=names,
-            inplace=inplace,
-            default=default,
-            filter_empty=filter_empty,
-            call_on_nested=call_on_nested,
-            out=out,
-            prefix=prefix,
-        )
-
-    # ------------------------------------------------------------------ dict-like ops
+def run_plan(plan: list[Any]) -> None:
+    """Write the results an in-place ``apply_`` computed and checked: ``(target, key,
+    current entry, result)`` each."""
+    for target, key, current, r in plan:
+        if current is None:
+            target._set_str(key, r, inplace=False, validated=True)
+        else:
+            write_inplace(key, current, r, False)

@@ -11,18 +11,21 @@ from __future__ import annotations
 
 import enum
 import sys
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
-from types import FunctionType
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
+from dataclasses import dataclass
+from types import FunctionType, GenericAlias
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
 
-from tensordict import _forwarders, _siblings
+from tensordict import _forwarders, _kinds, _siblings
 from tensordict._attrs import AttrsOps
-from tensordict._convert import ConversionOps
+from tensordict._collection import TensorCollection
+from tensordict._convert import ConversionOps, to_dense
 from tensordict._errors import lock_error, missing_key
 from tensordict._gather import GatherOps
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
+from tensordict._kinds import is_tensor_collection as is_tensor_collection
 from tensordict._leaf_tensors import LeafTensorOps
 from tensordict._nontensor import DATA_TYPES, NON_TENSOR, NonTensorData, unwrap_non_tensor
 
@@ -58,34 +61,47 @@ NO_DEFAULT: Any = _NoDefault.NO_DEFAULT
 _GET_DEFAULTS_TO_NONE = False
 
 
-def _is_leaf_default(cls: type) -> bool:
-    """Default leaf rule: tensors and non-tensor values are leaves, tensordicts are not."""
-    return not issubclass(cls, TensorDictBase)
+@dataclass(frozen=True)
+class ApplySpec:
+    """How ``_apply_nest`` maps a function over the leaves (the same at every level).
 
+    ``device``: the result's device (``NO_DEFAULT``: the input's); ``inplace``: write the
+    results into the leaves (all checked first); ``checked``: trust the results' shapes;
+    ``call_on_nested``: pass nested tensordicts to the function instead of recursing;
+    ``default``: the value of keys missing from the other tensordicts; ``named``: call
+    ``fn(key, value, ...)`` (``nested_keys``: with the full nested key);
+    ``filter_empty``: drop nested results without leaves; ``is_leaf``: a callable on a
+    value's type deciding what is a leaf.
 
-def is_tensor_collection(obj: Any) -> bool:
-    """Whether ``obj`` (an instance or a class) is a tensordict-like collection.
-
-    >>> import torch
-    >>> from tensordict import TensorDict
-    >>> is_tensor_collection(TensorDict()), is_tensor_collection(torch.zeros(1))
+    >>> ApplySpec(inplace=True).inplace, DEFAULT_APPLY.inplace
     (True, False)
     """
-    cls = obj if isinstance(obj, type) else type(obj)
-    return (
-        issubclass(cls, (TensorDictBase, *NON_TENSOR))
-        or getattr(cls, "_is_tensorclass", False) is True
-    )
+
+    device: Any = NO_DEFAULT
+    inplace: bool = False
+    checked: bool = False
+    call_on_nested: bool = False
+    default: Any = NO_DEFAULT
+    named: bool = False
+    nested_keys: bool = False
+    filter_empty: bool | None = None
+    is_leaf: Callable[[type], bool] | None = None
+
+
+#: The spec of a plain ``apply(fn)``: the hot path of the dense tree map.
+DEFAULT_APPLY = ApplySpec()
+#: The same, trusting the results' shapes (internal maps).
+CHECKED_APPLY = ApplySpec(checked=True)
 
 
 #: ``torch`` function -> tensordict implementation, filled by the modules that own them.
-TD_HANDLED_FUNCTIONS: dict[Callable, Callable] = {}
+TD_HANDLED_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 
 #: The same, by ``__name__``, for the ``Tensor`` operators written in Python
 #: (``Tensor.__rsub__``, ``Tensor.__rpow__`` ...): under ``torch.compile`` dynamo passes them
 #: to ``__torch_function__`` as values its dict lookup does not match, so those are looked
 #: up by name first.
-TD_HANDLED_BY_NAME: dict[str, Callable] = {}
+TD_HANDLED_BY_NAME: dict[str, Callable[..., Any]] = {}
 
 
 def implements_for_td(torch_function: Callable[..., Any]) -> Callable[[_F], _F]:
@@ -103,7 +119,9 @@ def _abstract(td: Any) -> str:
     return f"{type(td).__name__} does not implement {caller}()"
 
 
-class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMethods):
+class TensorDictBase(
+    ConversionOps, LeafTensorOps, AttrsOps, GatherOps, TensorCollection, _TableMethods
+):
     """Abstract base of every tensordict: a dict of tensors with a common batch shape.
 
     >>> import torch
@@ -114,6 +132,8 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
 
     _is_locked: bool = False
     _last_op: Any = None
+    # ``TensorDict[str, torch.Tensor]`` in annotations, as for other mappings
+    __class_getitem__: Any = classmethod(GenericAlias)
     __array_priority__ = 1000  # numpy defers binary operators to us
 
     # ------------------------------------------------------------------ primitives
@@ -123,6 +143,10 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
     def batch_size(self) -> torch.Size:
         raise NotImplementedError(_abstract(self))
 
+    @batch_size.setter
+    def batch_size(self, value: Sequence[int] | torch.Size) -> None:
+        raise NotImplementedError(_abstract(self))
+
     @property
     def device(self) -> torch.device | None:
         raise NotImplementedError(_abstract(self))
@@ -130,30 +154,85 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
     def _get_str(self, key: str, default: Any) -> Any:
         raise NotImplementedError(_abstract(self))
 
-    def _get_tuple(self, key: tuple, default: Any) -> Any:
+    def _get_tuple(self, key: tuple[str, ...], default: Any) -> Any:
         raise NotImplementedError(_abstract(self))
 
     def _set_str(
         self, key: str, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
-    ) -> TensorDictBase:
+    ) -> Self:
         raise NotImplementedError(_abstract(self))
 
     def _set_tuple(
-        self, key: tuple, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
-    ) -> TensorDictBase:
+        self,
+        key: tuple[str, ...],
+        value: Any,
+        *,
+        inplace: bool,
+        validated: bool,
+        non_blocking: bool = False,
+    ) -> Self:
         raise NotImplementedError(_abstract(self))
 
     def keys(
         self,
         include_nested: bool = False,
         leaves_only: bool = False,
-        is_leaf: Callable | None = None,
+        is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
     ) -> TensorDictKeysView:
         raise NotImplementedError(_abstract(self))
 
-    def _apply_nest(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> Any:
+    def _apply_nest(
+        self,
+        fn: Callable[..., Any],
+        *others: Any,
+        spec: ApplySpec = DEFAULT_APPLY,
+        batch_size: Sequence[int] | None = None,
+        names: Any = NO_DEFAULT,
+        prefix: tuple[str, ...] = (),
+        out: TensorDictBase | None = None,
+        plan: list[Any] | None = None,
+    ) -> Self | None:
+        """Map ``fn`` over the leaves (and the matching entries of ``others``) as ``spec``
+        says; ``batch_size``/``names`` describe this level's result, ``prefix`` its key,
+        ``out`` the tensordict receiving in-place results and ``plan`` the in-place writes
+        shared by every level. The primitive behind :meth:`apply`."""
+        raise NotImplementedError(_abstract(self))
+
+    # engine primitives (see tensordict._tree): every tensor leaf in one flat list, depth
+    # first, and back; maps that build a new tensordict of the same structure.
+    def _flat_tensors(self, out: list[Any]) -> list[Any]:
+        """Append every tensor leaf, depth first, to ``out`` and return it."""
+        raise NotImplementedError(_abstract(self))
+
+    def _rebuild(self, it: Iterator[Any]) -> Self:
+        """The same structure with the tensors taken from ``it`` (``_flat_tensors`` order)."""
+        raise NotImplementedError(_abstract(self))
+
+    def _write_flat(self, it: Iterator[Any]) -> None:
+        """Rebind every tensor leaf to the next tensor of ``it``, in place."""
+        raise NotImplementedError(_abstract(self))
+
+    def _aligned_tensors(
+        self, other: Any, default: Any, out: list[Any] | None = None, prefix: tuple[str, ...] = ()
+    ) -> list[Any]:
+        """The entries of ``other`` matching ``_flat_tensors`` order (looked up by key)."""
+        raise NotImplementedError(_abstract(self))
+
+    def _map_tensors(
+        self, fn: Callable[[torch.Tensor], torch.Tensor], device: Any = NO_DEFAULT
+    ) -> Self:
+        """A tensordict of the same structure with ``fn`` applied to every tensor leaf."""
+        raise NotImplementedError(_abstract(self))
+
+    def _map_batch(
+        self,
+        fn: Callable[[Any], Any],
+        batch_size: torch.Size,
+        names: list[str | None] | None = None,
+    ) -> TensorDictBase:
+        """The batch-shape operation ``fn`` applied to every tensor (new ``batch_size``)."""
         raise NotImplementedError(_abstract(self))
 
     # ------------------------------------------------------------------ shape info
@@ -357,10 +436,10 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         self,
         include_nested: bool = False,
         leaves_only: bool = False,
-        is_leaf: Callable | None = None,
+        is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
-    ) -> Iterator[tuple[str | tuple[str, ...], Any]]:
+    ) -> Iterable[tuple[str | tuple[str, ...], Any]]:
         """Iterate over ``(key, value)`` pairs (see :meth:`keys` for the options).
 
         >>> import torch
@@ -370,7 +449,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         ['a', ('b', 'c')]
         """
         for key in self.keys(include_nested, leaves_only, is_leaf, sort=sort):
-            if type(key) is str:
+            if isinstance(key, str):
                 yield key, self._get_str(key, NO_DEFAULT)
             else:
                 yield key, self._get_tuple(key, NO_DEFAULT)
@@ -379,10 +458,10 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         self,
         include_nested: bool = False,
         leaves_only: bool = False,
-        is_leaf: Callable | None = None,
+        is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
-    ) -> Iterator[Any]:
+    ) -> Iterable[Any]:
         """Iterate over the values (see :meth:`keys` for the options).
 
         >>> import torch
@@ -448,12 +527,122 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         >>> td["b", "c"]
         tensor(1)
         """
-        from tensordict._td import TensorDict
-
-        out = TensorDict()
+        out = _kinds.Dense()
         for key in keys:
             out.set(key, value)
         return out
+
+    # ------------------------------------------------------------------ tree map
+    def apply(
+        self,
+        fn: Callable[..., Any],
+        *others: TensorDictBase,
+        batch_size: Sequence[int] | None = None,
+        device: Any = NO_DEFAULT,
+        names: Any = NO_DEFAULT,
+        inplace: bool = False,
+        default: Any = NO_DEFAULT,
+        filter_empty: bool | None = None,
+        call_on_nested: bool = False,
+        out: TensorDictBase | None = None,
+        **constructor_kwargs: Any,
+    ) -> Self:
+        """Apply ``fn`` to every leaf (and the matching leaves of ``others``).
+
+        Entries for which ``fn`` returns ``None`` are dropped. ``batch_size``/``names``
+        describe the result when ``fn`` changes the batch shape; ``default`` fills keys
+        missing from ``others``; ``call_on_nested`` passes nested tensordicts to ``fn``
+        instead of recursing. Non-tensor entries are carried into the result (in their
+        own containers), ``fn`` is not applied to them. On a lazy stack the result is a
+        lazy stack of the members' results (``others`` are split along the stack
+        dimension).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.ones(2), "b": torch.ones(2, dtype=torch.int64)}, [2])
+        >>> td.apply(lambda x: x * 2)["a"]
+        tensor([2., 2.])
+        >>> list(td.apply(lambda x: x if x.is_floating_point() else None).keys())
+        ['a']
+        >>> td.apply(lambda x, y: x + y, td)["b"]
+        tensor([2, 2])
+        """
+        if constructor_kwargs:
+            raise TypeError(
+                f"apply() got unexpected keyword arguments {sorted(constructor_kwargs)}."
+            )
+        if (
+            device is NO_DEFAULT
+            and not inplace
+            and default is NO_DEFAULT
+            and filter_empty is None
+            and not call_on_nested
+        ):
+            spec = DEFAULT_APPLY
+        else:
+            spec = ApplySpec(
+                device=device,
+                inplace=inplace,
+                default=default,
+                filter_empty=filter_empty,
+                call_on_nested=call_on_nested,
+            )
+        result = self._apply_nest(
+            fn, *others, spec=spec, batch_size=batch_size, names=names, out=out
+        )
+        assert result is not None  # only nested levels are dropped (filter_empty)
+        return result
+
+    def apply_(self, fn: Callable[..., Any], *others: TensorDictBase, **kwargs: Any) -> Self:
+        """Apply ``fn`` to every leaf and write the results in place.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> a = torch.ones(2)
+        >>> _ = TensorDict({"a": a}, [2]).apply_(lambda x: x * 3)
+        >>> a
+        tensor([3., 3.])
+        """
+        return self.apply(fn, *others, inplace=True, **kwargs)
+
+    def named_apply(
+        self,
+        fn: Callable[..., Any],
+        *others: TensorDictBase,
+        nested_keys: bool = False,
+        batch_size: Sequence[int] | None = None,
+        device: Any = NO_DEFAULT,
+        names: Any = NO_DEFAULT,
+        inplace: bool = False,
+        default: Any = NO_DEFAULT,
+        filter_empty: bool | None = None,
+        call_on_nested: bool = False,
+        out: TensorDictBase | None = None,
+        prefix: tuple[str, ...] = (),
+    ) -> Self | None:
+        """Like :meth:`apply`, but ``fn(key, value, *other_values)`` also gets the key.
+
+        With ``nested_keys=True`` the key is the full nested key.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(())}})
+        >>> out = td.named_apply(lambda k, v: v + len(k), nested_keys=True)
+        >>> out["a"], out["b", "c"]
+        (tensor(1.), tensor(2.))
+        """
+        spec = ApplySpec(
+            device=device,
+            inplace=inplace,
+            default=default,
+            filter_empty=filter_empty,
+            call_on_nested=call_on_nested,
+            named=True,
+            nested_keys=nested_keys,
+        )
+        return self._apply_nest(
+            fn, *others, spec=spec, batch_size=batch_size, names=names, prefix=prefix, out=out
+        )
 
     # ------------------------------------------------------------------ stacks, non-tensors
     @classmethod
@@ -507,7 +696,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         >>> TensorDict.lazy_stack([TensorDict(), TensorDict()]).batch_size
         torch.Size([2])
         """
-        from tensordict._lazy_dense import lazy_stack
+        from tensordict._functional import lazy_stack
 
         return lazy_stack(input, dim, out=out, **kwargs)  # type: ignore[no-any-return]
 
@@ -526,7 +715,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         >>> type(TensorDict.maybe_dense_stack([TensorDict(a=0), TensorDict(b=0)])).__name__
         'LazyStackedTensorDict'
         """
-        from tensordict._lazy_dense import maybe_dense_stack
+        from tensordict._functional import maybe_dense_stack
 
         return maybe_dense_stack(input, dim, out=out, **kwargs)
 
@@ -541,9 +730,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         >>> len(lazy.tensordicts), td["a"].sum().item()
         (3, 6.0)
         """
-        from tensordict._lazy import LazyStackedTensorDict
-
-        return LazyStackedTensorDict(*self.unbind(dim), stack_dim=dim)  # type: ignore[attr-defined]
+        return _kinds.Lazy(*self.unbind(dim), stack_dim=dim)
 
     def densify(self, layout: torch.layout = torch.strided) -> TensorDictBase:
         """This tensordict with every nested lazy stack made dense (see
@@ -554,8 +741,6 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         >>> td.densify() is td
         True
         """
-        from tensordict._lazy_dense import to_dense
-
         return to_dense(self, clone=False, layout=layout)
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
@@ -567,8 +752,6 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         >>> td.to_tensordict()["a"] is td["a"]
         False
         """
-        from tensordict._lazy_dense import to_dense
-
         return to_dense(self, clone=True)
 
     def non_tensor_items(self, include_nested: bool = False) -> tuple[tuple[Any, Any], ...]:
@@ -597,8 +780,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
         ['a', 'n']
         """
         keys = [k for k, v in self.items(True, leaves_only=True) if isinstance(v, NON_TENSOR)]
-        out = self.exclude(*keys) if keys else self.copy()  # type: ignore[attr-defined]
-        return out  # type: ignore[no-any-return]
+        return self.exclude(*keys) if keys else self.copy()
 
     def is_non_tensor(self, key: NestedKey) -> bool:
         """Whether the entry at ``key`` is non-tensor data (a
@@ -635,7 +817,7 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
                 if owner.is_locked:
                     raise lock_error(unravel_key(path), "remove")
             for path in doomed:
-                self.del_(path)  # type: ignore[attr-defined]
+                self.del_(path)
         return self
 
     # ------------------------------------------------------------------ context manager
@@ -654,7 +836,11 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
     # ------------------------------------------------------------------ torch integration
     @classmethod
     def __torch_function__(
-        cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
+        cls,
+        func: Callable[..., Any],
+        types: tuple[type, ...],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
     ) -> Any:
         if type(func) is FunctionType:  # see TD_HANDLED_BY_NAME
             impl = TD_HANDLED_BY_NAME.get(func.__name__) or TD_HANDLED_FUNCTIONS.get(func)
@@ -676,9 +862,10 @@ class TensorDictBase(ConversionOps, LeafTensorOps, AttrsOps, GatherOps, _TableMe
             hook = _siblings.sibling_attr("memmap", "td_is_memmap", "TensorDict.is_memmap")
         except (ModuleNotFoundError, NotImplementedError):
             return False
-        return hook(self)
+        return bool(hook(self))
 
 
+_kinds.bind(Base=TensorDictBase)
 _forwarders.install(TensorDictBase)
 # Tensordicts are mappings, as in the reference (``isinstance(td, Mapping)``): this is what
 # lets ``torch.testing.assert_close`` compare two of them key by key. Registration leaves
@@ -686,19 +873,19 @@ _forwarders.install(TensorDictBase)
 MutableMapping.register(TensorDictBase)
 
 
-def _collect_empty(td: TensorDictBase, prefix: tuple[str, ...], out: list) -> None:
+def _collect_empty(td: TensorDictBase, prefix: tuple[str, ...], out: list[tuple[str, ...]]) -> None:
     """Append the paths of ``td``'s nested tensordicts that have no leaf (the topmost of
     each empty subtree) to ``out``."""
-    for key in list(td.keys()):
+    for key in [k for k in td.keys() if isinstance(k, str)]:
         value = td._get_str(key, NO_DEFAULT)
-        if isinstance(value, TensorDictBase) and not isinstance(value, NON_TENSOR):
-            if value.is_empty():  # type: ignore[attr-defined]
+        if isinstance(value, TensorDictBase):
+            if value.is_empty():
                 out.append((*prefix, key))
             else:
                 _collect_empty(value, (*prefix, key), out)
 
 
-def _key_tuple(key: Any) -> tuple:
+def _key_tuple(key: Any) -> tuple[str, ...]:
     """A nested key as a flat tuple (fast path for the common flat-tuple case)."""
     if type(key) is tuple:
         for part in key:

@@ -2,27 +2,177 @@
 
 from __future__ import annotations
 
+import logging
+import os
 from collections.abc import Sequence
 from typing import Any, Literal, overload
 
 import torch
 
-from tensordict._keys import NestedKey, unravel_key, unravel_key_list
+from tensordict._futures import TensorDictFuture
+from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
+from tensordict._kinds import is_tensorclass
+from tensordict._legacy import lazy_legacy, set_lazy_legacy
 from tensordict._nontensor import is_non_tensor
+from tensordict._printoptions import get_printoptions, set_printoptions
+from tensordict._testing import assert_allclose_td, assert_close
 from tensordict.base import TensorDictBase, is_tensor_collection
 
 __all__ = [
+    "KEY_SEPARATOR",
     "NestedKey",
+    "TensorDictFuture",
+    "assert_allclose_td",
+    "assert_close",
     "expand_as_right",
     "expand_right",
+    "get_printoptions",
     "is_batchedtensor",
+    "is_bool",
+    "is_floating",
+    "is_inexact",
+    "is_integer",
     "is_non_tensor",
     "is_tensor_collection",
+    "is_tensorclass",
     "isin",
+    "lazy_legacy",
+    "logger",
+    "print_directory_tree",
     "remove_duplicates",
+    "set_lazy_legacy",
+    "set_printoptions",
     "unravel_key",
     "unravel_key_list",
+    "unravel_key_to_tuple",
 ]
+
+#: The separator of the string form of nested keys (``flatten_keys`` and friends).
+KEY_SEPARATOR = "."
+
+
+def _make_logger() -> logging.Logger:
+    log = logging.getLogger("tensordict")
+    if not log.handlers:
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s [%(name)s][%(levelname)s] %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(os.environ.get("TD_LOGGING_LEVEL", "INFO").upper())
+        log.propagate = False
+    return log
+
+
+#: The library's logger (``"tensordict"``, level ``INFO`` or ``$TD_LOGGING_LEVEL``).
+logger = _make_logger()
+
+
+def _dtype_of(args: tuple[Any, ...]) -> torch.dtype | None:
+    if not args:
+        raise TypeError("the dtype predicates take the value to test as last argument.")
+    return getattr(args[-1], "dtype", None) if isinstance(args[-1], torch.Tensor) else None
+
+
+def is_floating(*args: Any) -> bool:
+    """Whether the last argument is a tensor of a floating-point dtype.
+
+    Only the last argument is looked at, so the predicate works as ``fn(value)`` (in
+    :meth:`~tensordict.TensorDictBase.apply`) and as ``fn(key, value)`` (a ``cast_filter``).
+
+    >>> import torch
+    >>> is_floating(torch.zeros(2)), is_floating("k", torch.zeros(2, dtype=torch.cfloat))
+    (True, False)
+    """
+    dtype = _dtype_of(args)
+    return dtype is not None and dtype.is_floating_point
+
+
+def is_inexact(*args: Any) -> bool:
+    """Whether the last argument is a tensor of a floating-point or complex dtype.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(x=torch.zeros(2), i=torch.zeros(2, dtype=torch.long))
+    >>> half = td.half(cast_filter=is_inexact)
+    >>> half["x"].dtype, half["i"].dtype
+    (torch.float16, torch.int64)
+    """
+    dtype = _dtype_of(args)
+    return dtype is not None and (dtype.is_floating_point or dtype.is_complex)
+
+
+def is_bool(*args: Any) -> bool:
+    """Whether the last argument is a boolean tensor.
+
+    >>> import torch
+    >>> is_bool(torch.ones(1, dtype=torch.bool)), is_bool("k", torch.ones(1))
+    (True, False)
+    """
+    return _dtype_of(args) is torch.bool
+
+
+def is_integer(*args: Any) -> bool:
+    """Whether the last argument is a tensor of an integer dtype (``bool`` excluded).
+
+    >>> import torch
+    >>> is_integer(torch.ones(1, dtype=torch.uint8)), is_integer(torch.ones(1, dtype=torch.bool))
+    (True, False)
+    """
+    dtype = _dtype_of(args)
+    return (
+        dtype is not None
+        and dtype is not torch.bool
+        and not dtype.is_floating_point
+        and not dtype.is_complex
+    )
+
+
+def _human_size(size: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if size < 1024 or unit == "TB":
+            return f"{size:.2f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def print_directory_tree(
+    path: str | os.PathLike[str], indent: str = "", display_metadata: bool = True
+) -> str:
+    """Log (at ``INFO``, with :data:`logger`) and return the tree of files under ``path``.
+
+    Directories end with ``/`` and each level is indented by four more spaces after
+    ``indent``; with ``display_metadata`` the first line gives the total size.
+
+    >>> import tempfile, pathlib
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     _ = (pathlib.Path(d) / "x.bin").write_bytes(b"1234")
+    ...     print(print_directory_tree(d)[:20])
+    Directory size: 4.00
+    """
+    path = os.fspath(path)
+    lines: list[str] = []
+    if display_metadata:
+        total = 0
+        if os.path.isdir(path):
+            for root, _, files in os.walk(path):
+                total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+        else:
+            total = os.path.getsize(path)
+        lines.append(f"Directory size: {_human_size(total)}")
+
+    def walk(current: str, depth: int) -> None:
+        name = os.path.basename(os.path.normpath(current))
+        pad = indent + " " * (4 * depth)
+        if os.path.isdir(current):
+            lines.append(f"{pad}{name}/")
+            for child in os.listdir(current):
+                walk(os.path.join(current, child), depth + 1)
+        else:
+            lines.append(f"{pad}{name}")
+
+    walk(path, 0)
+    for line in lines:
+        logger.info(line)
+    return "\n".join(lines)
 
 
 @overload

@@ -1,13 +1,12 @@
 """tensordict.tensorclass: dataclasses of tensors (the ``tensorclass`` distribution).
 
-This subpackage will own:
-
-* the ``@tensorclass`` decorator (declared with :func:`typing.dataclass_transform`, so
-  type checkers and IDEs see the fields) and the ``TensorClass`` base class;
-* ``from_dataclass``;
-* tensorclass-specific behaviour (``fields``, ``from_tensordict``/``to_tensordict``,
-  ``get``/``set``, ``state_dict``/``load_state_dict`` …), with every ``TensorDictBase``
-  method available on instances.
+* :class:`TensorClass` (subclass it) and the :func:`tensorclass` decorator make a class
+  with annotated fields whose instances behave like a :class:`~tensordict.TensorDict`;
+  both are declared with :func:`typing.dataclass_transform`, so type checkers and IDEs
+  see the fields and the constructor without stubs;
+* :class:`TypedTensorDict` is the same field machinery as a tensordict with ``td["key"]``
+  access;
+* :func:`from_dataclass` converts dataclasses; :func:`is_tensorclass` tells them apart.
 
 It depends on ``tensordict-core`` only.
 
@@ -23,9 +22,53 @@ import sys
 import types
 from typing import Any
 
+from tensordict import (
+    LazyStackedTensorDict,
+    MetaData,
+    NonTensorData,
+    NonTensorStack,
+    TensorAttrs,
+    TensorCollection,
+    TensorDict,
+    TensorDictBase,
+    is_non_tensor,
+    is_tensor_collection,
+)
+from tensordict.base import NO_DEFAULT
+
 __version__ = "0.1.0"
 
 _DISTRIBUTION = "tensorclass"
+
+from dataclasses import is_dataclass  # noqa: E402
+
+from tensordict.tensorclass._tensorclass import (  # noqa: E402
+    TensorClass,
+    from_dataclass,
+    is_tensorclass,
+    tensorclass,
+)
+from tensordict.tensorclass._typed import TypedTensorDict  # noqa: E402
+
+__all__ = [
+    "NO_DEFAULT",
+    "LazyStackedTensorDict",
+    "MetaData",
+    "NonTensorData",
+    "NonTensorStack",
+    "TensorAttrs",
+    "TensorClass",
+    "TensorCollection",
+    "TensorDict",
+    "TensorDictBase",
+    "TypedTensorDict",
+    "from_dataclass",
+    "is_dataclass",
+    "is_non_tensor",
+    "is_tensor_collection",
+    "is_tensorclass",
+    "tensorclass",
+]
 
 
 class _CallableModule(types.ModuleType):

@@ -1,17 +1,83 @@
 """tensordict.distributed: tensordicts across processes (``tensordict-distributed``).
 
-This subpackage will own:
+* Point to point — ``td.send``/``td.recv``, ``td.isend``/``td.irecv``, ``td.init_remote`` /
+  ``TensorDict.from_remote_init`` — and collectives — ``td.broadcast``, ``td.all_gather``,
+  ``td.reduce``, ``td.all_reduce`` — over ``torch.distributed``. A tensordict crosses as
+  one consolidated buffer plus a small JSON description, whatever its number of leaves
+  (the codec is core's ``consolidate``); nothing received is ever unpickled; receivers
+  check what arrives; every blocking call takes a ``timeout`` and a dead peer raises.
+* ``td.map``/``td.map_iter``: a function over chunks of a tensordict in worker
+  processes (any ``multiprocessing.Pool``-like pool), chunks in shared memory.
+* :class:`TensorDictStore` and :class:`LazyStackedTensorDictStore`: a tensordict kept on a
+  Redis server (extra ``redis``: ``pip install tensordict-distributed[redis]``).
 
-* point-to-point transport: ``send``/``recv``/``isend``/``irecv`` (and the async
-  ``asend``/``arecv``), sending one consolidated buffer plus metadata per tensordict;
-* ``init_remote``/``from_remote_init``;
-* collectives: ``broadcast``, ``reduce``, ``all_reduce``, ``all_gather``, each taking a
-  ``group`` and a timeout so that nothing hangs forever;
-* ``map``/``map_iter`` over worker processes.
-
-It depends on ``tensordict-core`` only; shared-scratch transport through memory-mapped
-files needs the ``memmap`` extra (``pip install tensordict-distributed[memmap]``) and
-imports ``tensordict.memmap`` only when used.
+The ``TensorDict`` methods are core forwarders to the ``td_*`` hooks below. It depends on
+``tensordict-core`` only; ``tensordict.memmap`` (extra ``memmap``) and ``redis`` (extra
+``redis``) are imported only when used.
 """
 
+from typing import Any
+
+from tensordict.distributed._collectives import (
+    td_all_gather,
+    td_all_reduce,
+    td_broadcast,
+    td_reduce,
+)
+from tensordict.distributed._map import td_map, td_map_iter
+from tensordict.distributed._p2p import (
+    Transfer,
+    from_remote_init,
+    td_arecv,
+    td_asend,
+    td_init_remote,
+    td_irecv,
+    td_isend,
+    td_recv,
+    td_send,
+)
+from tensordict.distributed._peers import (
+    DistributedTimeoutError,
+    PeerClosedError,
+    RemoteError,
+)
+from tensordict.distributed._redis import StoreDataLostError
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "DistributedTimeoutError",
+    "LazyStackedTensorDictStore",
+    "PeerClosedError",
+    "RemoteError",
+    "StoreDataLostError",
+    "TensorDictStore",
+    "Transfer",
+    "from_remote_init",
+    "td_all_gather",
+    "td_all_reduce",
+    "td_arecv",
+    "td_asend",
+    "td_broadcast",
+    "td_init_remote",
+    "td_irecv",
+    "td_isend",
+    "td_map",
+    "td_map_iter",
+    "td_recv",
+    "td_reduce",
+    "td_send",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The stores import redis only when first used (extra ``redis``).
+    if name == "TensorDictStore":
+        from tensordict.distributed._store import TensorDictStore
+
+        return TensorDictStore
+    if name == "LazyStackedTensorDictStore":
+        from tensordict.distributed._store_lazy import LazyStackedTensorDictStore
+
+        return LazyStackedTensorDictStore
+    raise AttributeError(f"module 'tensordict.distributed' has no attribute {name!r}")

@@ -11,7 +11,7 @@ import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict
 from tensordict._keys import NestedKey, unravel_key
-from tensordict._misc_ops import is_tensorclass
+from tensordict._kinds import is_tensorclass
 from tensordict.base import TensorDictBase
 from tensordict.memmap import _fs, _writer
 from tensordict.memmap._reader import Loader

@@ -21,7 +21,7 @@ import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict
 from tensordict._keys import unravel_key
-from tensordict._misc_ops import is_tensorclass
+from tensordict._kinds import is_tensorclass
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _codec, _fs
 

@@ -1,0 +1,258 @@
+"""Shared helpers of the tensordict-core tests (importable: ``conftest.py`` puts this folder
+on ``sys.path``; tests are collected with ``--import-mode=importlib``).
+
+* :func:`leaves` — ``{key tuple: value}`` of every leaf (non-tensors unwrapped);
+* :func:`assert_same` — two tensordicts hold the same batch size, keys and values;
+* :func:`snapshot` / :func:`assert_unchanged` — a refused call left a tensordict as it was;
+* :func:`tensor_leaves` — the same, tensors only;
+* :func:`check_leafwise` — a result holds ``fn(leaf)`` for every tensor leaf of its input;
+* :func:`non_tensor_containers` — the stored non-tensor containers (to test sharing);
+* :func:`make_any_td` / :data:`ANY_TD_KINDS` — the tensordicts of the ``any_td`` fixture:
+  dense, nested, lazy stacks on dims 0 and 1, and an indexed view, each with non-tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from tensordict import (
+    LazyStackedTensorDict,
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    TensorDictBase,
+)
+from tensordict._tree import leaf_items
+
+#: The kinds of tensordict the ``any_td`` fixture gives, all of batch size ``ANY_BS``.
+ANY_TD_KINDS = ("dense", "nested", "lazy0", "lazy1", "indexed")
+ANY_BS = torch.Size([2, 3])
+
+
+def _key(key: Any) -> tuple[str, ...]:
+    return key if isinstance(key, tuple) else (key,)
+
+
+def leaves(td: Any, *, tensors_only: bool = False) -> dict[tuple[str, ...], Any]:
+    """``{key tuple: leaf}`` for every leaf of ``td`` (stacked for lazy stacks); non-tensor
+    leaves as Python values (a stack as nested lists, one value as itself)."""
+    out = {}
+    for key, value in td.items(include_nested=True, leaves_only=True):
+        if isinstance(value, torch.Tensor):
+            out[_key(key)] = value
+        elif not tensors_only:
+            out[_key(key)] = value.data if isinstance(value, NonTensorData) else value.tolist()
+    return out
+
+
+def _same_value(got: Any, want: Any, key: Any, check_dtype: bool = True) -> None:
+    if isinstance(want, torch.Tensor):
+        assert isinstance(got, torch.Tensor), key
+        assert got.shape == want.shape, (key, got.shape, want.shape)
+        if check_dtype:
+            assert got.dtype == want.dtype, (key, got.dtype, want.dtype)
+        else:
+            want = want.to(got.dtype)
+        assert torch.equal(got, want) or torch.allclose(got, want, equal_nan=True), key
+    else:
+        assert got == want, (key, got, want)
+
+
+def _elements(value: Any) -> Any:
+    """A non-tensor leaf as one value per batch element (nested lists)."""
+    return value.tolist() if isinstance(value, (NonTensorData, NonTensorStack)) else value
+
+
+def assert_same(
+    actual: Any, expected: Any, *, exact: bool = False, check_dtype: bool = True, path: str = "td"
+) -> None:
+    """``actual`` and ``expected`` hold the same data: for tensordicts the same batch size,
+    leaf keys and leaves (tensors: shape, dtype, values; non-tensors: one value per
+    element); tensors equal; tuples and lists element by element; other values ``==``.
+
+    ``exact`` also asks for the same types, key order, dimension names and device (a
+    compiled result against the eager one); ``check_dtype=False`` compares tensor values
+    after casting to the actual dtype.
+    """
+    if exact:
+        assert type(actual) is type(expected), (path, type(actual), type(expected))
+    if isinstance(expected, TensorDictBase):
+        assert isinstance(actual, TensorDictBase), (path, type(actual))
+        assert actual.batch_size == expected.batch_size, (
+            path,
+            actual.batch_size,
+            expected.batch_size,
+        )
+        if exact:
+            assert actual.names == expected.names, path
+            assert actual.device == expected.device, path
+            assert list(actual.keys()) == list(expected.keys()), path
+        for key, sub in expected.items(include_nested=True):
+            if isinstance(sub, TensorDictBase):
+                assert actual.get(key).batch_size == sub.batch_size, (path, key)
+        got = dict(actual.items(include_nested=True, leaves_only=True))
+        want = dict(expected.items(include_nested=True, leaves_only=True))
+        assert set(got) == set(want), (path, sorted(map(str, got)), sorted(map(str, want)))
+        for key, value in want.items():
+            _same_value(_elements(got[key]), _elements(value), (path, key), check_dtype)
+    elif isinstance(expected, (tuple, list)):
+        assert len(actual) == len(expected), path
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            assert_same(a, e, exact=exact, check_dtype=check_dtype, path=f"{path}[{i}]")
+    else:
+        _same_value(actual, expected, path, check_dtype)
+
+
+def snapshot(td: Any) -> tuple[list[Any], dict[tuple[str, ...], Any], torch.Size]:
+    """The keys, a copy of every leaf and the batch size of ``td`` (see :func:`assert_unchanged`)."""
+    values = {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in leaves(td).items()}
+    return list(td.keys(include_nested=True)), values, td.batch_size
+
+
+def assert_unchanged(
+    td: Any, snap: tuple[list[Any], dict[tuple[str, ...], Any], torch.Size]
+) -> None:
+    """``td`` has the keys, leaf values and batch size recorded by :func:`snapshot`."""
+    keys, values, batch_size = snap
+    assert list(td.keys(include_nested=True)) == keys
+    assert td.batch_size == batch_size
+    got = leaves(td)
+    assert set(got) == set(values)
+    for key, value in values.items():
+        _same_value(got[key], value, key)
+
+
+def tensor_leaves(td: Any) -> dict[tuple[str, ...], torch.Tensor]:
+    """``{key tuple: tensor}`` for every tensor leaf of ``td`` (stacked for lazy stacks)."""
+    return leaves(td, tensors_only=True)
+
+
+def check_leafwise(
+    result: Any,
+    td: Any,
+    fn: Any,
+    batch_size: Any = "same",
+    *,
+    keyed: bool = False,
+    non_tensors: bool = True,
+    rtol: float = 0.0,
+    atol: float = 0.0,
+) -> None:
+    """``result[key] == fn(td[key])`` (``fn(key, td[key])`` with ``keyed``) for every tensor
+    leaf of ``td``: same shape, dtype and values (NaN equal to NaN; within ``rtol``/``atol``
+    when given).
+
+    The result's batch size is ``batch_size`` (``"same"``: that of ``td``; ``None``: not
+    checked), every container it holds (nested tensordict, non-tensor entry) has a batch
+    size starting with its holder's, and with ``non_tensors`` the non-tensor leaves of
+    ``td`` are in ``result`` with the same values.
+    """
+    if batch_size is not None:
+        expected_bs = td.batch_size if batch_size == "same" else torch.Size(batch_size)
+        assert result.batch_size == expected_bs, (result.batch_size, expected_bs)
+    got = leaves(result)
+    expected = tensor_leaves(td)
+    assert set(tensor_leaves(result)) == set(expected), (sorted(got), sorted(expected))
+    for key, value in expected.items():
+        want = fn(key, value) if keyed else fn(value)
+        assert key in got, key
+        out = got[key]
+        assert isinstance(out, torch.Tensor), key
+        assert out.shape == want.shape, (key, out.shape, want.shape)
+        assert out.dtype == want.dtype, (key, out.dtype, want.dtype)
+        if rtol or atol:
+            torch.testing.assert_close(out, want, atol=atol, rtol=rtol, equal_nan=True)
+        else:
+            assert torch.equal(out, want) or torch.allclose(out, want, equal_nan=True), key
+    for key, value in result.items(include_nested=True):
+        holder = result if not isinstance(key, tuple) else result.get(key[:-1])
+        if not isinstance(value, torch.Tensor):
+            n = holder.batch_dims
+            assert value.batch_size[:n] == holder.batch_size, (key, value.batch_size)
+    if non_tensors:
+        for key, value in leaves(td).items():
+            if not isinstance(value, torch.Tensor):
+                assert got.get(key) == value, (key, got.get(key), value)
+
+
+def non_tensor_containers(td: Any) -> dict[int, tuple[str, ...]]:
+    """``{id: key}`` of every stored non-tensor container of ``td`` (a lazy stack's
+    members' included)."""
+    return {id(v): k for k, v in leaf_items(td) if isinstance(v, (NonTensorData, NonTensorStack))}
+
+
+# ---------------------------------------------------------------------- any_td
+def _values(seed: int, *shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point:
+        return (torch.rand(*shape, generator=g) + 0.5).to(dtype)
+    return torch.randint(1, 7, shape, generator=g, dtype=dtype)
+
+
+def _member(seed: int, batch: tuple[int, ...], label: str) -> TensorDict:
+    """A tensordict of batch ``batch`` with float/double leaves, a nested tensordict and
+    a non-tensor label (different per member: stacking makes a ``NonTensorStack``)."""
+    return TensorDict(
+        {
+            "a": _values(seed, *batch),
+            "b": _values(seed + 1, *batch, 4, dtype=torch.float64),
+            "n": {"c": _values(seed + 2, *batch, 2)},
+            "label": label,
+        },
+        batch,
+    )
+
+
+def make_any_td(kind: str) -> Any:
+    """A tensordict of batch size ``(2, 3)`` of the given kind (see :data:`ANY_TD_KINDS`),
+    with tensor leaves of two dtypes, a nested tensordict, one non-tensor value
+    (``"tag"``) and one value per element (``"label"``, a ``NonTensorStack``)."""
+    if kind == "dense":
+        td = TensorDict(
+            {"a": _values(0, 2, 3), "b": _values(1, 2, 3, 4, dtype=torch.float64)}, ANY_BS
+        )
+    elif kind == "nested":
+        td = TensorDict(
+            {
+                "a": _values(0, 2, 3),
+                "n": TensorDict(
+                    {"c": _values(2, 2, 3, 5, 2), "m": {"d": _values(3, 2, 3, 5)}}, [2, 3, 5]
+                ),
+                "b": _values(1, 2, 3, 4, dtype=torch.float64),
+            },
+            ANY_BS,
+        )
+    elif kind == "lazy0":
+        lazy = LazyStackedTensorDict(
+            *[_member(10 * i, (3,), f"row{i}") for i in range(2)], stack_dim=0
+        )
+        lazy.set_non_tensor("tag", "t")
+        return lazy
+    elif kind == "lazy1":
+        lazy = LazyStackedTensorDict(
+            *[_member(10 * i, (2,), f"col{i}") for i in range(3)], stack_dim=1
+        )
+        lazy.set_non_tensor("tag", "t")
+        return lazy
+    elif kind == "indexed":
+        big = TensorDict(
+            {
+                "a": _values(0, 4, 3),
+                "b": _values(1, 4, 3, 4, dtype=torch.float64),
+                "n": {"c": _values(2, 4, 3, 2)},
+            },
+            [4, 3],
+        )
+        big.set(
+            "label", NonTensorStack.from_list([[f"e{i}{j}" for j in range(3)] for i in range(4)])
+        )
+        td = big[1:3]
+        td.set_non_tensor("tag", "t")
+        return td
+    else:
+        raise ValueError(f"unknown any_td kind {kind!r}; expected one of {ANY_TD_KINDS}")
+    td.set("label", NonTensorStack.from_list([[f"e{i}{j}" for j in range(3)] for i in range(2)]))
+    td.set_non_tensor("tag", "t")
+    return td
