@@ -80,7 +80,6 @@ from tensordict.memmap._archive import (
     unpack_memmap,
 )
 from tensordict.memmap._classes import register_class
-from tensordict.memmap._future import TensorDictFuture
 from tensordict.memmap._persistent import PersistentTensorDict, from_h5
 from tensordict.memmap._persistent import td_to_h5 as td_to_h5
 from tensordict.memmap._safetensors import from_safetensors, to_safetensors
@@ -88,7 +87,6 @@ from tensordict.memmap._tensor import MemoryMappedTensor
 
 MemoryMappedTensor.__module__ = __name__
 PersistentTensorDict.__module__ = __name__
-TensorDictFuture.__module__ = __name__
 
 __version__ = "0.1.0"
 
@@ -99,7 +97,6 @@ __all__ = [
     "PersistentTensorDict",
     "from_h5",
     "append_memmap",
-    "TensorDictFuture",
     "is_memmap",
     "is_memmap_archive",
     "pack_memmap",

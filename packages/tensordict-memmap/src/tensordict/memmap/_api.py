@@ -47,7 +47,7 @@ def memmap(
     and durable by default (``atomic=False`` writes in place, faster but not crash safe).
     Non-tensor values are stored as JSON; others need ``allow_pickle=True``.
     ``num_threads`` writes files in parallel; ``return_early=True`` returns a
-    :class:`~tensordict.memmap.TensorDictFuture` at once; ``progress`` shows a tqdm bar
+    :class:`~tensordict.utils.TensorDictFuture` at once; ``progress`` shows a tqdm bar
     (``None``: automatic for ~1 GiB and more on a terminal).
 
     >>> import tempfile, torch

@@ -13,16 +13,17 @@ from __future__ import annotations
 
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict
+from tensordict._futures import TensorDictFuture
 from tensordict.base import TensorDictBase
 from tensordict.memmap import _classes, _codec, _fs
-from tensordict.memmap._future import TensorDictFuture
 from tensordict.memmap._plan import META, Job, Node, Plan, Planner, Rel
 from tensordict.memmap._progress import Bar, wants_bar
 from tensordict.memmap._tensor import MemoryMappedTensor, map_file, write_tensor_file
@@ -110,8 +111,24 @@ def save(
     if return_early:
         if is_archive and like:
             raise NotImplementedError("return_early=True is not supported by memmap_like archives")
-        return TensorDictFuture.start(work)
+        return _start(work)
     return work()
+
+
+def _start(work: Any) -> TensorDictFuture:
+    """Run ``work`` in a daemon thread; its result (or error) comes out of ``result()``."""
+    future: Future[Any] = Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(work())
+        except BaseException as err:  # noqa: BLE001 - handed to the caller of result()
+            future.set_exception(err)
+
+    threading.Thread(target=run, name="tensordict-memmap-save", daemon=True).start()
+    return TensorDictFuture([future], None)
 
 
 def _target(prefix: str | Path) -> Path:
