@@ -184,7 +184,13 @@ def _tensor_bytes(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def write_tensor_file(
-    path: str | Path, tensor: torch.Tensor | None, nbytes: int, *, exclusive: bool, fsync: bool
+    path: str | Path,
+    tensor: torch.Tensor | None,
+    nbytes: int,
+    *,
+    exclusive: bool,
+    fsync: bool,
+    writeback: bool = False,
 ) -> None:
     """Write ``tensor``'s bytes to ``path`` (or ``nbytes`` zero bytes if ``tensor`` is None).
 
@@ -197,6 +203,8 @@ def write_tensor_file(
             _fs.write_all(fd, _tensor_bytes(tensor).numpy())
             if not exclusive:
                 os.ftruncate(fd, nbytes)
+            if writeback:
+                _fs.start_writeback(fd)
         else:
             os.ftruncate(fd, nbytes)
         if fsync:
