@@ -1,7 +1,7 @@
 """The concrete kinds of tensordict, bound once: code asks ``isinstance`` against them.
 
 This is a bottom module: it imports nothing of ``tensordict`` but the non-tensor leaf
-types. The classes are bound by the modules that define them, when ``import tensordict``
+types and the ``TensorCollection`` marker. The classes are bound by the modules that define them, when ``import tensordict``
 imports those (:mod:`tensordict.base` binds :data:`Base`, :mod:`tensordict._td`
 :data:`Dense`, :mod:`tensordict._lazy` :data:`Lazy`), so any module may test or build a
 kind without importing the module defining it — that import would close a circle:
@@ -12,7 +12,9 @@ kind without importing the module defining it — that import would close a circ
 * ``isinstance(x, _kinds.Lazy)`` — a :class:`~tensordict.LazyStackedTensorDict`, whose
   entries live in its members (``tensordicts``);
 * ``isinstance(x, NON_TENSOR)`` — a non-tensor leaf (one value or a stack of values);
-* :func:`is_tensor_collection` — any of these, or a tensorclass.
+* ``isinstance(x, TensorCollection)`` (:mod:`tensordict._collection`) — any tensor
+  collection: a tensordict of any kind or a tensorclass;
+* :func:`is_tensor_collection` — a collection or a non-tensor leaf.
 
 >>> import torch
 >>> from tensordict import TensorDict, lazy_stack
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tensordict._collection import TensorCollection
 from tensordict._nontensor import NON_TENSOR
 
 if TYPE_CHECKING:  # pragma: no cover - the bound classes, as type checkers see them
@@ -116,7 +119,10 @@ def is_tensor_collection(obj: Any) -> bool:
     (True, False)
     """
     cls = obj if isinstance(obj, type) else type(obj)
-    return issubclass(cls, (Base, *NON_TENSOR)) or getattr(cls, "_is_tensorclass", False) is True
+    return (
+        issubclass(cls, (TensorCollection, *NON_TENSOR))
+        or getattr(cls, "_is_tensorclass", False) is True
+    )
 
 
 def is_leaf_default(cls: type) -> bool:

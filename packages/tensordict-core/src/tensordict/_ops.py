@@ -15,6 +15,7 @@ Tables:
 """
 
 from __future__ import annotations
+import __future__
 
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -350,17 +351,21 @@ def _signed(name: str, params: str, impl: Callable[..., Any]) -> Callable[..., A
         if p == "*":
             annotated.append(p)
         elif "=" in p:
-            annotated.append(f"{pname}: {_OPTION_ANNOTATIONS[pname]!r} = {p.split('=')[1]}")
+            annotated.append(f"{pname}: {_OPTION_ANNOTATIONS[pname]} = {p.split('=')[1]}")
         else:
-            annotated.append(f"{pname}: {OPERAND!r}")
+            annotated.append(f"{pname}: {OPERAND}")
     kwargs = ", ".join(f"{o!r}: {o}" for o in options if o != "default")
     default = "default" if "default" in options else "None"
     source = (
-        f"def {name}(self, {', '.join(annotated)}) -> 'Self':\n"
+        f"def {name}(self, {', '.join(annotated)}) -> Self:\n"
         f"    return impl(self, ({', '.join(operands)},), {default}, {{{kwargs}}})\n"
     )
     namespace: dict[str, Any] = {"impl": impl}
-    exec(source, namespace)  # noqa: S102 - source built from the rows above
+    # annotations stay strings (postponed evaluation): the names need not exist here
+    code = compile(
+        source, f"<{name}>", "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True
+    )
+    exec(code, namespace)  # noqa: S102 - source built from the rows above
     method: Callable[..., Any] = namespace[name]
     return method
 
