@@ -9,6 +9,8 @@
     nox -s build              build the five wheels and check how they share the namespace
     nox -s bench              python benchmarks/run.py
     nox -s tour               python examples/tour.py
+    nox -s compat             saved folders/archives load in both this project and the
+                              reference tensordict==0.15.3 (installed in its own env)
 
 Every environment installs torch==<version> FIRST and only then the packages, so pip
 never picks a torch by itself (which would download several GB of CUDA wheels). The
@@ -262,3 +264,39 @@ def tour(session: nox.Session) -> None:
     """python examples/tour.py: the guided tour of the API."""
     install(session, *workspace())
     session.run("python", "examples/tour.py", *session.posargs)
+
+
+# --------------------------------------------------------------------------- compatibility
+
+REFERENCE = "tensordict==0.15.3"
+
+
+@nox.session
+def compat(session: nox.Session) -> None:
+    """On-disk format against the reference library, both directions.
+
+    This session's environment gets torch==2.13.0 then the reference (``tensordict==0.15.3``
+    from the registry); a second environment inside it (``ours/``) gets torch, then
+    tensordict-core and tensordict-memmap from this checkout. ``tools/compat_memmap.py``
+    writes with each and reads with each, in subprocesses.
+    """
+    install(session, REFERENCE, *TOOL_DEPS)
+    ours = Path(session.virtualenv.location) / "ours"
+    python = ours / "bin" / "python"
+    local = [d.rel() for d in DISTS if d.name in ("tensordict-core", "tensordict-memmap")]
+    key = _install_key(TORCH, tuple(local))
+    stamp = ours / ".install-stamp"
+    if not (stamp.exists() and stamp.read_text() == key):
+        session.run("python", "-m", "venv", "--clear", str(ours))
+        session.run(str(python), "-m", "pip", "install", "-q", f"torch=={TORCH}", external=True)
+        session.run(str(python), "-m", "pip", "install", "-q", *local, external=True)
+        stamp.write_text(key)
+    # a folder the reference wrote long ago (in the shared conformance checkout, if present)
+    found = [
+        base / "shared" / "conformance" / "upstream" / "artifacts" / "mmap_example"
+        for base in (ROOT.parent, ROOT.parent.parent)
+    ]
+    args = [arg for path in found if path.is_dir() for arg in ("--fixture", str(path))][:2]
+    session.run(
+        "python", "tools/compat_memmap.py", "--ours", str(python), "--reference", "python", *args
+    )

@@ -111,7 +111,11 @@ def run_case(name: str, td: TensorDict, work: Path, repeat: int) -> list[dict]:
         from safetensors.torch import load_file, save_file
 
         st = work / "data.safetensors"
-        row("safetensors save_file", best(lambda i: save_file(as_dict, str(st)), repeat, fresh(st)), "raw write")
+        row(
+            "safetensors save_file",
+            best(lambda i: save_file(as_dict, str(st)), repeat, fresh(st)),
+            "raw write",
+        )
         row("safetensors load_file", best(lambda i: load_file(str(st)), repeat), "raw read")
     except ModuleNotFoundError:
         pass
@@ -126,7 +130,9 @@ def run_case(name: str, td: TensorDict, work: Path, repeat: int) -> list[dict]:
         best(lambda i: td.memmap(folder, atomic=False), repeat, fresh(folder)),
         "raw write",
     )
-    row("load_memmap (map only)", best(lambda i: TensorDict.load_memmap(folder), repeat), "raw read")
+    row(
+        "load_memmap (map only)", best(lambda i: TensorDict.load_memmap(folder), repeat), "raw read"
+    )
     row(
         "load_memmap + read every byte",
         best(lambda i: touch_all(TensorDict.load_memmap(folder)), repeat),

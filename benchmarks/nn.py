@@ -8,7 +8,9 @@ torch. Each op is timed against the plain-torch way of doing the same work:
 * a 2-layer MLP as a ``TensorDictModule`` vs the MLP called on a plain dict, get/set by hand;
 * a 3-module ``TensorDictSequential`` vs the three modules chained by hand on a dict;
 * ``with params.to_module(model): model(x)`` on a 20-parameter model vs
-  ``torch.func.functional_call``;
+  ``torch.func.functional_call`` (detached values, which ``to_module`` wraps into
+  parameters so that the module keeps its ``parameters()``, and values that require
+  grad, which it writes as they are);
 * a 10-model ensemble forward (``EnsembleModule``, and ``from_modules`` +
   ``vmap(to_module)``) vs ``torch.func.stack_module_state`` + ``vmap(functional_call)``.
 
@@ -116,12 +118,16 @@ def check_sequence(s: SimpleNamespace) -> str:
 
 
 # ----------------------------------------------------------------------------- to_module
-def s_to_module() -> SimpleNamespace:
+def s_to_module(requires_grad: bool = False) -> SimpleNamespace:
     torch.manual_seed(0)
     model = nn.Sequential(*[nn.Linear(4, 4) for _ in range(10)])  # 20 parameters
-    params = TensorDict.from_module(model).detach().clone()
+    params = TensorDict.from_module(model).detach().clone().requires_grad_(requires_grad)
     named = {k: v for k, v in params.flatten_keys(".").items()}
     return SimpleNamespace(model=model, params=params, named=named, x=torch.randn(2, 4))
+
+
+def s_to_module_grad() -> SimpleNamespace:
+    return s_to_module(requires_grad=True)
 
 
 def td_to_module(s: SimpleNamespace) -> torch.Tensor:
@@ -210,6 +216,7 @@ OPS: list = [
     harness.Op("MLP TensorDictModule", s_module, td_module, floor_module, check_module),
     harness.Op("3-module TensorDictSequential", s_sequence, td_sequence, floor_sequence, check_sequence),
     harness.Op("to_module swap+call+restore (20 params)", s_to_module, td_to_module, floor_to_module, check_to_module),
+    harness.Op("to_module, values requiring grad", s_to_module_grad, td_to_module, floor_to_module, check_to_module),
     harness.Op("10-model EnsembleModule", s_ensemble, td_ensemble, floor_ensemble, check_ensemble),
     harness.Op("10-model from_modules + vmap(to_module)", s_ensemble, td_vmap_to_module, floor_ensemble, check_ensemble),
 ]

@@ -290,6 +290,54 @@ def floor_update(dst: dict, src: dict, bs: tuple, n: int) -> dict:
     return dst
 
 
+def floor_leaf_items(d: dict, prefix: tuple = (), out: list | None = None) -> list:
+    """``(key, leaf)`` depth first: root keys as ``str``, nested ones as tuples."""
+    if out is None:
+        out = []
+    for k, v in d.items():
+        if type(v) is dict:
+            floor_leaf_items(v, prefix + (k,), out)
+        else:
+            out.append((prefix + (k,) if prefix else k, v))
+    return out
+
+
+def floor_leaf_keys(d: dict, prefix: tuple = (), out: list | None = None) -> list:
+    if out is None:
+        out = []
+    for k, v in d.items():
+        if type(v) is dict:
+            floor_leaf_keys(v, prefix + (k,), out)
+        else:
+            out.append(prefix + (k,) if prefix else k)
+    return out
+
+
+def floor_leaf_values(d: dict, out: list | None = None) -> list:
+    if out is None:
+        out = []
+    for v in d.values():
+        if type(v) is dict:
+            floor_leaf_values(v, out)
+        else:
+            out.append(v)
+    return out
+
+
+def floor_all_equal(d: dict, d2: dict) -> bool:
+    """Every leaf of ``d`` equals the leaf of ``d2`` with the same key (a missing key
+    raises, as in ``td == td2``); no early exit (the tensordict compares every leaf)."""
+    if len(d2) != len(d):
+        raise KeyError("the dicts have different keys")
+    ok = True
+    for k, v in d.items():
+        if type(v) is dict:
+            ok = floor_all_equal(v, d2[k]) and ok
+        else:
+            ok = bool((v == d2[k]).all()) and ok
+    return ok
+
+
 def floor_select(d: dict, keys: tuple) -> dict:
     out: dict = {}
     for key in keys:
@@ -481,6 +529,17 @@ def s_apply_deep() -> SimpleNamespace:
     return SimpleNamespace(d=d, td=td, bs=tuple(BS), n=1, fn=lambda x: x + 1)
 
 
+def s_update_wide(from_td: bool) -> Callable[[], SimpleNamespace]:
+    def setup() -> SimpleNamespace:
+        s = s_apply_wide()
+        src = {f"x{i}": _rand(B, 4) for i in range(100)}
+        s.src_d = src
+        s.src = TensorDict(clone_nest(src), BS) if from_td else src
+        return s
+
+    return setup
+
+
 def s_binary() -> SimpleNamespace:
     s = s_nest()
     s.d2, s.td2 = pair(nest_source())
@@ -642,6 +701,20 @@ OPS: list[Op] = [
     Op("td + 1", s_nest, lambda s: s.td + 1, lambda s: floor_add(s.d, 1)),
     Op("td * td2", s_binary, lambda s: s.td * s.td2, lambda s: floor_mul(s.d, s.d2)),
     Op("td += 1", s_nest, td_iadd, lambda s: floor_iadd(s.d, 1), "state"),
+    Op("(td == td2).all()", s_binary, lambda s: (s.td == s.td2).all(),
+       lambda s: floor_all_equal(s.d, s.d2)),
+    # iteration
+    Op("keys() 100 leaves", s_apply_wide, lambda s: list(s.td.keys()), lambda s: list(s.d.keys())),
+    Op("values() 100 leaves", s_apply_wide, lambda s: list(s.td.values()),
+       lambda s: list(s.d.values())),
+    Op("items() 100 leaves", s_apply_wide, lambda s: list(s.td.items()),
+       lambda s: list(s.d.items())),
+    Op("keys(True, True) nested", s_nest, lambda s: list(s.td.keys(True, True)),
+       lambda s: floor_leaf_keys(s.d)),
+    Op("values(True, True) nested", s_nest, lambda s: list(s.td.values(True, True)),
+       lambda s: floor_leaf_values(s.d)),
+    Op("items(True, True) nested", s_nest, lambda s: list(s.td.items(True, True)),
+       lambda s: floor_leaf_items(s.d)),
     # reductions
     Op("sum(0) over the batch", s_nest, lambda s: s.td.sum(0), lambda s: floor_sum(s.d, 0)),
     # pytree
@@ -663,6 +736,12 @@ OPS: list[Op] = [
        lambda s: floor_update(s.d, s.src_d, s.bs, s.n), "state"),
     Op("update(dict) 4 leaves", s_update(False), lambda s: s.td.update(s.src),
        lambda s: floor_update(s.d, s.src_d, s.bs, s.n), "state"),
+    Op("update(td) 100 leaves", s_update_wide(True), lambda s: s.td.update(s.src),
+       lambda s: floor_update(s.d, s.src_d, s.bs, s.n), "state"),
+    Op("update(dict) 100 leaves", s_update_wide(False), lambda s: s.td.update(s.src),
+       lambda s: floor_update(s.d, s.src_d, s.bs, s.n), "state"),
+    Op("update(itself) 100 leaves", s_apply_wide, lambda s: s.td.update(s.td),
+       lambda s: s.d.update(s.d), "state"),
     Op("select 3 keys", s_nest, lambda s: s.td.select(*SELECT_KEYS),
        lambda s: floor_select(s.d, SELECT_KEYS)),
     Op("exclude 2 keys", s_nest, lambda s: s.td.exclude(*EXCLUDE_KEYS),
@@ -724,8 +803,8 @@ def run_check(op: Op) -> str:
     s = op.setup()
     if callable(op.check):
         return op.check(s)
-    if op.check == "result":
-        return diff(plain(op.td_fn(s)), op.floor_fn(s))
+    if op.check == "result":  # (plain() also turns the floor's tuples into lists)
+        return diff(plain(op.td_fn(s)), plain(op.floor_fn(s)))
     op.td_fn(s)
     op.floor_fn(s)
     return diff(plain(s.td), s.d)

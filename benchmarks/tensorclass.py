@@ -182,6 +182,8 @@ def main(argv: list | None = None) -> int:
             print(f"{r['name']:<{width}}  ERROR: {r['error']}")
             continue
         flag = "" if r["ratio"] <= r["target"] else "  ABOVE"
+        if r["floor_us"] < 0.1:  # a few ns after the harness subtraction: noise-sized
+            flag += f"  (raw {r['td_raw_us'] / r['floor_raw_us']:.2f}x before subtraction)"
         if r.get("mismatch"):
             flag += f"  MISMATCH: {r['mismatch']}"
         print(

@@ -255,14 +255,63 @@ for subpackage, dist, what in [
 ]:
     installed = importlib.util.find_spec(subpackage) is not None
     print(f"{dist:24s} {'installed' if installed else 'not installed':14s} -> {what}")
-try:
-    rollout.memmap("/tmp/tour-memmap")
-except ModuleNotFoundError as err:
-    print("without tensordict-memmap:", err)
-except NotImplementedError as err:
-    print("tensordict-memmap is a skeleton so far:", err)
 
-section("12. Models: a policy and a value network trained on the rollout (tensordict.nn)")
+if importlib.util.find_spec("tensordict.memmap") is not None:
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    section("12. Datasets on disk: save, reload lazily elsewhere, fill from workers, pack")
+    disk = Path(tempfile.mkdtemp(prefix="tour-memmap-"))
+    saved = rollout.memmap(disk / "rollout")  # one file per leaf + meta.json; atomic
+    print(saved)  # the leaves are MemoryMappedTensors; the repr says where they live
+    assert saved.is_memmap() and saved.saved_path == str(disk / "rollout")
+    # A fresh process maps the files (reading nothing until it indexes)
+    reader = (
+        "import sys; from tensordict import TensorDict\n"
+        "td = TensorDict.load_memmap(sys.argv[1])\n"
+        "print(type(td['observation']).__name__, td.batch_size, td['env_name'])\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", reader, str(disk / "rollout")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    print("fresh process:", out.stdout.strip())
+    assert out.stdout.startswith("MemoryMappedTensor")
+    # Pre-allocate a dataset of 1,000 rows (sparse zero files), fill it from 2 workers
+    template = TensorDict(
+        {"obs": torch.zeros(OBS_DIM), "step": torch.zeros((), dtype=torch.int64)}, []
+    )
+    dataset = template.expand(1000).memmap_like(disk / "dataset")
+    worker = (
+        "import sys, torch; from tensordict import TensorDict\n"
+        "ds = TensorDict.load_memmap(sys.argv[1]); w = int(sys.argv[2])\n"
+        "rows = slice(w * 500, (w + 1) * 500)\n"
+        "ds[rows] = TensorDict({'obs': torch.full((500, 3), float(w)), 'step': torch.arange(500)}, [500])\n"
+    )
+    workers = [
+        subprocess.Popen([sys.executable, "-c", worker, str(disk / "dataset"), str(w)])
+        for w in (0, 1)
+    ]
+    assert all(p.wait() == 0 for p in workers)
+    assert (dataset["obs"][:500] == 0).all() and (dataset["obs"][500:] == 1).all()  # seen here too
+    print("2 workers filled", dataset.batch_size[0], "rows in place")
+    # Pack the folder into one file: aligned, mapped without copy, checksummed
+    archive = tensordict.pack_memmap(disk / "dataset", disk / "dataset.tdz")
+    packed_ds = TensorDict.load_memmap(archive)
+    assert torch.equal(packed_ds["step"], dataset["step"])
+    print(
+        f"{archive.name}: {archive.stat().st_size} bytes, is archive: {tensordict.is_memmap_archive(archive)}"
+    )
+    del saved, dataset, packed_ds
+    import shutil
+
+    shutil.rmtree(disk)
+
+section("14. Models: a policy and a value network trained on the rollout (tensordict.nn)")
 if importlib.util.find_spec("tensordict.nn") is None:
     print("tensordict-nn is not installed: pip install tensordict-nn")
 else:

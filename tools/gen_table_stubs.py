@@ -1,7 +1,9 @@
 """Generate ``tensordict/_table_api.pyi``: type declarations for the methods that
 ``tensordict._ops.install`` (with ``_ops_reduce`` and ``_ops_batch``) and
 ``tensordict._forwarders.install`` add to
-``TensorDictBase`` from their tables at import time.
+``TensorDictBase`` from their tables at import time, and for the shared interface that
+every tensordict kind implements (the methods ``TensorDict`` and ``LazyStackedTensorDict``
+both define), so that code annotated with ``TensorDictBase`` sees every method.
 
 Type checkers cannot see methods added with ``setattr``; ``TensorDictBase`` therefore
 derives (for type checkers only) from the ``TableMethods`` class declared in the
@@ -24,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 STUB = ROOT / "packages/tensordict-core/src/tensordict/_table_api.pyi"
 
 
-_SHADOWED = re.compile(r"(?<![\w.])(int|float|bool|str|complex)\b")
+_SHADOWED = re.compile(r"(?<![\w.])(int|float|bool|str|complex|type)\b")
 
 
 def _annotation(ann: object) -> str:
@@ -60,6 +62,9 @@ def _params(func: object) -> list[str]:
             out.append(f"*{p.name}: {ann}")
             star = True
             continue
+        if p.kind is p.VAR_KEYWORD:
+            out.append(f"**{p.name}: {ann}")
+            continue
         if p.kind is p.KEYWORD_ONLY and not star:
             out.append("*")
             star = True
@@ -78,6 +83,62 @@ def _reduction_overloads(name: str, method: object, add: Callable[[str], None]) 
     add(_def(name, params[:i] + ["reduce: Literal[False] | None = ..."] + params[i + 1 :], other))
 
 
+#: shared methods whose result is a dense ``TensorDict`` whatever the input's kind.
+_DENSE_RESULT = {"data_ptr", "pad", "to_padded_tensor"}
+
+
+def _annotation_text(text: str, dense: bool) -> str:
+    """An implementation's annotation for the stub: ``TensorDict`` results become ``Self``
+    (a lazy stack's method returns a lazy stack) unless ``dense``; bare ``Callable`` gets
+    its parameters."""
+    if not dense:
+        text = re.sub(r"(?<![\w.])TensorDict(?![\w])", "Self", text)
+    return re.sub(r"(?<![\w.])Callable(?!\[)", "Callable[..., Any]", text)
+
+
+def _shared_interface(add: Callable[[str], None]) -> None:
+    """The methods every tensordict kind implements (``TensorDict`` and
+    ``LazyStackedTensorDict`` both define them) that ``TensorDictBase`` does not define
+    itself, with the dense implementation's parameters: the interface users and siblings
+    annotate with ``TensorDictBase``."""
+    from tensordict import LazyStackedTensorDict, TensorDict
+    from tensordict.base import TensorDictBase
+
+    names = sorted(
+        n
+        for n in set(dir(TensorDict)) & set(dir(LazyStackedTensorDict))
+        if not n.startswith("_") and n not in TensorDictBase.__dict__ and not _on_base(n)
+    )
+    for name in names:
+        attr = inspect.getattr_static(TensorDict, name)
+        dense = name in _DENSE_RESULT
+        if isinstance(attr, property):
+            ret = _annotation_text(str(inspect.signature(attr.fget).return_annotation), dense)
+            add("    @property")
+            add(f"    def {name}(self) -> {_annotation(ret)}: ...")
+            if attr.fset is not None:
+                value = list(inspect.signature(attr.fset).parameters.values())[1]
+                ann = _annotation(_annotation_text(str(value.annotation), dense))
+                add(f"    @{name}.setter")
+                add(f"    def {name}(self, value: {ann}) -> None: ...")
+            continue
+        func = attr.__func__ if isinstance(attr, classmethod) else attr
+        sig = inspect.signature(func)
+        params = [_annotation_text(p, dense) for p in _params(func)]
+        ret = _annotation(_annotation_text(str(sig.return_annotation), dense))
+        if isinstance(attr, classmethod):
+            add("    @classmethod")
+            params[0] = "cls"
+        add(_def(name, params, ret))
+
+
+def _on_base(name: str) -> bool:
+    """Whether a class of ``TensorDictBase``'s own MRO (its mixins) defines ``name``."""
+    from tensordict.base import TensorDictBase
+
+    return any(name in cls.__dict__ for cls in TensorDictBase.__mro__)
+
+
 def render() -> str:
     from tensordict import _forwarders, _ops, _ops_batch, _ops_reduce
     from tensordict.base import TensorDictBase
@@ -87,12 +148,16 @@ def render() -> str:
         "# tensordict._forwarders. Do not edit by hand. (Annotations say builtins.bool and",
         "# builtins.int because the cast methods bool() and int() shadow them here.)",
         "import builtins",
-        "from collections.abc import Callable, Sequence",
+        "from collections import OrderedDict",
+        "from collections.abc import Callable, Mapping, Sequence",
+        "from pathlib import Path",
         "from typing import Any, Literal, overload",
         "",
         "import torch",
         "from typing_extensions import Self",
         "",
+        "from tensordict._keys import NestedKey",
+        "from tensordict._td import TensorDict",
         "from tensordict.base import TensorDictBase",
         "",
         "class TableMethods:",
@@ -103,8 +168,9 @@ def render() -> str:
         add(f"    def {name}_(self) -> Self: ...")
     for table, inplace in ((_ops.BINARY, True), (_ops.BINARY_NO_INPLACE, False)):
         for name in table:
-            for method in (name, name + "_") if inplace else (name,):
-                add(_def(method, _params(getattr(TensorDictBase, method)), "Self"))
+            add(_def(name, _params(getattr(TensorDictBase, name)), "Self"))
+            if inplace:
+                add(_def(name + "_", _params(getattr(TensorDictBase, name + "_")), "Self"))
     for name in _ops.CASTS:
         add(_def(name, _params(getattr(TensorDictBase, name)), "Self"))
     for dunder in _ops.OPERATORS:
@@ -124,7 +190,7 @@ def render() -> str:
     add("    def fill_(self, key: Any, value: Any) -> Self: ...")
     add("    def detach(self) -> Self: ...")
     add("    def detach_(self) -> Self: ...")
-    add("    def contiguous(self) -> Self: ...")
+    add("    def contiguous(self) -> TensorDictBase: ...")  # a lazy stack's is dense
     add("    def is_contiguous(self) -> builtins.bool: ...")
     add("    def requires_grad_(self, requires_grad: builtins.bool = True) -> Self: ...")
     add("    def is_floating_point(self) -> builtins.bool: ...")
@@ -153,6 +219,7 @@ def render() -> str:
         add(_def(name, _params(getattr(TensorDictBase, name)), "Any"))
     for name in (*_ops_batch.BATCH_OPS, *_ops_batch.NEW, *_ops_batch.METHODS):
         add(_def(name, _params(getattr(TensorDictBase, name)), "Self"))
+    _shared_interface(add)
     for name, _sub, _hook, kind, _doc in _forwarders.FORWARDERS:
         if kind == "classmethod":
             add("    @classmethod")

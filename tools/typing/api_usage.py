@@ -335,6 +335,34 @@ def sibling_forwarders() -> None:
     assert callable(memmap)
 
 
+def normalized(td: TensorDictBase) -> TensorDictBase:
+    """Library code annotated with the base class: every shared method is visible, typed."""
+    out = td.apply(lambda x: x * 2)
+    assert_type(out, TensorDictBase)
+    picked = td.select("obs").exclude("missing").clone().to(torch.float64)
+    assert_type(picked, TensorDictBase)
+    parts = td.unbind(0)
+    assert_type(parts, tuple[TensorDictBase, ...])
+    assert_type(td.add(1, alpha=2), TensorDictBase)
+    floats = td.exclude(("next", "done")).float()
+    assert_type(floats.addcmul(floats, floats, value=0.5), TensorDictBase)
+    assert_type(floats.lerp(floats, 0.5), TensorDictBase)
+    assert_type(td.float().sum(dim=0), TensorDictBase)
+    assert_type(td.update({"extra": torch.zeros(td.batch_size)}), TensorDictBase)
+    assert_type(td.names, list[str | None])
+    assert_type(td.is_locked, bool)
+    assert_type(td.reshape(-1).unsqueeze(0), TensorDictBase)
+    return out
+
+
+def base_class_annotations() -> None:
+    td = make()
+    out = normalized(td)
+    assert out.batch_size == td.batch_size
+    lazy = tensordict.lazy_stack([td[0], td[1]])
+    assert normalized(lazy).batch_size == lazy.batch_size
+
+
 def main() -> None:
     for check in (
         construction,
@@ -352,6 +380,7 @@ def main() -> None:
         utilities,
         conversions,
         sibling_forwarders,
+        base_class_annotations,
     ):
         check()
     print("api_usage: every call ran.")

@@ -221,3 +221,39 @@ def test_autograd_through_fields():
     b.obs = x.expand(4, 3) * 2
     b.obs.sum().backward()
     assert torch.allclose(x.grad, torch.full((3,), 8.0))
+
+
+def test_pad_sequence_of_instances():
+    class Sample(TensorClass):
+        a: torch.Tensor
+        b: str
+
+    first = Sample(a=torch.tensor([1, 1]), b="asd")
+    second = Sample(a=torch.tensor([2]), b="efg")
+    padded = tensordict.pad_sequence([first, second])
+    assert type(padded) is Sample and padded.batch_size == (2,)
+    assert padded.a.tolist() == [[1, 1], [2, 0]] and padded.b == ["asd", "efg"]
+
+
+def test_to_dict_and_from_dict_instance_keep_classes_and_casts():
+    class Node(TensorClass, autocast=True):
+        x: torch.Tensor = None
+        y: int = None
+        z: Node | None = None
+
+    td = TensorDict(a=torch.randn(()), b=Node(x=torch.zeros(()), y=1, z=Node(y=2)))
+    as_dict = td.to_dict()
+    assert as_dict["b"]["y"] == 1 and as_dict["b"]["z"] == {"y": 2}
+    rebuilt = td.from_dict_instance(as_dict, auto_batch_size=True)
+    node = rebuilt["b"]
+    assert type(node) is Node and type(node.z) is Node
+    assert isinstance(node.y, int) and node.z.y == 2 and isinstance(node.x, torch.Tensor)
+
+
+def test_extend_a_lazily_stacked_instance(nested):
+    lazy = lazy_stack([nested[0], nested[1]])
+    lazy.extend([nested[2]])
+    assert type(lazy) is Nested and lazy.batch_size == (3, 4)
+    assert torch.equal(lazy[2].X, nested.X[2])
+    with pytest.raises(TypeError, match="lazily stacked"):
+        nested.extend([nested[0]])

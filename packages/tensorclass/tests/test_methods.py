@@ -222,3 +222,20 @@ def test_grad_data_and_backward():
     (losses.actor + losses.critic).backward()
     assert torch.allclose(x.grad, 1 + 2 * x.detach())
     assert type(losses.data) is Loss and not losses.data.requires_grad
+
+
+def test_cast_filter_option_is_the_default_of_dtype_casts():
+    from tensordict import is_inexact
+
+    class Mesh(TensorClass, cast_filter=is_inexact):
+        points: torch.Tensor
+        cells: torch.Tensor
+
+    mesh = Mesh(points=torch.zeros(4, 3), cells=torch.zeros(2, 3, dtype=torch.long))
+    for out in (mesh.bfloat16(), mesh.to(torch.bfloat16), mesh.to(dtype=torch.bfloat16)):
+        assert type(out) is Mesh
+        assert out.points.dtype is torch.bfloat16 and out.cells.dtype is torch.int64
+    assert mesh.bfloat16(cast_filter=None).cells.dtype is torch.bfloat16
+    assert mesh.to(torch.float64, cast_filter=None).cells.dtype is torch.float64
+    assert Batch._flags.cast_filter is None
+    assert make_batch().to(torch.float64).info["step"].dtype is torch.float64

@@ -295,3 +295,53 @@ def test_reference_state_dict_example():
     td = TensorDict({"0." + k: v for k, v in layer.state_dict().items()}, []).unflatten_keys(".")
     assert set(td.keys(True, True)) == {("0", "weight"), ("0", "bias")}
     assert torch.equal(td["0", "weight"], layer.weight.detach())
+
+
+# ---------------------------------------------------------------------- iteration fast paths
+def _with_lazy() -> TensorDict:
+    import torch
+
+    from tensordict import lazy_stack
+
+    inner = lazy_stack([TensorDict({"x": torch.zeros(2), "s": f"v{i}"}, [2]) for i in range(3)], 1)
+    return TensorDict({"a": torch.ones(2), "n": {"b": torch.ones(2, 4)}, "lazy": inner}, [2])
+
+
+@pytest.mark.parametrize("leaves_only", [False, True])
+def test_items_and_values_match_keys_and_get(leaves_only):
+    td = _with_lazy()
+    keys = list(td.keys(True, leaves_only))
+    items = list(td.items(True, leaves_only))
+    assert [k for k, _ in items] == keys
+    for (key, value), other in zip(items, td.values(True, leaves_only)):
+        stored = td._get_tuple(key if isinstance(key, tuple) else (key,), None)
+        if isinstance(stored, torch.Tensor):
+            assert torch.equal(value, stored) and torch.equal(other, stored)
+        else:
+            assert type(value) is type(stored) and type(other) is type(stored)
+    assert ("lazy", "x") in keys and ("lazy", "s") in keys
+
+
+def test_len_of_a_nested_keys_view_follows_the_tensordict():
+    td = _with_lazy()
+    view = td.keys(True, True)
+    assert len(view) == len(list(view)) == 4
+    it = iter(view)
+    next(it)  # a consumed iterator: len() walks the tensordict again
+    td["c"] = torch.zeros(2)
+    assert len(view) == 5
+    assert len(list(view)) == 5
+
+
+def test_update_with_itself_is_a_no_op():
+    a = torch.zeros(2)
+    td = TensorDict({"a": a, "n": {"b": torch.ones(2)}}, [2])
+    assert td.update(td) is td and td.update_(td) is td
+    assert td["a"] is a and list(td.keys(True)) == ["a", "n", ("n", "b")]
+
+
+def test_update_from_a_dense_source_still_refuses_new_keys_when_locked():
+    td = TensorDict({"a": torch.zeros(2)}, [2]).lock_()
+    with pytest.raises(RuntimeError, match="locked"):
+        td.update(TensorDict({"b": torch.zeros(2)}, [2]))
+    assert list(td.keys()) == ["a"]

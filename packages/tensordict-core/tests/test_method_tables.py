@@ -116,7 +116,7 @@ def _operands(name: str, td: TensorDict, how: str) -> tuple:
     base = {"td": other, "tensor": torch.tensor(1.5 if td["a"].is_floating_point() else 2)}
     base["scalar"] = 2 if not td["a"].is_floating_point() or name in ("pow",) else 0.75
     first = base[how]
-    if BINARY.get(name, BINARY_NO_INPLACE.get(name)) == 1:
+    if len(BINARY.get(name, BINARY_NO_INPLACE.get(name)).operands) == 1:
         return (first,)
     second = {"td": other, "tensor": torch.tensor(0.25), "scalar": 0.25}[how]
     if name == "lerp" and how == "td":
@@ -699,7 +699,7 @@ def test_inplace_bad_operand_names_key_and_leaves_data_unchanged():
     other = td.clone()
     other["n", "c"] = torch.ones(2, 3, 5, 3)  # wrong feature size for ('n', 'c')
     for name in BINARY:
-        args = (other,) if BINARY[name] == 1 else (other, other)
+        args = (other,) if len(BINARY[name].operands) == 1 else (other, other)
         with pytest.raises(RuntimeError, match=r"\('n', 'c'\)"):
             getattr(td, name + "_")(*args)
         check_leafwise(td, before, lambda k, x: x)
@@ -876,7 +876,7 @@ _FLOAT_BINARY = [n for n in [*BINARY, *BINARY_NO_INPLACE] if not n.startswith("b
 
 
 def n_operands(name):
-    return BINARY.get(name, BINARY_NO_INPLACE.get(name))
+    return len(BINARY.get(name, BINARY_NO_INPLACE.get(name)).operands)
 
 
 def _binary_operands(name, td):

@@ -51,7 +51,11 @@ def test_archive_loads_without_copy_and_copy_on_write(tmp_path):
     archive = tmp_path / "data.tdz"
     sample_td().save(archive)
     loaded = TensorDict.load_memmap(archive)
-    pointers = {v.untyped_storage().data_ptr() for v in loaded.values(True, True) if isinstance(v, torch.Tensor)}
+    pointers = {
+        v.untyped_storage().data_ptr()
+        for v in loaded.values(True, True)
+        if isinstance(v, torch.Tensor)
+    }
     assert len(pointers) == 1  # every leaf views one mapping of the file
     before = archive.read_bytes()
     loaded["float"] += 1
@@ -142,7 +146,9 @@ def test_pack_unpack(tmp_path):
     assert_same(TensorDict.load_memmap(out), td)
     with pytest.raises(ValueError, match="not a memory-mapped tensordict folder"):
         pack_memmap(tmp_path / "nothing", tmp_path / "x.tdz")
-    small = pack_memmap(tmp_path / "plain", tmp_path / "small.tdz", compression="lzma", compresslevel=1)
+    small = pack_memmap(
+        tmp_path / "plain", tmp_path / "small.tdz", compression="lzma", compresslevel=1
+    )
     assert_same(TensorDict.load_memmap(small), td)
 
 

@@ -20,7 +20,10 @@ def _fill_rows(prefix, writer):
     td = TensorDict.load_memmap(prefix)
     rows = slice(writer * ROWS_EACH, (writer + 1) * ROWS_EACH)
     td[rows] = TensorDict(
-        {"obs": torch.full((ROWS_EACH, 3), float(writer)), "info": {"id": torch.full((ROWS_EACH,), writer)}},
+        {
+            "obs": torch.full((ROWS_EACH, 3), float(writer)),
+            "info": {"id": torch.full((ROWS_EACH,), writer)},
+        },
         [ROWS_EACH],
     )
 
@@ -38,17 +41,36 @@ def test_four_processes_fill_disjoint_rows_of_a_memmap_like_dataset(tmp_path):
     for p in procs:
         p.join(timeout=300)
         assert p.exitcode == 0
-    for ds in (dataset, TensorDict.load_memmap(tmp_path / "ds")):  # the parent's mapping sees them too
+    for ds in (
+        dataset,
+        TensorDict.load_memmap(tmp_path / "ds"),
+    ):  # the parent's mapping sees them too
         for w in range(WRITERS):
             rows = slice(w * ROWS_EACH, (w + 1) * ROWS_EACH)
             assert (ds["obs"][rows] == w).all() and (ds["info", "id"][rows] == w).all()
 
 
 def test_append_memmap_grows_along_dim_zero(tmp_path):
-    td = TensorDict({"x": torch.arange(6.0).view(2, 3), "n": {"y": torch.zeros(2, dtype=torch.int8)}, "tag": "run", "lab": NonTensorStack("a", "b")}, [2])
+    td = TensorDict(
+        {
+            "x": torch.arange(6.0).view(2, 3),
+            "n": {"y": torch.zeros(2, dtype=torch.int8)},
+            "tag": "run",
+            "lab": NonTensorStack("a", "b"),
+        },
+        [2],
+    )
     td.memmap(tmp_path)
     size_before = (tmp_path / "x.memmap").stat().st_size
-    rows = TensorDict({"x": torch.ones(3, 3), "n": {"y": torch.ones(3, dtype=torch.int8)}, "tag": "run", "lab": NonTensorStack("c", "d", "e")}, [3])
+    rows = TensorDict(
+        {
+            "x": torch.ones(3, 3),
+            "n": {"y": torch.ones(3, dtype=torch.int8)},
+            "tag": "run",
+            "lab": NonTensorStack("c", "d", "e"),
+        },
+        [3],
+    )
     append_memmap(tmp_path, rows)
     assert (tmp_path / "x.memmap").stat().st_size == size_before + 3 * 3 * 4
     grown = TensorDict.load_memmap(tmp_path)
@@ -81,7 +103,9 @@ def test_append_memmap_needs_a_folder(tmp_path):
 
 
 def _crash_script():
-    spec = importlib.util.spec_from_file_location("crash_save", ROOT / "benchmarks" / "crash_save.py")
+    spec = importlib.util.spec_from_file_location(
+        "crash_save", ROOT / "benchmarks" / "crash_save.py"
+    )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -91,7 +115,18 @@ def _crash_script():
 def test_kill_9_during_an_overwrite_never_loads_wrong_data(tmp_path):
     """A quick version of benchmarks/crash_save.py (100 trials there, README figures)."""
     report = _crash_script().main(
-        ["--trials", "10", "--leaves", "8", "--leaf-mb", "0.5", "--dir", str(tmp_path), "--json", str(tmp_path / "r.json")]
+        [
+            "--trials",
+            "10",
+            "--leaves",
+            "8",
+            "--leaf-mb",
+            "0.5",
+            "--dir",
+            str(tmp_path),
+            "--json",
+            str(tmp_path / "r.json"),
+        ]
     )
     assert report["wrong"] == 0, report["examples"]
     assert report["old"] + report["new"] + report["error"] == 10

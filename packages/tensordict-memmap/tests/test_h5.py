@@ -66,7 +66,9 @@ def test_indexing_reads_only_the_selected_rows(tmp_path, monkeypatch):
 
 
 def test_writes_go_to_the_file(tmp_path):
-    h5 = PersistentTensorDict.from_dict(TensorDict({"a": torch.zeros(3, 2)}, [3]), filename=tmp_path / "f.h5")
+    h5 = PersistentTensorDict.from_dict(
+        TensorDict({"a": torch.zeros(3, 2)}, [3]), filename=tmp_path / "f.h5"
+    )
     h5["b"] = torch.ones(3)
     h5[1] = TensorDict({"a": torch.full((2,), 5.0), "b": torch.tensor(7.0)}, [])
     h5.set(("g", "h"), NonTensorData([1, "x"], batch_size=[3]))
@@ -116,7 +118,9 @@ def _child(ptd, queue):
 
 
 def test_pickles_by_file_name_for_other_processes(tmp_path):
-    h5 = PersistentTensorDict.from_dict(TensorDict({"sub": {"v": torch.arange(3)}}, []), filename=tmp_path / "p.h5")
+    h5 = PersistentTensorDict.from_dict(
+        TensorDict({"sub": {"v": torch.arange(3)}}, []), filename=tmp_path / "p.h5"
+    )
     h5.close()
     ptd = PersistentTensorDict(filename=tmp_path / "p.h5", batch_size=[])
     assert pickle.loads(pickle.dumps(ptd))["sub", "v"].tolist() == [0, 1, 2]

@@ -41,7 +41,9 @@ TRAVERSAL_KEYS = [
 
 
 def _tree(root):
-    return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
+    return sorted(
+        os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs
+    )
 
 
 @pytest.mark.parametrize("key", TRAVERSAL_KEYS)
@@ -68,7 +70,9 @@ def test_keys_that_share_a_file_name_are_refused(tmp_path):
     td.memmap(tmp_path / "ok")
     from tensordict.memmap._plan import Planner
 
-    planner = Planner(tmp_path / "x", like=False, copy_existing=False, robust_key=True, allow_pickle=False)
+    planner = Planner(
+        tmp_path / "x", like=False, copy_existing=False, robust_key=True, allow_pickle=False
+    )
     used = {}
     planner._claim(used, "a.memmap", "a", ())
     with pytest.raises(ValueError, match="same file"):
@@ -129,7 +133,9 @@ def test_load_refuses_symlinked_leaves(tmp_path):
 
 def _saved(tmp_path):
     prefix = tmp_path / "d"
-    TensorDict({"a": torch.arange(6.0).view(2, 3), "n": {"b": torch.zeros(2)}, "s": "x"}, [2]).memmap(prefix)
+    TensorDict(
+        {"a": torch.arange(6.0).view(2, 3), "n": {"b": torch.zeros(2)}, "s": "x"}, [2]
+    ).memmap(prefix)
     return prefix
 
 
@@ -141,20 +147,80 @@ def _edit_meta(path, change):
 
 TAMPERED = [
     # (what, how to tamper, exception type, text the message must contain)
-    ("bad JSON", lambda p: (p / "meta.json").write_text("{not json"), ValueError, "meta.json' is not valid JSON"),
+    (
+        "bad JSON",
+        lambda p: (p / "meta.json").write_text("{not json"),
+        ValueError,
+        "meta.json' is not valid JSON",
+    ),
     ("not an object", lambda p: (p / "meta.json").write_text("[1, 2]"), ValueError, "JSON object"),
-    ("unknown dtype", lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(dtype="torch.float99")), ValueError, "unknown dtype"),
-    ("dtype is code", lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(dtype="__import__('os')")), ValueError, "unknown dtype"),
-    ("shape larger than the file", lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(shape=[2, 300])), ValueError, "a.memmap' holds 24 bytes"),
-    ("negative size", lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(shape=[2, -3])), ValueError, "integers >= 0"),
-    ("shape not a list", lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(shape="big")), ValueError, "shape of 'a'"),
-    ("shape off the batch size", lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(shape=[3, 2])), ValueError, "does not start with the batch size"),
-    ("missing leaf file", lambda p: os.remove(p / "a.memmap"), FileNotFoundError, "a.memmap' is missing"),
+    (
+        "unknown dtype",
+        lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(dtype="torch.float99")),
+        ValueError,
+        "unknown dtype",
+    ),
+    (
+        "dtype is code",
+        lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(dtype="__import__('os')")),
+        ValueError,
+        "unknown dtype",
+    ),
+    (
+        "shape larger than the file",
+        lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(shape=[2, 300])),
+        ValueError,
+        "a.memmap' holds 24 bytes",
+    ),
+    (
+        "negative size",
+        lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(shape=[2, -3])),
+        ValueError,
+        "integers >= 0",
+    ),
+    (
+        "shape not a list",
+        lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(shape="big")),
+        ValueError,
+        "shape of 'a'",
+    ),
+    (
+        "shape off the batch size",
+        lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(shape=[3, 2])),
+        ValueError,
+        "does not start with the batch size",
+    ),
+    (
+        "missing leaf file",
+        lambda p: os.remove(p / "a.memmap"),
+        FileNotFoundError,
+        "a.memmap' is missing",
+    ),
     ("truncated leaf file", lambda p: os.truncate(p / "a.memmap", 5), ValueError, "truncated"),
-    ("missing nested meta.json", lambda p: os.remove(p / "n" / "meta.json"), FileNotFoundError, "n/meta.json"),
-    ("nested batch size disagrees", lambda p: _edit_meta(p / "n" / "meta.json", lambda m: m.update(shape=[5])), ValueError, "does not start with the batch size [5]"),
-    ("bad is_nested", lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(is_nested="yes")), ValueError, "is_nested"),
-    ("entry without dtype or type", lambda p: _edit_meta(p / "meta.json", lambda m: m.update(z={"x": 1})), ValueError, "neither 'dtype' nor 'type'"),
+    (
+        "missing nested meta.json",
+        lambda p: os.remove(p / "n" / "meta.json"),
+        FileNotFoundError,
+        "n/meta.json",
+    ),
+    (
+        "nested batch size disagrees",
+        lambda p: _edit_meta(p / "n" / "meta.json", lambda m: m.update(shape=[5])),
+        ValueError,
+        "does not start with the batch size [5]",
+    ),
+    (
+        "bad is_nested",
+        lambda p: _edit_meta(p / "meta.json", lambda m: m["a"].update(is_nested="yes")),
+        ValueError,
+        "is_nested",
+    ),
+    (
+        "entry without dtype or type",
+        lambda p: _edit_meta(p / "meta.json", lambda m: m.update(z={"x": 1})),
+        ValueError,
+        "neither 'dtype' nor 'type'",
+    ),
     ("missing top meta.json", lambda p: os.remove(p / "meta.json"), FileNotFoundError, "meta.json"),
     ("lazy count too large", None, FileNotFoundError, "stacks 5 tensordicts"),
 ]
@@ -166,7 +232,9 @@ def test_tampered_folders_raise_clear_errors(tmp_path, what, tamper, error, text
         from tensordict import LazyStackedTensorDict
 
         prefix = tmp_path / "d"
-        LazyStackedTensorDict(TensorDict({"a": torch.zeros(2)}, [2]), TensorDict({"a": torch.ones(2)}, [2])).memmap(prefix)
+        LazyStackedTensorDict(
+            TensorDict({"a": torch.zeros(2)}, [2]), TensorDict({"a": torch.ones(2)}, [2])
+        ).memmap(prefix)
         _edit_meta(prefix / "meta.json", lambda m: m.update(count=5))
     else:
         prefix = _saved(tmp_path)
@@ -189,7 +257,9 @@ class Opaque:
 
 
 @pytest.mark.parametrize(
-    "value", [1 + 2j, (1, 2), {1: 2}, Opaque(3), {"ok": (1,)}], ids=["complex", "tuple", "intkey", "object", "inner-tuple"]
+    "value",
+    [1 + 2j, (1, 2), {1: 2}, Opaque(3), {"ok": (1,)}],
+    ids=["complex", "tuple", "intkey", "object", "inner-tuple"],
 )
 def test_non_json_values_need_allow_pickle_at_save_and_load(tmp_path, value):
     td = TensorDict({"v": NonTensorData(value, batch_size=[])}, [])
@@ -205,7 +275,15 @@ def test_non_json_values_need_allow_pickle_at_save_and_load(tmp_path, value):
 
 
 def test_json_values_need_nothing(tmp_path):
-    values = {"s": "x", "i": 3, "f": 2.5, "b": True, "n": None, "l": [1, [2, "3"]], "d": {"k": [1, None]}}
+    values = {
+        "s": "x",
+        "i": 3,
+        "f": 2.5,
+        "b": True,
+        "n": None,
+        "l": [1, [2, "3"]],
+        "d": {"k": [1, None]},
+    }
     td = TensorDict({k: NonTensorData(v, batch_size=[]) for k, v in values.items()}, [])
     loaded = TensorDict.load_memmap(td.memmap(tmp_path).saved_path)
     for k, v in values.items():
@@ -226,7 +304,13 @@ def test_pickle_is_never_run_without_consent(tmp_path):
     TensorDict({"a": torch.zeros(1)}, [1]).memmap(tmp_path / "d")
     (tmp_path / "d" / "p").mkdir()
     (tmp_path / "d" / "p" / "meta.json").write_text(
-        json.dumps({"_type": "<class 'tensordict.tensorclass.NonTensorData'>", "_metadata": None, "_is_non_tensor": True})
+        json.dumps(
+            {
+                "_type": "<class 'tensordict.tensorclass.NonTensorData'>",
+                "_metadata": None,
+                "_is_non_tensor": True,
+            }
+        )
     )
     payload = f"cos\nsystem\n(S'touch {marker}'\ntR.".encode()
     (tmp_path / "d" / "p" / "other.pickle").write_bytes(payload)
@@ -241,7 +325,9 @@ def test_pickle_is_never_run_without_consent(tmp_path):
 
 def _write_class_folder(prefix, type_name):
     TensorDict({"x": torch.zeros(2)}, [2]).memmap(prefix)
-    _edit_meta(prefix / "meta.json", lambda m: m.update(_type=f"<class '{type_name}'>", _class=None))
+    _edit_meta(
+        prefix / "meta.json", lambda m: m.update(_type=f"<class '{type_name}'>", _class=None)
+    )
 
 
 def test_a_class_named_in_meta_json_is_never_imported(tmp_path):

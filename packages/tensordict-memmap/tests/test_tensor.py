@@ -12,7 +12,16 @@ import torch.multiprocessing as mp
 
 from tensordict import MemoryMappedTensor
 
-DTYPES = [torch.float16, torch.bfloat16, torch.float32, torch.float64, torch.int8, torch.int64, torch.bool, torch.complex64]
+DTYPES = [
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+    torch.int8,
+    torch.int64,
+    torch.bool,
+    torch.complex64,
+]
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -138,7 +147,14 @@ def test_views_keep_the_file_and_torch_ops_give_plain_tensors(tmp_path):
         assert type(view) is MemoryMappedTensor and view.filename == m.filename
         assert view.parent_shape == torch.Size([10])
     assert m[2:5]._handler is m._handler
-    for plain in (m + 1, m.clone(), m.sum(), m.view(2, 5), m[torch.tensor([1, 2])], m.to(torch.int64)):
+    for plain in (
+        m + 1,
+        m.clone(),
+        m.sum(),
+        m.view(2, 5),
+        m[torch.tensor([1, 2])],
+        m.to(torch.int64),
+    ):
         assert type(plain) is torch.Tensor
     assert m.fill_(1.0) is m and m.copy_(torch.zeros(10)) is m and m.contiguous() is m
     m[2:5].fill_(4.0)  # writes through a view reach the mapping
@@ -154,7 +170,11 @@ def test_from_filename_modes_and_index(tmp_path):
     shared = MemoryMappedTensor.from_filename(name, torch.int64, (2, 3), mode="r+")
     shared[0, 0] = 7
     assert MemoryMappedTensor.from_filename(name, torch.int64, (2, 3))[0, 0] == 7
-    assert MemoryMappedTensor.from_filename(name, torch.int64, (2, 3), index=1).tolist() == [3, 4, 5]
+    assert MemoryMappedTensor.from_filename(name, torch.int64, (2, 3), index=1).tolist() == [
+        3,
+        4,
+        5,
+    ]
     with pytest.raises(ValueError, match="mode"):
         MemoryMappedTensor.from_filename(name, torch.int64, (2, 3), mode="w")
 
@@ -170,10 +190,14 @@ def test_from_filename_refuses_a_short_file_and_creates_a_missing_one(tmp_path):
 
 def test_from_storage_and_handler(tmp_path):
     base = MemoryMappedTensor.from_tensor(torch.arange(6.0), filename=tmp_path / "s")
-    view = MemoryMappedTensor.from_storage(base.untyped_storage(), dtype=torch.float32, shape=(2, 3))
+    view = MemoryMappedTensor.from_storage(
+        base.untyped_storage(), dtype=torch.float32, shape=(2, 3)
+    )
     assert view.filename == base.filename and view[1].tolist() == [3.0, 4.0, 5.0]
     with pytest.raises(RuntimeError, match="mapped from"):
-        MemoryMappedTensor.from_storage(base.untyped_storage(), dtype=torch.float32, filename=tmp_path / "other")
+        MemoryMappedTensor.from_storage(
+            base.untyped_storage(), dtype=torch.float32, filename=tmp_path / "other"
+        )
     anon = MemoryMappedTensor.from_tensor(torch.arange(4))
     again = MemoryMappedTensor.from_handler(anon._handler, torch.int64, [2, 2])
     again[0, 0] = 9

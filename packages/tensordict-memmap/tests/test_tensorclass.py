@@ -45,7 +45,10 @@ def test_stand_in_tensorclass_round_trip(tmp_path):
     assert (tmp_path / "p" / "_tensordict" / "x.memmap").is_file()
     loaded = TensorDict.load_memmap(tmp_path / "p")
     assert isinstance(loaded, Point)
-    assert torch.equal(loaded._tensordict["x"], torch.arange(3.0)) and loaded._tensordict["label"] == "origin"
+    assert (
+        torch.equal(loaded._tensordict["x"], torch.arange(3.0))
+        and loaded._tensordict["label"] == "origin"
+    )
 
 
 def test_stand_in_tensorclass_in_place_and_like(tmp_path):
@@ -73,4 +76,6 @@ def test_real_tensorclass_round_trip(tmp_path):
     s = Sample(x=torch.arange(3), name="n", batch_size=[3])
     s.memmap(tmp_path)
     loaded = Sample.load_memmap(tmp_path)
-    assert isinstance(loaded, Sample) and torch.equal(loaded.x, torch.arange(3)) and loaded.name == "n"
+    assert (
+        isinstance(loaded, Sample) and torch.equal(loaded.x, torch.arange(3)) and loaded.name == "n"
+    )

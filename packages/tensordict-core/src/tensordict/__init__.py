@@ -34,7 +34,14 @@ from tensordict._siblings import sibling_attr as _sibling_attr
 
 __version__ = "0.1.0"
 
-from tensordict import _ops, _ops_batch, _ops_reduce, _pytree, utils
+from tensordict import (
+    _autograd,  # noqa: F401 - registers torch.autograd.grad
+    _ops,
+    _ops_batch,
+    _ops_reduce,
+    _pytree,
+    utils,
+)
 from tensordict._attrs import TensorAttrs
 from tensordict._collection import TensorCollection
 from tensordict._consolidate import from_consolidated

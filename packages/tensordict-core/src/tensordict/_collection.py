@@ -21,7 +21,7 @@ wrapper's type back.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 
 class TensorCollection:
@@ -33,9 +33,9 @@ class TensorCollection:
 
     __slots__ = ()
 
-    #: For wrapping collections (tensorclasses): the class method rebuilding an instance
-    #: of the same class around a tensordict. ``None`` for collections that are their data.
-    _rewrap: Callable[[Any], Any] | None = None
+    #: True for collections that wrap a tensordict (tensorclasses): they hold it in
+    #: ``_tensordict`` and their class method ``_rewrap(td)`` builds an instance around one.
+    _wraps_tensordict: ClassVar[bool] = False
 
 
 def wrapped(values: Sequence[Any]) -> tuple[list[Any], Callable[[Any], Any]] | None:
@@ -50,10 +50,9 @@ def wrapped(values: Sequence[Any]) -> tuple[list[Any], Callable[[Any], Any]] | N
     if not values:
         return None
     cls = type(values[0])
-    rewrap = getattr(cls, "_rewrap", None)
-    if rewrap is None or any(type(v) is not cls for v in values):
+    if not getattr(cls, "_wraps_tensordict", False) or any(type(v) is not cls for v in values):
         return None
-    return [v._tensordict for v in values], rewrap
+    return [v._tensordict for v in values], cls._rewrap
 
 
 def data_of(value: Any) -> Any:
@@ -65,4 +64,4 @@ def data_of(value: Any) -> Any:
     >>> data_of(td) is td
     True
     """
-    return value._tensordict if getattr(type(value), "_rewrap", None) is not None else value
+    return value._tensordict if getattr(type(value), "_wraps_tensordict", False) else value

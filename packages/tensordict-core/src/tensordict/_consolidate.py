@@ -40,7 +40,10 @@ from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict._shape import parse_device
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Self
+
     from tensordict._td import TensorDict
+    from tensordict.base import TensorDictBase
 
 _Tensor = torch.Tensor
 
@@ -421,7 +424,7 @@ def consolidate(
     out = _rebuild(buffer, meta, allow_pickle=True, trusted=True)
     if inplace:
         _adopt(td, out)
-        td._consolidated = out._consolidated  # type: ignore[attr-defined]
+        td.__dict__["_consolidated"] = out.__dict__["_consolidated"]
         return td
     return out
 
@@ -567,7 +570,7 @@ def _view(buffer: _Tensor, entry: dict[str, Any], path: tuple[str, ...], limit: 
 
 
 def _build(
-    cls: type,
+    cls: type[TensorDict],
     node: dict[str, Any],
     buffer: _Tensor,
     limit: int,
@@ -633,11 +636,11 @@ def _build(
             store[key] = wrapper._make(
                 _decode_non_tensor(sub, entry, allow_pickle), batch_size, device
             )
-    out = cls._new_unsafe(store, batch_size, device, list(names) if names else None)  # type: ignore[attr-defined]
+    out = cls._new_unsafe(store, batch_size, device, list(names) if names else None)
     if node.get("locked"):
         out.lock_()
         out._last_op = None
-    return out  # type: ignore[no-any-return]
+    return out
 
 
 def _build_njt(
@@ -712,7 +715,7 @@ def _rebuild(
             f"holds {buffer.numel()} bytes."
         )
     out = _build(_kinds.Dense, metadata["td"], buffer, limit, allow_pickle, (), trusted)
-    out._consolidated = {"storage": buffer, "metadata": metadata}  # type: ignore[attr-defined]
+    out.__dict__["_consolidated"] = {"storage": buffer, "metadata": metadata}
     return out
 
 
@@ -953,7 +956,7 @@ def consolidated_to(
 
 
 # ---------------------------------------------------------------------- the mixin
-class ConsolidateOps:
+class ConsolidateOps(_kinds.SharedMixin):
     """Mixin of :class:`~tensordict.TensorDict`: consolidation and its pickling."""
 
     def consolidate(
@@ -970,7 +973,7 @@ class ConsolidateOps:
         pin_memory: bool = False,
         metadata: bool = False,
         allow_pickle: bool = False,
-    ) -> TensorDict:
+    ) -> Self:
         """Copy every tensor leaf into one contiguous ``uint8`` buffer; leaves become views.
 
         The result keeps ``_consolidated = {"storage": buffer, "metadata": dict}``, where
@@ -1027,7 +1030,7 @@ class ConsolidateOps:
                 inplace=inplace,
                 allow_pickle=allow_pickle,
             )
-        return consolidate(
+        return consolidate(  # type: ignore[return-value] # a lazy stack gives a lazy stack
             self,  # type: ignore[arg-type]
             filename,
             device=device,
@@ -1062,7 +1065,7 @@ class ConsolidateOps:
         metadata: dict[str, Any] | None = None,
         *,
         allow_pickle: bool = False,
-    ) -> TensorDict:
+    ) -> TensorDictBase:
         """Rebuild a tensordict from a consolidated buffer or file (see
         :func:`tensordict.from_consolidated`).
 
@@ -1078,10 +1081,10 @@ class ConsolidateOps:
         """
         return from_consolidated(filename, metadata, allow_pickle=allow_pickle)
 
-    def to(self, *args: Any, **kwargs: Any) -> TensorDict:
+    def to(self, *args: Any, **kwargs: Any) -> Self:
         if "_consolidated" not in self.__dict__:  # the common case: one dict lookup
-            return super().to(*args, **kwargs)  # type: ignore[misc,no-any-return]
-        return consolidated_to(self, args, kwargs, super().to)  # type: ignore[misc,no-any-return]
+            return super().to(*args, **kwargs)
+        return cast("Self", consolidated_to(self, args, kwargs, super().to))
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         buffer = consolidated_buffer(self)

@@ -19,7 +19,7 @@ import dataclasses
 import keyword
 from collections import namedtuple
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -105,7 +105,7 @@ def convert(
         items = value
     elif isinstance(value, tuple):
         items = (
-            value._asdict()  # type: ignore[attr-defined]
+            cast(Any, value)._asdict()
             if _is_namedtuple(value)
             else {str(i): v for i, v in enumerate(value)}
         )
@@ -406,7 +406,7 @@ class ConversionOps:
         >>> td.tolist(convert_nodes=False)[1]["a"]
         tensor([2, 3])
         """
-        nb = len(self.batch_size)  # type: ignore[attr-defined]
+        nb = len(cast(Any, self).batch_size)
         if not convert_nodes:
             return _unbind_nested(self, nb)
         return _tolist(self, nb, convert_tensors)

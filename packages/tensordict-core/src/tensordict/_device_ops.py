@@ -21,6 +21,8 @@ _Tensor = torch.Tensor
 class DeviceOps:
     """Mixin: device moves, dtype casts through ``to``, shared and pinned memory."""
 
+    _last_op: Any
+
     def to(self, *args: Any, **kwargs: Any) -> TensorDict:
         """Move and/or cast every leaf, like :meth:`torch.Tensor.to`.
 
@@ -70,7 +72,10 @@ class DeviceOps:
             device, dtype, nb, _ = torch._C._nn._parse_to(*args, **kwargs)
             non_blocking = non_blocking or nb
         if dtype is not None:
-            result = result._map_tensors(lambda x: x.to(dtype=dtype, non_blocking=non_blocking))
+            if non_blocking:
+                result = result._map_tensors(lambda x: x.to(dtype=dtype, non_blocking=True))
+            else:  # (an extra keyword costs ~0.5 µs per leaf)
+                result = result._map_tensors(lambda x: x.to(dtype=dtype))
         if device is not None:
             device = parse_device(device)
             if device != result._device or any(

@@ -69,13 +69,19 @@ class DictOps:
         [('a', 'b'), ('a', 'c'), 'd']
         """
         input_dict_or_td = with_entries(input_dict_or_td, kwargs)
+        if input_dict_or_td is self:  # nothing to write (as in the reference library)
+            return self
         if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
             self.batch_size = input_dict_or_td.batch_size
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
-        plan: list = []
+        plan: list[Any] = []
         self._plan_update(input_dict_or_td, clone, wanted, (), plan, ignore_lock)
+        if not inplace:
+            for target, key, value in plan:
+                target._tensordict[key] = value
+            return self
         for target, key, value in plan:
-            if inplace and key in target._tensordict:
+            if key in target._tensordict:
                 write_inplace(key, target._tensordict[key], value, non_blocking)
             else:
                 target._tensordict[key] = value
@@ -90,9 +96,30 @@ class DictOps:
         plan: list,
         ignore_lock: bool,
     ) -> None:
-        items = source._tensordict.items() if isinstance(source, _kinds.Dense) else source.items()
+        store = self._tensordict
+        bs = self._batch_size
+        nb = len(bs)
+        dev = self._device
+        refuse_new = self._is_locked and not ignore_lock
+        if isinstance(source, _kinds.Dense):
+            items: Any = source._tensordict.items()
+            # the leaves of a dense source of this batch size (and device) are valid here
+            trusted = source._batch_size[:nb] == bs and (dev is None or source._device == dev)
+        else:
+            items = source.items()
+            trusted = False
         for key, value in items:
             if type(key) is str and wanted is None:
+                if isinstance(value, _Tensor) and not clone:  # the hot path, inlined
+                    if not trusted:
+                        if dev is not None and value.device != dev:
+                            value = value.to(dev)
+                        if value.shape[:nb] != bs:
+                            raise self._shape_error(prefix + (key,) if prefix else key, value)
+                    if refuse_new and key not in store:
+                        raise lock_error(unravel_key(prefix + (key,)))
+                    plan.append((self, key, value))
+                    continue
                 target, last = self, key
             else:
                 path = prefix + _key_tuple(key)
@@ -146,6 +173,8 @@ class DictOps:
         """
         input_dict_or_td = with_entries(input_dict_or_td, kwargs)
         source = input_dict_or_td
+        if source is self:  # every entry already holds itself
+            return self
         keys = (
             source.keys(True, True)
             if isinstance(source, TensorDictBase)
@@ -280,8 +309,11 @@ class DictOps:
             keys = tuple(keys[0])
         if inplace and self._is_locked:
             raise lock_error(keys, "delete")
-        out = self if inplace else self.copy()
+        out = self if inplace else self._shallow_copy()
         for key in keys:
+            if type(key) is str:
+                out._tensordict.pop(key, None)
+                continue
             path = _key_tuple(key)
             parent = out._get_tuple(path[:-1], None) if len(path) > 1 else out
             if isinstance(parent, _kinds.Dense):
@@ -403,18 +435,23 @@ class DictOps:
         """
         if recurse:
             return self._map_tensors(torch.clone)
+        return self._shallow_copy()
+
+    def _shallow_copy(self) -> TensorDict:
+        """New containers all the way down, the same tensors (see :meth:`copy`)."""
         bs = self._batch_size
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
                 out[key] = value
+            elif isinstance(value, _kinds.Dense):
+                out[key] = value._shallow_copy()
             elif isinstance(value, NON_TENSOR):
                 out[key] = value._with(bs)  # a container of its own (see _tree.carry_non_tensor)
             else:
                 out[key] = value.clone(recurse=False)
-        return self._new_unsafe(
-            out, self._batch_size, self._device, self._names and list(self._names)
-        )
+        names = self._names
+        return self._new_unsafe(out, bs, self._device, None if names is None else list(names))
 
     def empty(
         self,

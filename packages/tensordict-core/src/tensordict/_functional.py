@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 import torch
 
 from tensordict import _kinds, _legacy
-from tensordict._collection import wrapped
+from tensordict._collection import data_of, wrapped
 from tensordict._nontensor import (
     NON_TENSOR,
     NonTensorData,
@@ -151,7 +151,7 @@ def _combine_all(list_of_tensordicts: Sequence[TensorDictBase], op: str, dim: in
     """The body of :func:`stack` and :func:`cat`: validate, combine entries, keep names."""
     inner = wrapped(list_of_tensordicts)
     if inner is not None:  # tensorclasses: combine their data, give the same class back
-        target = getattr(out, "_tensordict", out) if inner[1] is getattr(out, "_rewrap", 0) else out
+        target = data_of(out) if type(out) is type(list_of_tensordicts[0]) else out
         result = _combine_all(inner[0], op, dim, target)
         return out if out is not None else inner[1](result)
     tds = _as_dense(list_of_tensordicts)
@@ -621,11 +621,10 @@ def dense_stack_tds(
     >>> out.batch_size, out["a"][0]
     (torch.Size([2, 3]), tensor([0., 1., 2.]))
     """
-    members = _kinds.lazy_members(td_list)
-    if members is not None and isinstance(td_list, TensorDictBase):
+    if isinstance(td_list, _kinds.Lazy):
         if dim is None:
-            dim = td_list.stack_dim  # type: ignore[attr-defined]
-        td_list = list(members)
+            dim = td_list.stack_dim
+        td_list = list(td_list.tensordicts)
     elif dim is None:
         raise ValueError("dense_stack_tds: pass dim= when stacking a list of tensordicts.")
     tds: list[Any] = list(td_list)

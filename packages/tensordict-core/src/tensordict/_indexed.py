@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
 _Tensor = torch.Tensor
 
 
-class IndexedOps:
+class IndexedOps(_kinds.SharedMixin):
     """Mixin of :class:`~tensordict.TensorDict` and :class:`~tensordict.LazyStackedTensorDict`:
     the methods of this module."""
 
@@ -41,10 +41,10 @@ class IndexedOps:
         >>> td.get_at("a", (1, 0)), td.get_at("missing", 0, None)
         (tensor(3), None)
         """
-        value = self._get_tuple(_key_tuple(key), None)  # type: ignore[attr-defined]
+        value = self._get_tuple(_key_tuple(key), None)
         if value is None:
             if default is NO_DEFAULT:
-                raise missing_key(unravel_key(_key_tuple(key)), self)  # type: ignore[arg-type]
+                raise missing_key(unravel_key(_key_tuple(key)), self)
             return default
         if isinstance(value, NonTensorData):
             return value.data
@@ -119,7 +119,8 @@ class IndexedOps:
     ) -> None:
         """Check writing ``value`` at ``index`` of the entry ``key`` (``path`` from the
         root, for messages) and append the write to ``plan``."""
-        store: dict[str, Any] = self._tensordict  # type: ignore[attr-defined]
+        assert isinstance(self, _kinds.Dense)  # a lazy stack plans its own writes
+        store = self._tensordict
         target = store.get(key)
         if target is None:
             raise KeyError(
@@ -127,7 +128,7 @@ class IndexedOps:
                 f"tensordict (keys there: {sorted(store)})."
             )
         if is_non_tensor(target):
-            batch_size = self.batch_size  # type: ignore[attr-defined]
+            batch_size = self.batch_size
             _check_non_tensor_at(path, target, value, index, batch_size)
 
             def write_leaf() -> None:
@@ -151,7 +152,7 @@ class IndexedOps:
         >>> td.copy_(TensorDict({"a": torch.ones(2)}, [2]))["a"]
         tensor([1., 1.])
         """
-        return self.update_(tensordict, non_blocking=non_blocking)  # type: ignore[attr-defined,no-any-return]
+        return self.update_(tensordict, non_blocking=non_blocking)
 
     def copy_at_(
         self,
@@ -182,7 +183,7 @@ def _source_leaves(source: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tupl
         items: Any = (
             store.items()
             if store is not None
-            else ((k, source._get_tuple((k,), NO_DEFAULT)) for k in source.keys())
+            else ((k, source._get_tuple(_key_tuple(k), NO_DEFAULT)) for k in source.keys())
         )
         for key, value in items:
             path = prefix + (key,)

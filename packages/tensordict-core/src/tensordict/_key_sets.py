@@ -76,7 +76,7 @@ def _no_entries(td: Any) -> bool:
     return not any(True for _ in td.keys())
 
 
-class KeySetOps:
+class KeySetOps(_kinds.SharedMixin):
     """Mixin of :class:`~tensordict.TensorDict` and :class:`~tensordict.LazyStackedTensorDict`:
     the methods of this module."""
 
@@ -95,7 +95,7 @@ class KeySetOps:
         lazy = _lazy_parent(self, path)
         if lazy is not None:  # a lazy stack answers without stacking (-1 where sizes differ)
             return lazy.get_item_shape(path[-1])  # type: ignore[no-any-return]
-        value = self._get_tuple(path, NO_DEFAULT)  # type: ignore[attr-defined]
+        value = self._get_tuple(path, NO_DEFAULT)
         if isinstance(value, _Tensor):
             return value.shape
         return value.batch_size  # type: ignore[no-any-return]
@@ -113,7 +113,7 @@ class KeySetOps:
         lazy = _lazy_parent(self, path)
         if lazy is not None:
             return lazy.entry_class(path[-1])  # type: ignore[no-any-return]
-        return type(self._get_tuple(path, NO_DEFAULT))  # type: ignore[attr-defined]
+        return type(self._get_tuple(path, NO_DEFAULT))
 
     @property
     def sorted_keys(self) -> list[str]:
@@ -124,7 +124,7 @@ class KeySetOps:
         >>> TensorDict({"b": torch.zeros(()), "a": torch.zeros(())}).sorted_keys
         ['a', 'b']
         """
-        return sorted(self.keys())  # type: ignore[attr-defined]
+        return sorted(self.keys())  # type: ignore[arg-type]
 
     @property
     def depth(self) -> int:
@@ -161,7 +161,7 @@ class KeySetOps:
         """
         if len(keys) == 1 and isinstance(keys[0], list):  # type: ignore[unreachable]
             keys = tuple(keys[0])  # type: ignore[unreachable]
-        out = self.empty()  # type: ignore[attr-defined]
+        out = self.empty()
         found: list[tuple[str, ...]] = []
         for key in keys:
             path = _key_tuple(key)
@@ -174,24 +174,24 @@ class KeySetOps:
                     raise KeyError(
                         f"separates: key {unravel_key(path)!r} is not in the tensordict (pass "
                         f"strict=False or a default); nothing was moved. Keys: "
-                        f"{sorted(map(str, self.keys(True)))}."  # type: ignore[attr-defined]
+                        f"{sorted(map(str, self.keys(True)))}."
                     )
                 continue
             _move_entry(self, out, path, path)
             found.append(path)
-        if found and self._is_locked:  # type: ignore[attr-defined]
+        if found and self._is_locked:
             raise lock_error(unravel_key(found[0]), "remove")
         for path in found:
             self._pop_path(path, filter_empty)
-        return out  # type: ignore[no-any-return]
+        return out
 
     def _pop_path(self, path: tuple[str, ...], filter_empty: bool) -> None:
-        self.del_(path)  # type: ignore[attr-defined]
+        self.del_(path)
         if filter_empty:
             for depth in range(len(path) - 1, 0, -1):
-                if not _no_entries(self._get_tuple(path[:depth], NO_DEFAULT)):  # type: ignore[attr-defined]
+                if not _no_entries(self._get_tuple(path[:depth], NO_DEFAULT)):
                     break
-                self.del_(path[:depth])  # type: ignore[attr-defined]
+                self.del_(path[:depth])
 
     def split_keys(
         self,
@@ -224,7 +224,7 @@ class KeySetOps:
                 if isinstance(key_set, Mapping)
                 else [(k, k) for k in ([key_set] if isinstance(key_set, str) else key_set)]
             )
-            out = self.empty(recurse=reproduce_struct)  # type: ignore[attr-defined]
+            out = self.empty(recurse=reproduce_struct)
             for in_key, out_key in pairs:
                 path = _key_tuple(in_key)
                 if not _has_entry(self, path):
@@ -239,15 +239,15 @@ class KeySetOps:
                         )
                     continue
                 if issubclass(self.entry_class(path), NonTensorData):
-                    if self._get_tuple(path, NO_DEFAULT).data is None:  # type: ignore[attr-defined]
+                    if self._get_tuple(path, NO_DEFAULT).data is None:
                         taken.append(path)
                         continue
                 _move_entry(self, out, path, _key_tuple(out_key))
                 taken.append(path)
             outs.append(out)
-        if inplace and self._is_locked and taken:  # type: ignore[attr-defined]
+        if inplace and self._is_locked and taken:
             raise lock_error(unravel_key(taken[0]), "remove")
-        rest = self.exclude(*taken, inplace=inplace)  # type: ignore[attr-defined]
+        rest = self.exclude(*taken, inplace=inplace)
         return (*outs, rest)
 
     def create_nested(self, key: NestedKey) -> Self:
@@ -262,7 +262,7 @@ class KeySetOps:
         path = _key_tuple(key)
         parent = self
         if len(path) > 1:
-            found = self._get_tuple(path[:-1], None)  # type: ignore[attr-defined]
+            found = self._get_tuple(path[:-1], None)
             if found is not None:
                 if not is_nested(found):
                     raise KeyError(
@@ -272,14 +272,14 @@ class KeySetOps:
                 parent = found
         new = _kinds.Dense._new_unsafe(
             {},
-            parent.batch_size,  # type: ignore[attr-defined]
-            parent.device,  # type: ignore[attr-defined]
-            list(parent.names) if any(n is not None for n in parent.names) else None,  # type: ignore[attr-defined]
+            parent.batch_size,
+            parent.device,
+            list(parent.names) if any(n is not None for n in parent.names) else None,
         )
         if parent is not self:
-            parent.set(path[-1], new)  # type: ignore[attr-defined]
+            parent.set(path[-1], new)
         else:
-            self.set(path, new)  # type: ignore[attr-defined]
+            self.set(path, new)
         return self
 
     def replace(self, *args: Any, **kwargs: Any) -> Self:
@@ -306,9 +306,9 @@ class KeySetOps:
         if args:
             source.update(args[0].items() if isinstance(args[0], TensorDictBase) else args[0])
         source.update(kwargs)
-        out = self.copy()  # type: ignore[attr-defined]
+        out = self.copy()
         out.update(source)
-        return out  # type: ignore[no-any-return]
+        return out
 
 
 def _depth(td: Any) -> int:

@@ -6,6 +6,7 @@ any nested form into the flat one (a one-element tuple becomes its string).
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, cast
 
@@ -139,7 +140,7 @@ class TensorDictKeysView:
     (True, True)
     """
 
-    __slots__ = ("_td", "include_nested", "leaves_only", "is_leaf", "sort")
+    __slots__ = ("_td", "include_nested", "leaves_only", "is_leaf", "sort", "_listed")
 
     def __init__(
         self,
@@ -156,31 +157,31 @@ class TensorDictKeysView:
         self.sort = sort
 
     def __iter__(self) -> Iterator[str | tuple[str, ...]]:
-        if not self.include_nested and not self.leaves_only and not self.sort:
+        if not (self.include_nested or self.leaves_only or self.sort):
             return iter(self._td._tensordict)
-        keys = self._iter(self._td, ())
+        keys: list[Any] = []
+        if self.is_leaf is None:
+            _collect_keys(self._td._tensordict, (), self.include_nested, self.leaves_only, keys)
+        else:
+            collect(self._td, (), self.include_nested, self.leaves_only, self.is_leaf, KEYS, keys)
         if self.sort:
-            return iter(sorted(keys, key=_sort_key))
-        return keys
-
-    def _iter(self, td: _DenseStorage, prefix: tuple[str, ...]) -> Iterator[str | tuple[str, ...]]:
-        is_leaf = self.is_leaf or is_leaf_default
-        for key, value in td._tensordict.items():
-            full = prefix + (key,) if prefix else key
-            leaf = is_leaf(type(value))
-            if leaf or not self.leaves_only:
-                yield full
-            if not leaf and self.include_nested:
-                if isinstance(value, _kinds.Dense):
-                    yield from self._iter(value, prefix + (key,))
-                elif hasattr(value, "keys"):  # another tensordict type: its own view
-                    for sub in value.keys(True, self.leaves_only, self.is_leaf):
-                        yield prefix + (key,) + (sub if type(sub) is tuple else (sub,))
+            keys.sort(key=_sort_key)
+        it = iter(keys)
+        # ``list(view)`` asks for the length right after ``iter(view)``: remember it so
+        # that __len__ need not walk the tree a second time (see __len__)
+        self._listed: tuple[Iterator[Any], int] | None = (it, len(keys))
+        return it
 
     def __len__(self) -> int:
-        if not self.include_nested and not self.leaves_only:
+        if not (self.include_nested or self.leaves_only):
             return len(self._td._tensordict)
-        return sum(1 for _ in self)
+        listed: tuple[Iterator[Any], int] | None = getattr(self, "_listed", None)
+        if listed is not None:
+            self._listed = None
+            it, n = listed
+            if operator.length_hint(it) == n:  # asked by list() before consuming iter()
+                return n
+        return count(self._td, self.include_nested, self.leaves_only, self.is_leaf)
 
     def __contains__(self, key: object) -> bool:
         if type(key) is str:
@@ -227,5 +228,168 @@ class TensorDictKeysView:
     __hash__ = None  # type: ignore[assignment]
 
 
+class FlatKeysView(TensorDictKeysView):
+    """``td.keys()`` without options: the keys of the top level, straight from storage
+    (the hot path of ``keys()``; the same behaviour as the general view)."""
+
+    __slots__ = ()
+    include_nested = False
+    leaves_only = False
+    is_leaf = None
+    sort = False
+
+    def __init__(self, td: _DenseStorage) -> None:  # noqa: D107
+        self._td = td
+
+    def __iter__(self) -> Iterator[str | tuple[str, ...]]:
+        return iter(self._td._tensordict)
+
+    def __len__(self) -> int:
+        return len(self._td._tensordict)
+
+
 def _sort_key(key: str | tuple[str, ...]) -> str:
     return key if type(key) is str else ".".join(key)
+
+
+#: what :func:`collect` appends for each entry
+KEYS, VALUES, ITEMS = 0, 1, 2
+
+
+def collect(
+    td: Any,
+    prefix: tuple[str, ...],
+    include_nested: bool,
+    leaves_only: bool,
+    is_leaf: Callable[[type], bool] | None,
+    what: int,
+    out: list[Any],
+) -> None:
+    """Append the keys (``what=KEYS``), values or ``(key, value)`` pairs of the dense
+    tensordict ``td`` to ``out``, depth first, as ``keys(include_nested, leaves_only,
+    is_leaf)`` lists them: root keys as strings, nested ones as tuples (after ``prefix``).
+    Another kind of tensordict nested inside (a lazy stack) lists its own entries.
+
+    >>> import torch
+    >>> from tensordict import TensorDict
+    >>> out = []
+    >>> collect(TensorDict(a=0, b={"c": 1}), (), True, True, None, KEYS, out)
+    >>> out
+    ['a', ('b', 'c')]
+    """
+    if is_leaf is None:  # the default leaf rule: the hot paths
+        if what == KEYS:
+            _collect_keys(td._tensordict, prefix, include_nested, leaves_only, out)
+        elif what == VALUES:
+            _collect_values(td._tensordict, include_nested, leaves_only, out)
+        else:
+            _collect_items(td._tensordict, prefix, include_nested, leaves_only, out)
+        return
+    base = _kinds.Base
+    dense = _kinds.Dense
+    for key, value in td._tensordict.items():
+        leaf = not isinstance(value, base) if is_leaf is None else is_leaf(type(value))
+        if leaf or not leaves_only:
+            full: Any = prefix + (key,) if prefix else key
+            out.append(full if what == KEYS else value if what == VALUES else (full, value))
+        if leaf or not include_nested:
+            continue
+        if isinstance(value, dense):
+            collect(value, prefix + (key,), True, leaves_only, is_leaf, what, out)
+        elif not hasattr(value, "keys"):  # a non-tensor value that is not a leaf here
+            continue
+        elif what == VALUES:  # another kind of tensordict: its own entries
+            out.extend(value.values(True, leaves_only, is_leaf))
+        elif what == KEYS:
+            head = prefix + (key,)
+            for sub in value.keys(True, leaves_only, is_leaf):
+                out.append(head + (sub if type(sub) is tuple else (sub,)))
+        else:
+            head = prefix + (key,)
+            for sub, v in value.items(True, leaves_only, is_leaf):
+                out.append((head + (sub if type(sub) is tuple else (sub,)), v))
+
+
+def count(
+    td: Any, include_nested: bool, leaves_only: bool, is_leaf: Callable[[type], bool] | None
+) -> int:
+    """How many keys :func:`collect` would list (without building them)."""
+    base = _kinds.Base
+    n = 0
+    for value in td._tensordict.values():
+        leaf = not isinstance(value, base) if is_leaf is None else is_leaf(type(value))
+        if leaf or not leaves_only:
+            n += 1
+        if not leaf and include_nested:
+            if isinstance(value, _kinds.Dense):
+                n += count(value, True, leaves_only, is_leaf)
+            else:
+                n += len(value.keys(True, leaves_only, is_leaf))
+    return n
+
+
+def _collect_keys(
+    store: Mapping[str, Any],
+    prefix: tuple[str, ...],
+    include_nested: bool,
+    leaves_only: bool,
+    out: list[Any],
+) -> None:
+    """:func:`collect` of the keys with the default leaf rule (the hot path of
+    ``keys(True, True)``)."""
+    base = _kinds.Base
+    for key, value in store.items():
+        if not isinstance(value, base):
+            out.append(prefix + (key,) if prefix else key)
+            continue
+        if not leaves_only:
+            out.append(prefix + (key,) if prefix else key)
+        if include_nested:
+            if isinstance(value, _kinds.Dense):
+                _collect_keys(value._tensordict, prefix + (key,), True, leaves_only, out)
+            else:
+                head = prefix + (key,)
+                for sub in value.keys(True, leaves_only):
+                    out.append(head + (sub if type(sub) is tuple else (sub,)))
+
+
+def _collect_values(
+    store: Mapping[str, Any], include_nested: bool, leaves_only: bool, out: list[Any]
+) -> None:
+    """:func:`collect` of the values with the default leaf rule."""
+    base = _kinds.Base
+    for value in store.values():
+        if not isinstance(value, base):
+            out.append(value)
+            continue
+        if not leaves_only:
+            out.append(value)
+        if include_nested:
+            if isinstance(value, _kinds.Dense):
+                _collect_values(value._tensordict, True, leaves_only, out)
+            else:
+                out.extend(value.values(True, leaves_only))
+
+
+def _collect_items(
+    store: Mapping[str, Any],
+    prefix: tuple[str, ...],
+    include_nested: bool,
+    leaves_only: bool,
+    out: list[Any],
+) -> None:
+    """:func:`collect` of the ``(key, value)`` pairs with the default leaf rule."""
+    base = _kinds.Base
+    for key, value in store.items():
+        if not isinstance(value, base):
+            out.append((prefix + (key,) if prefix else key, value))
+            continue
+        if not leaves_only:
+            out.append((prefix + (key,) if prefix else key, value))
+        if include_nested:
+            head = prefix + (key,)
+            if isinstance(value, _kinds.Dense):
+                _collect_items(value._tensordict, head, True, leaves_only, out)
+            else:
+                for sub, v in value.items(True, leaves_only):
+                    out.append((head + (sub if type(sub) is tuple else (sub,)), v))

@@ -1,7 +1,7 @@
 """The concrete kinds of tensordict, bound once: code asks ``isinstance`` against them.
 
 This is a bottom module: it imports nothing of ``tensordict`` but the non-tensor leaf
-types. The classes are bound by the modules that define them, when ``import tensordict``
+types and the ``TensorCollection`` marker. The classes are bound by the modules that define them, when ``import tensordict``
 imports those (:mod:`tensordict.base` binds :data:`Base`, :mod:`tensordict._td`
 :data:`Dense`, :mod:`tensordict._lazy` :data:`Lazy`), so any module may test or build a
 kind without importing the module defining it — that import would close a circle:
@@ -12,7 +12,9 @@ kind without importing the module defining it — that import would close a circ
 * ``isinstance(x, _kinds.Lazy)`` — a :class:`~tensordict.LazyStackedTensorDict`, whose
   entries live in its members (``tensordicts``);
 * ``isinstance(x, NON_TENSOR)`` — a non-tensor leaf (one value or a stack of values);
-* :func:`is_tensor_collection` — any of these, or a tensorclass.
+* ``isinstance(x, TensorCollection)`` (:mod:`tensordict._collection`) — any tensor
+  collection: a tensordict of any kind or a tensorclass;
+* :func:`is_tensor_collection` — a collection or a non-tensor leaf.
 
 >>> import torch
 >>> from tensordict import TensorDict, lazy_stack
@@ -26,25 +28,70 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tensordict._collection import TensorCollection
 from tensordict._nontensor import NON_TENSOR
 
 if TYPE_CHECKING:  # pragma: no cover - the bound classes, as type checkers see them
+    import torch
+
     from tensordict._lazy import LazyStackedTensorDict as Lazy
     from tensordict._td import TensorDict as Dense
     from tensordict.base import TensorDictBase as Base
+
+    #: the mixins shared by every concrete kind see the whole ``TensorDictBase`` interface
+    SharedMixin = Base
+
+    class DenseMixin(Base):
+        """What the mixins of ``TensorDict`` see of it: its storage and constructors."""
+
+        _tensordict: dict[str, Any]
+        _batch_size: torch.Size
+        _device: torch.device | None
+        _names: list[str | None] | None
+
+        @classmethod
+        def _new_unsafe(
+            cls,
+            source: dict[str, Any],
+            batch_size: torch.Size,
+            device: torch.device | None = None,
+            names: list[str | None] | None = None,
+        ) -> Dense: ...
+        def _validate_value(
+            self, key: Any, value: Any, non_blocking: bool = False, prefix: tuple[str, ...] = ()
+        ) -> Any: ...
+
+    class LazyMixin(Base):
+        """What the mixins of ``LazyStackedTensorDict`` see of it: its members."""
+
+        tensordicts: list[Base]
+        stack_dim: int
+        _batch_size: torch.Size
+        _td_dim_name: str | None
+
+        def _gather(self, key: tuple[str, ...], default: Any) -> Any: ...
+        def _common_keys(self) -> list[str]: ...
+        def _stack_values(self, key: tuple[str, ...], values: list[Any]) -> Any: ...
+        def _unbind_like(self, other: Any, op: str) -> list[Any]: ...
+        def _has_names(self) -> bool: ...
 else:
 
     class _Unbound:
         """Placeholder until the defining module is imported (matches nothing)."""
 
     Base = Dense = Lazy = _Unbound
+    # The mixins of the concrete classes derive from these for type checkers only.
+    DenseMixin = LazyMixin = SharedMixin = object
 
 _NAMES = ("Base", "Dense", "Lazy")
 
 __all__ = [
     "Base",
     "Dense",
+    "DenseMixin",
     "Lazy",
+    "LazyMixin",
+    "SharedMixin",
     "bind",
     "is_leaf_default",
     "is_nested",
@@ -72,7 +119,10 @@ def is_tensor_collection(datatype: Any) -> bool:
     (True, False)
     """
     cls = datatype if isinstance(datatype, type) else type(datatype)
-    return issubclass(cls, (Base, *NON_TENSOR)) or getattr(cls, "_is_tensorclass", False) is True
+    return (
+        issubclass(cls, (TensorCollection, *NON_TENSOR))
+        or getattr(cls, "_is_tensorclass", False) is True
+    )
 
 
 def is_leaf_default(cls: type) -> bool:

@@ -24,7 +24,7 @@ they work through the primitives, and the few hooks a lazy stack answers differe
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -61,14 +61,14 @@ _MISSING: Any = object()
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
 
-def _fmt(key: tuple) -> Any:
+def _fmt(key: tuple[Any, ...]) -> Any:
     return unravel_key(key)
 
 
-def _member_batch_size(members: list, strict: bool) -> torch.Size:
+def _member_batch_size(members: list[Any], strict: bool) -> torch.Size:
     """The members' common batch size; with ``strict=False`` sizes that differ are
     ``-1`` (the members must still have the same number of batch dimensions)."""
-    bs = members[0].batch_size
+    bs: torch.Size = members[0].batch_size
     for i, td in enumerate(members[1:], 1):
         other = td.batch_size
         if other == bs:
@@ -145,7 +145,7 @@ class LazyStackedTensorDict(
         stack_dim_name: str | None = None,
         strict_shape: bool = False,
     ) -> None:
-        members = list(tensordicts)
+        members: list[Any] = list(tensordicts)
         if len(members) == 1 and isinstance(members[0], (list, tuple)):
             members = list(members[0])
         for i, td in enumerate(members):
@@ -201,7 +201,7 @@ class LazyStackedTensorDict(
     @classmethod
     def _new(
         cls,
-        members: list,
+        members: list[Any],
         stack_dim: int,
         dim_name: str | None = None,
         batch_size: torch.Size | None = None,
@@ -308,7 +308,7 @@ class LazyStackedTensorDict(
             dim_name = value.pop(sd)
             member_names = value if any(n is not None for n in value) else None
         for td in self.tensordicts:
-            td.names = member_names  # type: ignore[misc]
+            td.names = member_names
         self._td_dim_name = dim_name
 
     def _has_names(self) -> bool:
@@ -331,9 +331,9 @@ class LazyStackedTensorDict(
         return self.is_locked
 
     # ------------------------------------------------------------------ read
-    def _gather(self, key: tuple, default: Any) -> Any:
+    def _gather(self, key: tuple[Any, ...], default: Any) -> Any:
         """The stacked entry at ``key`` (a tuple), or ``default`` when no member has it."""
-        tds = self.tensordicts
+        tds: list[Any] = self.tensordicts
         if len(key) == 1:
             k = key[0]
             try:  # fast path: dense members holding the key
@@ -348,7 +348,7 @@ class LazyStackedTensorDict(
             raise self._missing(key, [i for i, v in enumerate(values) if v is _MISSING])
         return self._stack_values(key, values)
 
-    def _missing(self, key: tuple, lacking: list[int]) -> KeyError:
+    def _missing(self, key: tuple[Any, ...], lacking: list[int]) -> KeyError:
         """The error for ``key`` missing from the members ``lacking``."""
         n = len(self.tensordicts)
         if len(lacking) == n:
@@ -362,7 +362,9 @@ class LazyStackedTensorDict(
             "or set it in every member."
         )
 
-    def _per_member(self, key: tuple, fn: Callable[[TensorDictBase, tuple], Any]) -> list:
+    def _per_member(
+        self, key: tuple[Any, ...], fn: Callable[[TensorDictBase, tuple[Any, ...]], Any]
+    ) -> list[Any]:
         """``fn(member, key)`` for every member; a ``KeyError`` in any becomes the stack's."""
         out, lacking = [], []
         for i, td in enumerate(self.tensordicts):
@@ -412,7 +414,7 @@ class LazyStackedTensorDict(
             return _Tensor  # a stack of tensors is a plain tensor
         return type(self._gather(path, NO_DEFAULT))  # non-tensors and nested: cheap to stack
 
-    def _stack_values(self, key: tuple, values: list) -> Any:
+    def _stack_values(self, key: tuple[Any, ...], values: list[Any]) -> Any:
         first = values[0]
         sd = self.stack_dim
         if isinstance(first, _Tensor):
@@ -453,7 +455,7 @@ class LazyStackedTensorDict(
     def _get_str(self, key: str, default: Any) -> Any:
         return self._gather((key,), default)
 
-    def _get_tuple(self, key: tuple, default: Any) -> Any:
+    def _get_tuple(self, key: tuple[Any, ...], default: Any) -> Any:
         return self._gather(key, default)
 
     def __getitem__(self, index: Any) -> Any:
@@ -485,7 +487,7 @@ class LazyStackedTensorDict(
         tds = self.tensordicts
         if not tds:
             return []
-        keys = list(tds[0].keys())
+        keys = [k for k in tds[0].keys() if isinstance(k, str)]
         rest = [td.keys() for td in tds[1:]]
         return [k for k in keys if all(k in r for r in rest)] if rest else keys
 
@@ -507,7 +509,7 @@ class LazyStackedTensorDict(
         >>> list(lazy.keys()), "b" in lazy.keys(), "b" in lazy.tensordicts[0].keys()
         (['a'], False, True)
         """
-        return _LazyKeysView(self, include_nested, leaves_only, is_leaf, sort)
+        return _LazyKeysView(cast(Any, self), include_nested, leaves_only, is_leaf, sort)
 
     def valid_keys(
         self,
@@ -522,10 +524,13 @@ class LazyStackedTensorDict(
 
     def _exclusive_keys(self) -> list[list[str]]:
         common = set(self._common_keys())
-        return [[k for k in td.keys() if k not in common] for td in self.tensordicts]
+        return [
+            [k for k in td.keys() if isinstance(k, str) and k not in common]
+            for td in self.tensordicts
+        ]
 
     # ------------------------------------------------------------------ write
-    def _split_value(self, key: tuple, value: Any) -> list:
+    def _split_value(self, key: tuple[Any, ...], value: Any) -> list[Any]:
         """``value`` split along the stack dimension: one part per member."""
         n, sd, bs = len(self.tensordicts), self.stack_dim, self._batch_size
         nb = len(bs)
@@ -561,7 +566,7 @@ class LazyStackedTensorDict(
             return list(value.unbind(sd))
         return [value] * n  # one non-tensor value for every member
 
-    def _check_writable(self, key: tuple) -> None:
+    def _check_writable(self, key: tuple[Any, ...]) -> None:
         """Refuse (before writing anything) a new key in a locked member."""
         for i, td in enumerate(self.tensordicts):
             if td.is_locked and td._get_tuple(key, _MISSING) is _MISSING:
@@ -577,7 +582,7 @@ class LazyStackedTensorDict(
 
     def _set_tuple(
         self,
-        key: tuple,
+        key: tuple[Any, ...],
         value: Any,
         *,
         inplace: bool,
@@ -625,7 +630,7 @@ class LazyStackedTensorDict(
         else:
             self._set_at_index(index, value)
 
-    def _unbind_like(self, other: Any, op: str) -> list:
+    def _unbind_like(self, other: Any, op: str) -> list[Any]:
         """``other`` split into one part per member (tensordicts along the stack dimension)."""
         n, sd = len(self.tensordicts), self.stack_dim
         if isinstance(other, LazyStackedTensorDict) and other.stack_dim == sd:
@@ -668,7 +673,7 @@ class LazyStackedTensorDict(
         self.del_(key)
 
     # ------------------------------------------------------------------ primitives for tables
-    def _flat_tensors(self, out: list) -> list:
+    def _flat_tensors(self, out: list[Any]) -> list[Any]:
         for td in self.tensordicts:
             td._flat_tensors(out)
         return out
@@ -685,7 +690,9 @@ class LazyStackedTensorDict(
         for td in self.tensordicts:
             td._write_flat(it)
 
-    def _map_tensors(self, fn: Callable, device: Any = NO_DEFAULT) -> LazyStackedTensorDict:
+    def _map_tensors(
+        self, fn: Callable[..., Any], device: Any = NO_DEFAULT
+    ) -> LazyStackedTensorDict:
         return self._new(
             [td._map_tensors(fn, device) for td in self.tensordicts],
             self.stack_dim,
@@ -694,8 +701,8 @@ class LazyStackedTensorDict(
         )
 
     def _aligned_tensors(
-        self, other: Any, default: Any, out: list | None = None, prefix: tuple = ()
-    ) -> list:
+        self, other: Any, default: Any, out: list[Any] | None = None, prefix: tuple[Any, ...] = ()
+    ) -> list[Any]:
         if out is None:
             out = []
         if not isinstance(other, TensorDictBase):
@@ -706,7 +713,7 @@ class LazyStackedTensorDict(
         return out
 
     def _map_batch(
-        self, fn: Callable, batch_size: torch.Size, names: list | None = None
+        self, fn: Callable[..., Any], batch_size: torch.Size, names: list[Any] | None = None
     ) -> TensorDictBase:
         """Batch-shape operations without a lazy form run on a dense copy."""
         return self.contiguous()._map_batch(fn, batch_size, names)
@@ -739,14 +746,14 @@ class LazyStackedTensorDict(
 _kinds.bind(Lazy=LazyStackedTensorDict)
 
 
-def _member_entry_class(td: TensorDictBase, path: tuple) -> type:
+def _member_entry_class(td: TensorDictBase, path: tuple[Any, ...]) -> type:
     fn = getattr(td, "entry_class", None)
     if fn is not None:
         return fn(path)  # type: ignore[no-any-return]
     return type(td._get_tuple(path, NO_DEFAULT))
 
 
-def _mixed_error(key: tuple, values: list) -> TypeError:
+def _mixed_error(key: tuple[Any, ...], values: list[Any]) -> TypeError:
     kinds = {i: type(v).__name__ for i, v in enumerate(values)}
     return TypeError(
         f"cannot stack entry {_fmt(key)!r}: the stacked tensordicts hold values of different "
@@ -774,7 +781,7 @@ class _LazyKeysView(TensorDictKeysView):
             return LazyStackedTensorDict, LazyStackedTensorDict._new(values, td.stack_dim)
         return type(values[0]), None
 
-    def _walk(self, td: LazyStackedTensorDict, prefix: tuple) -> Iterator[Any]:
+    def _walk(self, td: LazyStackedTensorDict, prefix: tuple[Any, ...]) -> Iterator[Any]:
         is_leaf = self.is_leaf or is_leaf_default
         for key in td._common_keys():
             full = prefix + (key,) if prefix else key
@@ -782,6 +789,7 @@ class _LazyKeysView(TensorDictKeysView):
                 yield full
                 continue
             cls, nested = self._entry(td, key)
+            assert cls is not None  # a common key: every member holds it
             leaf = is_leaf(cls)
             if leaf or not self.leaves_only:
                 yield full
@@ -810,4 +818,5 @@ class _LazyKeysView(TensorDictKeysView):
                 if nested is None:
                     return False
                 td = nested
+        assert cls is not None
         return not self.leaves_only or (self.is_leaf or is_leaf_default)(cls)

@@ -10,7 +10,7 @@ a clear error, become nested tensors (``densify``) or are padded (``to_padded_te
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -23,22 +23,8 @@ from tensordict.base import NO_DEFAULT, TensorDictBase
 _Tensor = torch.Tensor
 
 
-class LazyDenseOps:
+class LazyDenseOps(_kinds.LazyMixin):
     """Mixin: the dense copies of a ``LazyStackedTensorDict``."""
-
-    tensordicts: list[TensorDictBase]
-    stack_dim: int
-    _batch_size: torch.Size
-
-    if TYPE_CHECKING:  # pragma: no cover - provided by LazyStackedTensorDict
-
-        def _common_keys(self) -> list[str]: ...
-        def _stack_values(self, key: tuple, values: list) -> Any: ...
-        def _has_names(self) -> bool: ...
-        @property
-        def names(self) -> list[str | None]: ...
-        @property
-        def device(self) -> torch.device | None: ...
 
     def _dense(self, layout: torch.layout | None) -> TensorDict:
         """A dense copy: entries stacked, nested stacks densified, exclusive keys dropped.

@@ -29,17 +29,12 @@ _MISSING: Any = object()
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
 
-def _fmt(key: tuple) -> Any:
+def _fmt(key: tuple[Any, ...]) -> Any:
     return unravel_key(key)
 
 
-class LazyIndexOps:
+class LazyIndexOps(_kinds.LazyMixin):
     """Mixin of :class:`~tensordict.LazyStackedTensorDict`: indexed reads and writes."""
-
-    tensordicts: list[TensorDictBase]
-    stack_dim: int
-    _batch_size: torch.Size
-    _td_dim_name: str | None
 
     def _decompose(self, index: Any) -> tuple[Any, Any, int] | None:
         """Split an index into (members selected, index for each member, position of the
@@ -54,7 +49,7 @@ class LazyIndexOps:
         out_dims = 0
         selector: Any = _MISSING
         pos = 0
-        member_items: list = []
+        member_items: list[Any] = []
         for it in items:
             if it is None:
                 out_dims += 1
@@ -102,7 +97,8 @@ class LazyIndexOps:
     def _index(self, index: Any) -> TensorDictBase:
         dec = self._decompose(index)
         if dec is None:
-            return self.contiguous()[index]
+            dense: TensorDictBase = self.contiguous()[index]
+            return dense
         selector, member_index, pos = dec
         tds = self.tensordicts
         if type(selector) is int:
@@ -145,7 +141,7 @@ class LazyIndexOps:
     def _plan_at(
         self,
         key: str,
-        path: tuple,
+        path: tuple[Any, ...],
         value: Any,
         index: Any,
         plan: list[Callable[[], None]],
@@ -184,7 +180,7 @@ class LazyIndexOps:
     def _plan_through_copy(
         self,
         key: str,
-        path: tuple,
+        path: tuple[Any, ...],
         value: Any,
         index: Any,
         plan: list[Callable[[], None]],
@@ -214,8 +210,15 @@ class LazyIndexOps:
         plan.append(write_tensor)
 
     def _split_leaf_value(
-        self, key: str, path: tuple, cls: type, value: Any, index: Any, pos: int, selector: list
-    ) -> list:
+        self,
+        key: str,
+        path: tuple[Any, ...],
+        cls: type,
+        value: Any,
+        index: Any,
+        pos: int,
+        selector: list[Any],
+    ) -> list[Any]:
         """``value`` (written at ``index`` of entry ``key``) split into one part per
         selected member: along the dimension standing for the stack dimension when the
         value has it, else the same value for each."""
@@ -248,7 +251,7 @@ class LazyIndexOps:
         )
 
 
-def member_item_shape(td: TensorDictBase, path: tuple) -> torch.Size:
+def member_item_shape(td: TensorDictBase, path: tuple[Any, ...]) -> torch.Size:
     """The shape of a member's entry at ``path`` (its batch size for tensordicts and
     non-tensor leaves), without stacking anything."""
     fn = getattr(td, "get_item_shape", None)
@@ -262,7 +265,7 @@ def _has_ellipsis(index: Any) -> bool:
     return index is Ellipsis or (type(index) is tuple and any(i is Ellipsis for i in index))
 
 
-def _split_at(value: Any, idx_bs: torch.Size, pos: int, n: int, index: Any) -> list:
+def _split_at(value: Any, idx_bs: torch.Size, pos: int, n: int, index: Any) -> list[Any]:
     """``value`` (written at an index selecting ``idx_bs``) split along ``pos`` into ``n``."""
     if isinstance(value, dict):
         value = _kinds.Dense(value, batch_size=idx_bs)

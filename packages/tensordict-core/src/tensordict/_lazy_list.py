@@ -30,7 +30,7 @@ class LazyListOps:
             raise TypeError(
                 f"a LazyStackedTensorDict stacks tensordicts; got a {type(td).__name__}."
             )
-        if self.tensordicts and self.tensordicts[0].is_locked:  # type: ignore[attr-defined]
+        if self.tensordicts and self.tensordicts[0].is_locked:
             raise RuntimeError(
                 "cannot add a tensordict to a locked LazyStackedTensorDict; unlock it first."
             )
@@ -91,7 +91,7 @@ class LazyListOps:
         if isinstance(tensordict, _kinds.Lazy) and tensordict.stack_dim == self.stack_dim:
             items = list(tensordict.tensordicts)
         elif isinstance(tensordict, TensorDictBase):
-            items = list(tensordict.unbind(self.stack_dim))  # type: ignore[attr-defined]
+            items = list(tensordict.unbind(self.stack_dim))
         else:
             items = list(tensordict)
         self.extend_at(len(self.tensordicts), items)

@@ -55,15 +55,10 @@ def _member_dim(d: int, sd: int) -> int:
     return d if d < sd else d - 1
 
 
-class LazyShapeOps:
+class LazyShapeOps(_kinds.LazyMixin):
     """Mixin: batch-shape operations of a lazy stack, applied to its members."""
 
-    tensordicts: list[TensorDictBase]
-    stack_dim: int
-    _batch_size: torch.Size
-    _td_dim_name: str | None
-
-    def _restack(self, members: list, stack_dim: int, names: bool = True) -> Any:
+    def _restack(self, members: list[Any], stack_dim: int, names: bool = True) -> Any:
         if not members:
             raise RuntimeError("cannot restack an empty LazyStackedTensorDict.")
         return _kinds.Lazy._new(members, stack_dim, self._td_dim_name if names else None)
@@ -164,21 +159,21 @@ class LazyShapeOps:
         >>> lazy_stack([TensorDict({"a": torch.zeros(1)}, [1])] * 2, 1).expand(4, 2, 2)["a"].shape
         torch.Size([4, 2, 2])
         """
-        shape = list(unpack_shape(shape if size is None else (size,)))
+        target = list(unpack_shape(shape if size is None else (size,)))
         bs, sd = self._batch_size, self.stack_dim
-        extra = len(shape) - len(bs)
+        extra = len(target) - len(bs)
         if extra < 0:
             raise RuntimeError(
-                f"expand(): the target shape {shape} has fewer dimensions than "
+                f"expand(): the target shape {target} has fewer dimensions than "
                 f"batch_size={tuple(bs)}."
             )
         new_sd = sd + extra
-        if shape[new_sd] not in (-1, bs[sd]):
+        if target[new_sd] not in (-1, bs[sd]):
             raise RuntimeError(
                 f"expand(): cannot expand the stack dimension {sd} of a LazyStackedTensorDict "
-                f"(size {bs[sd]}) to {shape[new_sd]}; densify it first (.contiguous())."
+                f"(size {bs[sd]}) to {target[new_sd]}; densify it first (.contiguous())."
             )
-        member_shape = shape[:new_sd] + shape[new_sd + 1 :]
+        member_shape = target[:new_sd] + target[new_sd + 1 :]
         return self._restack([td.expand(member_shape) for td in self.tensordicts], new_sd)
 
     def expand_as(self, other: Any) -> Any:
@@ -211,7 +206,7 @@ class LazyShapeOps:
     def narrow(self, dim: int, start: int, length: int) -> Any:
         """Slice ``length`` entries from ``start`` along batch dimension ``dim``."""
         d = normalize_dim(dim, len(self._batch_size))
-        return self[(slice(None),) * d + (slice(start, start + length),)]  # type: ignore[index]
+        return self[(slice(None),) * d + (slice(start, start + length),)]
 
     # ------------------------------------------------------------------ splitting
     def unbind(self, dim: int = 0) -> tuple[Any, ...]:
@@ -255,7 +250,7 @@ class LazyShapeOps:
         out = []
         start = 0
         for s in sizes:
-            out.append(self[(slice(None),) * d + (slice(start, start + s),)])  # type: ignore[index]
+            out.append(self[(slice(None),) * d + (slice(start, start + s),)])
             start += s
         return tuple(out)
 
@@ -297,7 +292,7 @@ class LazyShapeOps:
             sd = self.stack_dim
             member = new[:sd] + new[sd + 1 :]
             return self._restack([td.view(member) for td in self.tensordicts], sd)
-        return self.contiguous().view(new)  # type: ignore[attr-defined]
+        return self.contiguous().view(new)
 
     @keeps_lock
     def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> Any:
@@ -318,7 +313,7 @@ class LazyShapeOps:
             sd = self.stack_dim
             member = new[:sd] + new[sd + 1 :]
             return self._restack([td.reshape(member) for td in self.tensordicts], sd)
-        return self.contiguous().reshape(new)  # type: ignore[attr-defined]
+        return self.contiguous().reshape(new)
 
     @undoable(inverse_flatten)
     def flatten(
@@ -338,7 +333,7 @@ class LazyShapeOps:
         if start == end:
             return self
         if start <= sd <= end:
-            return self.contiguous().flatten(start, end)  # type: ignore[attr-defined]
+            return self.contiguous().flatten(start, end)
         members = [
             td.flatten(_member_dim(start, sd), _member_dim(end, sd)) for td in self.tensordicts
         ]
@@ -352,7 +347,7 @@ class LazyShapeOps:
         nb, sd = len(self._batch_size), self.stack_dim
         d = normalize_dim(dim, nb)
         if d == sd:
-            return self.contiguous().unflatten(d, unflattened_size)  # type: ignore[attr-defined]
+            return self.contiguous().unflatten(d, unflattened_size)
         sizes = list(unflattened_size)
         members = [td.unflatten(_member_dim(d, sd), sizes) for td in self.tensordicts]
         return self._restack(members, sd + (len(sizes) - 1 if d < sd else 0))
@@ -376,21 +371,12 @@ class LazyShapeOps:
         return self._restack(members, new_sd)
 
 
-class LazyMemberOps:
+class LazyMemberOps(_kinds.LazyMixin):
     """Mixin: ``apply``, dict-like and device methods of a lazy stack, member by member."""
 
-    tensordicts: list[TensorDictBase]
-    stack_dim: int
-    _batch_size: torch.Size
-    _td_dim_name: str | None
     _last_op: Any
 
-    if TYPE_CHECKING:  # pragma: no cover - provided by LazyStackedTensorDict
-
-        def _unbind_like(self, other: Any, op: str) -> list: ...
-        def _common_keys(self) -> list[str]: ...
-
-    def _from_members(self, members: list) -> LazyStackedTensorDict:
+    def _from_members(self, members: list[Any]) -> LazyStackedTensorDict:
         if not members:
             return _kinds.Lazy._new([], self.stack_dim, self._td_dim_name, self._batch_size)
         return _kinds.Lazy._new(members, self.stack_dim, self._td_dim_name)
@@ -458,7 +444,7 @@ class LazyMemberOps:
         *,
         non_blocking: bool = False,
         keys_to_update: Sequence[Any] | None = None,
-        is_leaf: Callable | None = None,
+        is_leaf: Callable[..., Any] | None = None,
         update_batch_size: bool = False,
         ignore_lock: bool = False,
         **kwargs: Any,
@@ -478,21 +464,21 @@ class LazyMemberOps:
             source = _kinds.Dense(source, batch_size=self._batch_size)
         parts = self._unbind_like(source, "update")
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
-        plans = []
+        plans: list[tuple[TensorDictBase, Any, list[Any] | None]] = []
         for td, part in zip(self.tensordicts, parts, strict=True):
             if isinstance(td, _kinds.Dense):
-                plan: list = []
+                plan: list[Any] = []
                 td._plan_update(part, clone, wanted, (), plan, ignore_lock)
                 plans.append((td, part, plan))
             else:
                 plans.append((td, part, None))
-        for td, part, plan in plans:
-            if plan is None:
+        for td, part, member_plan in plans:
+            if member_plan is None:
                 td.update(
                     part, clone, inplace, non_blocking=non_blocking, keys_to_update=keys_to_update
                 )
                 continue
-            for target, key, value in plan:
+            for target, key, value in member_plan:
                 if inplace and key in target._tensordict:
                     write_inplace(key, target._tensordict[key], value, non_blocking)
                 else:
@@ -663,7 +649,7 @@ class LazyMemberOps:
         return self._from_members(results)
 
     # ------------------------------------------------------------------ names, batch size
-    def rename_(self, *names: str | None, **rename_map: str) -> Any:
+    def rename_(self, *names: Any, **rename_map: str) -> Any:
         """Rename the batch dimensions in place (positional names or ``old=new``).
 
         >>> from tensordict import TensorDict, lazy_stack
@@ -672,7 +658,7 @@ class LazyMemberOps:
         """
         if names and rename_map:
             raise ValueError("pass either positional names or a rename map, not both.")
-        current = self.names  # type: ignore[attr-defined]
+        current = self.names
         if rename_map:
             for old in rename_map:
                 if old not in current:
@@ -684,7 +670,7 @@ class LazyMemberOps:
             self.names = list(names)
         return self
 
-    def rename(self, *names: str | None, **rename_map: str) -> Any:
+    def rename(self, *names: Any, **rename_map: str) -> Any:
         """A shallow copy with renamed batch dimensions."""
         return self.copy().rename_(*names, **rename_map)
 
@@ -695,7 +681,7 @@ class LazyMemberOps:
             if len(names) == 1 and isinstance(names[0], (list, tuple))
             else list(names)
         )
-        current = self.names  # type: ignore[attr-defined]
+        current = self.names
         nb = len(self._batch_size)
         if Ellipsis in names_l:
             i = names_l.index(Ellipsis)
@@ -724,7 +710,7 @@ class LazyMemberOps:
         """
         sd = self.stack_dim
         for td in self.tensordicts:
-            td.auto_batch_size_()  # type: ignore[attr-defined]
+            td.auto_batch_size_()
         shapes = [td.batch_size for td in self.tensordicts]
         common: list[int] = list(shapes[0]) if shapes else []
         for shape in shapes[1:]:
@@ -742,14 +728,14 @@ class LazyMemberOps:
                 f"fewer than the stack dimension {sd} needs."
             )
         for td in self.tensordicts:
-            td.batch_size = common  # type: ignore[misc]
+            td.batch_size = torch.Size(common)
         self._batch_size = torch.Size((*common[:sd], len(self.tensordicts), *common[sd:]))
         return self
 
     def auto_device_(self) -> Any:
         """Set every member's device to the one its leaves share (see ``TensorDict``)."""
         for td in self.tensordicts:
-            td.auto_device_()  # type: ignore[attr-defined]
+            td.auto_device_()
         return self
 
     # ------------------------------------------------------------------ lock
@@ -805,11 +791,14 @@ class LazyMemberOps:
 
     def cuda(self, device: int | torch.device | None = None, **kwargs: Any) -> Any:
         """Move every member to a CUDA device."""
+        target: str | torch.device
         if device is None:
-            device = "cuda"
+            target = "cuda"
         elif isinstance(device, int):
-            device = torch.device("cuda", device)
-        return self.to(device, **kwargs)
+            target = torch.device("cuda", device)
+        else:
+            target = device
+        return self.to(target, **kwargs)
 
     def share_memory_(self) -> Any:
         """Move every member to shared memory (and lock them)."""

@@ -24,7 +24,7 @@ if TYPE_CHECKING:  # pragma: no cover
 _Tensor = torch.Tensor
 
 
-class MemoryOps:
+class MemoryOps(_kinds.SharedMixin):
     """Mixin of :class:`~tensordict.TensorDict` and :class:`~tensordict.LazyStackedTensorDict`:
     the methods of this module."""
 

@@ -15,8 +15,10 @@ Tables:
 """
 
 from __future__ import annotations
+import __future__
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -61,39 +63,82 @@ UNARY: tuple[str, ...] = (
     "trunc",
 )
 
-#: name -> number of tensor-like operands (the first one may be a tensordict).
-BINARY: dict[str, int] = {
-    "add": 1,
-    "sub": 1,
-    "mul": 1,
-    "div": 1,
-    "pow": 1,
-    "maximum": 1,
-    "minimum": 1,
-    "clamp_min": 1,
-    "clamp_max": 1,
-    "lerp": 2,
-    "addcmul": 2,
-    "addcdiv": 2,
+#: what a binary operand may be: a tensordict (matched by key), a tensor or a number.
+OPERAND = "TensorDictBase | torch.Tensor | float"
+
+#: the annotations of the options a binary method may take
+_OPTION_ANNOTATIONS = {"alpha": "float | None", "value": "float | None", "default": "Any"}
+
+
+@dataclass(frozen=True)
+class Binary:
+    """One row of :data:`BINARY` / :data:`BINARY_NO_INPLACE`: a torch operation applied leaf
+    by leaf, with the parameters (after ``self``) of the method and of its in-place twin,
+    as the reference library declares them.
+
+    Parameters without a default are the operands (tensordicts matched by key, tensors
+    or numbers); ``default`` fills the entries a tensordict operand lacks; the other
+    options (``alpha``, ``value``) go to the torch operation. ``torch_name`` is the torch
+    function where it differs from the method name.
+
+    >>> BINARY["addcmul"].operands, BINARY["add"].options
+    (('other1', 'other2'), ('alpha', 'default'))
+    """
+
+    params: str = "other, *, default=None"
+    inplace_params: str = "other"
+    torch_name: str | None = None
+
+    @property
+    def operands(self) -> tuple[str, ...]:
+        """The operands' names."""
+        return tuple(p for p in _split(self.params) if "=" not in p and p != "*")
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The options' names (``default`` included)."""
+        return tuple(p.split("=")[0] for p in _split(self.params) if "=" in p)
+
+
+def _split(params: str) -> list[str]:
+    return [p.replace(" ", "") for p in params.split(",") if p.strip()]
+
+
+BINARY: dict[str, Binary] = {
+    "add": Binary("other, *, alpha=None, default=None", "other, *, alpha=None"),
+    "sub": Binary("other, *, alpha=None, default=None", "other, alpha=None"),
+    "mul": Binary(),
+    "div": Binary(),
+    "pow": Binary(),
+    "maximum": Binary(),
+    "minimum": Binary(),
+    "clamp_min": Binary("other, default=None"),
+    "clamp_max": Binary(),
+    "lerp": Binary("end, weight", "end, weight"),
+    "addcmul": Binary("other1, other2, *, value=1", "other1, other2, *, value=1"),
+    "addcdiv": Binary("other1, other2, value=1", "other1, other2, *, value=1"),
 }
 
-BINARY_NO_INPLACE: dict[str, int] = {
-    "mod": 1,
-    "bitwise_and": 1,
-    "bitwise_or": 1,
-    "bitwise_xor": 1,
-    "logical_and": 1,
-    "logical_or": 1,
-    "logical_xor": 1,
-    "eq": 1,
-    "ne": 1,
-    "lt": 1,
-    "le": 1,
-    "gt": 1,
-    "ge": 1,
-    "floor_divide": 1,
-    "remainder": 1,
+BINARY_NO_INPLACE: dict[str, Binary] = {
+    "mod": Binary("other", torch_name="remainder"),
+    "bitwise_and": Binary(),
+    "bitwise_or": Binary(),
+    "bitwise_xor": Binary(),
+    "logical_and": Binary(),
+    "logical_or": Binary(),
+    "logical_xor": Binary(),
+    "eq": Binary(),
+    "ne": Binary(),
+    "lt": Binary(),
+    "le": Binary(),
+    "gt": Binary(),
+    "ge": Binary(),
+    "floor_divide": Binary(),
+    "remainder": Binary(),
 }
+
+#: Ops whose ``torch._foreach_*`` kernels take the options (when the operands are lists).
+_FOREACH_KWARGS = frozenset({"add", "sub", "addcmul", "addcdiv"})
 
 CASTS: dict[str, torch.dtype] = {
     "float": torch.float32,
@@ -132,9 +177,6 @@ QUANTIZED_CASTS: dict[str, torch.dtype] = {
 #: elementwise tests returning a tensordict of booleans (no in-place twin).
 PREDICATES: tuple[str, ...] = ("isfinite", "isinf", "isnan", "isneginf", "isposinf", "isreal")
 
-#: method name -> torch function name, where they differ.
-_TORCH_NAMES: dict[str, str] = {"mod": "remainder"}
-
 #: Python operator -> (method name, reflected). Reflected ops swap the operands.
 OPERATORS: dict[str, tuple[str, bool]] = {
     "__add__": ("add", False),
@@ -171,7 +213,13 @@ OPERATORS: dict[str, tuple[str, bool]] = {
 }
 
 
-def _foreach(name: str) -> Callable | None:
+def _torch_name(method: str) -> str:
+    """The torch function a binary method calls."""
+    row = BINARY.get(method) or BINARY_NO_INPLACE.get(method)
+    return (row.torch_name if row is not None else None) or method
+
+
+def _foreach(name: str) -> Callable[..., Any] | None:
     return getattr(torch, f"_foreach_{name}", None)
 
 
@@ -185,14 +233,14 @@ def _foreach_unsupported() -> bool:
     return torch._C._functorch.peek_interpreter_stack() is not None
 
 
-def _operands(td: TensorDictBase, other: Any, leaves: list, default: Any = None) -> Any:
+def _operands(td: TensorDictBase, other: Any, leaves: list[Any], default: Any = None) -> Any:
     """The operand matched to each leaf: a list for tensordicts, ``other`` otherwise."""
     if is_tensor_collection(other):
         return td._aligned_tensors(other, default)
     return other
 
 
-def _leafwise(func: Callable, leaves: list, operands: list) -> list:
+def _leafwise(func: Callable[..., Any], leaves: list[Any], operands: list[Any]) -> list[Any]:
     """Call ``func(leaf, *operand_i)`` with operands that may be per-leaf lists."""
     out = []
     for i, leaf in enumerate(leaves):
@@ -200,7 +248,7 @@ def _leafwise(func: Callable, leaves: list, operands: list) -> list:
     return out
 
 
-def _make_unary(name: str) -> tuple[Callable, Callable]:
+def _make_unary(name: str) -> tuple[Callable[..., Any], Callable[..., Any]]:
     fe, fe_ = _foreach(name), _foreach(name + "_")
     op, op_ = getattr(torch, name), getattr(_Tensor, name + "_")
 
@@ -251,7 +299,12 @@ def _tensor_keys(td: TensorDictBase) -> list[Any]:
 
 
 def _explain(
-    td: TensorDictBase, name: str, op: Callable, leaves: list, operands: list, err: Exception
+    td: TensorDictBase,
+    name: str,
+    op: Callable[..., Any],
+    leaves: list[Any],
+    operands: list[Any],
+    err: Exception,
 ) -> Exception:
     """Re-run ``op`` leaf by leaf to name the entry that made it fail."""
     keys = _tensor_keys(td)
@@ -268,7 +321,7 @@ def _explain(
     return err
 
 
-def _check_inplace(td: TensorDictBase, name: str, leaves: list, operands: list) -> None:
+def _check_inplace(td: TensorDictBase, name: str, leaves: list[Any], operands: list[Any]) -> None:
     """Refuse an in-place op before writing anything if an operand cannot fit its leaf."""
     if not any(isinstance(o, (list, _Tensor)) for o in operands):
         return
@@ -283,65 +336,57 @@ def _check_inplace(td: TensorDictBase, name: str, leaves: list, operands: list) 
                 )
 
 
-#: The parameters (after ``self``) of the binary methods, as the reference declares them.
-#: The parameters without a default are the operands (tensordicts matched by key, tensors
-#: or scalars); ``default`` fills the entries missing from a tensordict operand; the other
-#: keywords go to the torch op. Methods not listed take ``other, *, default=None``.
-BINARY_SIGNATURES: dict[str, str] = {
-    "add": "other, *, alpha=None, default=None",
-    "add_": "other, *, alpha=None",
-    "sub": "other, *, alpha=None, default=None",
-    "sub_": "other, alpha=None",
-    "clamp_min": "other, default=None",
-    "lerp": "end, weight",
-    "lerp_": "end, weight",
-    "addcmul": "other1, other2, *, value=1",
-    "addcmul_": "other1, other2, *, value=1",
-    "addcdiv": "other1, other2, value=1",
-    "addcdiv_": "other1, other2, *, value=1",
-    "mod": "other",
-}
-_INPLACE_SIGNATURE = "other"  # the in-place twins not listed above
+def _signed(name: str, params: str, impl: Callable[..., Any]) -> Callable[..., Any]:
+    """``def name(self, <params>)`` calling ``impl(self, operands, default, options)``.
 
-#: Ops whose ``torch._foreach_*`` kernels take the keywords (when the operands are lists).
-_FOREACH_KWARGS = frozenset({"add", "sub", "addcmul", "addcdiv"})
-
-
-def _signed(name: str, params: str, impl: Callable) -> Callable:
-    """``def name(self, <params>)`` calling ``impl(self, operands, default, kwargs)``.
-
-    Generated so that the method has the reference's real signature (introspection, IDEs,
-    keyword errors) without a per-call binding cost.
+    Generated so that the method has the row's real, annotated signature (introspection,
+    IDEs, the generated stub, keyword errors) without a per-call binding cost.
     """
-    parsed = [p.strip() for p in params.split(",") if p.strip() and p.strip() != "*"]
+    parsed = [p for p in _split(params) if p != "*"]
     operands = [p for p in parsed if "=" not in p]
-    options = [p.split("=")[0].strip() for p in parsed if "=" in p]
+    options = [p.split("=")[0] for p in parsed if "=" in p]
+    annotated = []
+    for p in _split(params):
+        pname = p.split("=")[0]
+        if p == "*":
+            annotated.append(p)
+        elif "=" in p:
+            annotated.append(f"{pname}: {_OPTION_ANNOTATIONS[pname]} = {p.split('=')[1]}")
+        else:
+            annotated.append(f"{pname}: {OPERAND}")
     kwargs = ", ".join(f"{o!r}: {o}" for o in options if o != "default")
     default = "default" if "default" in options else "None"
     source = (
-        f"def {name}(self, {params}):\n"
+        f"def {name}(self, {', '.join(annotated)}) -> Self:\n"
         f"    return impl(self, ({', '.join(operands)},), {default}, {{{kwargs}}})\n"
     )
     namespace: dict[str, Any] = {"impl": impl}
-    exec(source, namespace)  # noqa: S102 - source built from the table above
-    return namespace[name]  # type: ignore[no-any-return]
+    # annotations stay strings (postponed evaluation): the names need not exist here
+    code = compile(
+        source, f"<{name}>", "exec", flags=__future__.annotations.compiler_flag, dont_inherit=True
+    )
+    exec(code, namespace)  # noqa: S102 - source built from the rows above
+    method: Callable[..., Any] = namespace[name]
+    return method
 
 
 def _make_binary(
-    name: str, n_operands: int, with_inplace: bool
-) -> tuple[Callable, Callable | None]:
-    fe = _foreach(name) if n_operands else None
+    name: str, row: Binary, with_inplace: bool
+) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
+    n_operands = len(row.operands)
+    fe = _foreach(name)
     fe_ = _foreach(name + "_") if with_inplace else None
-    op = getattr(torch, _TORCH_NAMES.get(name, name))
-    op_ = getattr(_Tensor, name + "_", None) if with_inplace else None
-    if with_inplace and op_ is None:  # no Tensor.maximum_ & co: write through out=
+    op = getattr(torch, row.torch_name or name)
+    tensor_op_ = getattr(_Tensor, name + "_", None)
 
-        def op_(x: _Tensor, *args: Any, **kwargs: Any) -> _Tensor:
-            return op(x, *args, out=x, **kwargs)
+    def op_(x: _Tensor, *args: Any, **kwargs: Any) -> Any:
+        if tensor_op_ is not None:
+            return tensor_op_(x, *args, **kwargs)
+        return op(x, *args, out=x, **kwargs)  # no Tensor.maximum_ & co: write through out=
 
     def gather(
-        self: TensorDictBase, args: tuple, default: Any, kwargs: dict
-    ) -> tuple[list, list, bool]:
+        self: TensorDictBase, args: tuple[Any, ...], default: Any, kwargs: dict[str, Any]
+    ) -> tuple[list[Any], list[Any], bool]:
         leaves = self._flat_tensors([])
         operands = [_operands(self, a, leaves, default) for a in args]
         # torch._foreach_* takes per-leaf lists or Python scalars, not broadcast tensors.
@@ -350,17 +395,26 @@ def _make_binary(
             foreach_ok = foreach_ok and all(
                 isinstance(t, _Tensor) for o in operands if isinstance(o, list) for t in o
             )
-        if name in ("lerp", "addcmul", "addcdiv") or kwargs:
+        if n_operands == 2 or kwargs:
             foreach_ok = foreach_ok and all(isinstance(o, list) for o in operands[:2])
             foreach_ok = foreach_ok and (not kwargs or name in _FOREACH_KWARGS)
         return leaves, operands, foreach_ok
 
-    def impl(self: TensorDictBase, args: tuple, default: Any, kwargs: dict) -> TensorDictBase:
-        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    def impl(
+        self: TensorDictBase, args: tuple[Any, ...], default: Any, kwargs: dict[str, Any]
+    ) -> TensorDictBase:
+        if kwargs:
+            kwargs = {k: v for k, v in kwargs.items() if v is not None}
         leaves, operands, foreach_ok = gather(self, args, default, kwargs)
         try:
             if fe is not None and foreach_ok and leaves:
                 results = fe(leaves, *operands, **kwargs)
+            elif n_operands == 1 and not kwargs:  # no foreach kernel (eq, lt …): one map
+                other = operands[0]
+                if isinstance(other, list):
+                    results = list(map(op, leaves, other))
+                else:
+                    results = [op(x, other) for x in leaves]
             else:
                 results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
         except RuntimeError as err:
@@ -371,8 +425,11 @@ def _make_binary(
             results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
         return self._rebuild(iter(results))
 
-    def impl_(self: TensorDictBase, args: tuple, default: Any, kwargs: dict) -> TensorDictBase:
-        kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    def impl_(
+        self: TensorDictBase, args: tuple[Any, ...], default: Any, kwargs: dict[str, Any]
+    ) -> TensorDictBase:
+        if kwargs:
+            kwargs = {k: v for k, v in kwargs.items() if v is not None}
         leaves, operands, foreach_ok = gather(self, args, default, kwargs)
         _check_inplace(self, name + "_", leaves, operands)
         if fe_ is not None and foreach_ok and leaves:
@@ -385,20 +442,22 @@ def _make_binary(
         _leafwise(lambda x, *o: op_(x, *o, **kwargs), leaves, operands)
         return self
 
-    default_params = ", ".join(["other", "other2"][:n_operands]) + ", *, default=None"
-    method = _signed(name, BINARY_SIGNATURES.get(name, default_params), impl)
+    operands = ", ".join(f"``{o}``" for o in row.operands)
+    method = _signed(name, row.params, impl)
     method.__doc__ = (
-        f"Apply :func:`torch.{name}` leaf by leaf; operands may be tensordicts (matched by "
-        "key), tensors or scalars."
+        f"Apply :func:`torch.{row.torch_name or name}` leaf by leaf; {operands} may be "
+        "tensordicts (matched by key), tensors or numbers."
     )
     if not with_inplace:
         return method, None
-    method_ = _signed(name + "_", BINARY_SIGNATURES.get(name + "_", _INPLACE_SIGNATURE), impl_)
+    method_ = _signed(name + "_", row.inplace_params, impl_)
     method_.__doc__ = f"In-place :meth:`{name}`."
     return method, method_
 
 
-def _cast(self: TensorDictBase, fn: Callable, cast_filter: Callable | None) -> TensorDictBase:
+def _cast(
+    self: TensorDictBase, fn: Callable[..., Any], cast_filter: Callable[..., Any] | None
+) -> TensorDictBase:
     """Map ``fn`` over the tensor leaves, or over those where ``cast_filter(key, leaf)``."""
     if cast_filter is None:
         return self._map_tensors(fn)
@@ -409,8 +468,10 @@ def _cast(self: TensorDictBase, fn: Callable, cast_filter: Callable | None) -> T
     )
 
 
-def _make_cast(name: str, dtype: torch.dtype) -> Callable:
-    def method(self: TensorDictBase, *, cast_filter: Callable | None = None) -> TensorDictBase:
+def _make_cast(name: str, dtype: torch.dtype) -> Callable[..., Any]:
+    def method(
+        self: TensorDictBase, *, cast_filter: Callable[..., Any] | None = None
+    ) -> TensorDictBase:
         return _cast(self, lambda x: x.to(dtype), cast_filter)
 
     method.__doc__ = (
@@ -424,11 +485,11 @@ def _make_cast(name: str, dtype: torch.dtype) -> Callable:
     return method
 
 
-def _make_quantized(name: str, dtype: torch.dtype) -> Callable:
+def _make_quantized(name: str, dtype: torch.dtype) -> Callable[..., Any]:
     def method(
         self: TensorDictBase,
         *,
-        cast_filter: Callable | None = None,
+        cast_filter: Callable[..., Any] | None = None,
         scale: float = 1.0,
         zero_point: int = 0,
     ) -> TensorDictBase:
@@ -451,7 +512,7 @@ def _make_quantized(name: str, dtype: torch.dtype) -> Callable:
     return method
 
 
-def _make_predicate(name: str) -> Callable:
+def _make_predicate(name: str) -> Callable[..., Any]:
     op = getattr(torch, name)
 
     def method(self: TensorDictBase) -> TensorDictBase:
@@ -470,7 +531,10 @@ def _make_predicate(name: str) -> Callable:
 
 
 def _cast_type(
-    self: TensorDictBase, dst_type: torch.dtype | str, *, cast_filter: Callable | None = None
+    self: TensorDictBase,
+    dst_type: torch.dtype | str,
+    *,
+    cast_filter: Callable[..., Any] | None = None,
 ) -> TensorDictBase:
     """Cast every tensor leaf with :meth:`torch.Tensor.type` (a dtype or a tensor type name);
     ``cast_filter(key, leaf)`` picks the leaves to cast.
@@ -483,9 +547,9 @@ def _cast_type(
     return _cast(self, lambda x: x.type(dst_type), cast_filter)
 
 
-def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable:
+def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable[..., Any]:
     if reflected:
-        op = getattr(torch, _TORCH_NAMES.get(method_name, method_name))
+        op = getattr(torch, _torch_name(method_name))
 
         def reflected_op(self: TensorDictBase, other: Any) -> TensorDictBase:
             leaves = self._flat_tensors([])
@@ -560,7 +624,7 @@ def clamp(
     return out.copy_(result)  # type: ignore[no-any-return]
 
 
-def _reduce_bool(name: str) -> Callable:
+def _reduce_bool(name: str) -> Callable[..., Any]:
     def method(self: TensorDictBase, dim: int | None = None) -> Any:
         leaves = self._flat_tensors([])
         if dim is None:
@@ -666,14 +730,17 @@ def contiguous(
     >>> td.contiguous(inplace=True) is td, td["a"].is_contiguous()
     (True, True)
     """
-    if canonical:
 
-        def fn(x: _Tensor) -> _Tensor:
-            return x if _canonical_strides(x) else x.clone(memory_format=torch.contiguous_format)
-    else:
-        fn = _Tensor.contiguous
+    def fn(x: _Tensor) -> _Tensor:
+        if not canonical:
+            return x.contiguous()
+        return x if _canonical_strides(x) else x.clone(memory_format=torch.contiguous_format)
+
     if inplace:
-        return adopt(self, self._map_tensors(fn), "contiguous", keeps_structure=True)
+        result: TensorDictBase = adopt(
+            self, self._map_tensors(fn), "contiguous", keeps_structure=True
+        )
+        return result
     return self._map_tensors(fn)
 
 
@@ -808,25 +875,25 @@ def install(cls: type) -> None:
         setattr(cls, name, method)
         setattr(cls, name + "_", method_)
     for table, inplace in ((BINARY, True), (BINARY_NO_INPLACE, False)):
-        for name, n in table.items():
-            method, method_ = _make_binary(name, n, inplace)
-            method.__name__ = name
-            setattr(cls, name, method)
-            if method_ is not None:
-                method_.__name__ = name + "_"
-                setattr(cls, name + "_", method_)
+        for name, row in table.items():
+            binary, binary_ = _make_binary(name, row, inplace)
+            binary.__name__ = name
+            setattr(cls, name, binary)
+            if binary_ is not None:
+                binary_.__name__ = name + "_"
+                setattr(cls, name + "_", binary_)
     for name, dtype in CASTS.items():
-        method = _make_cast(name, dtype)
-        method.__name__ = name
-        setattr(cls, name, method)
+        cast_method = _make_cast(name, dtype)
+        cast_method.__name__ = name
+        setattr(cls, name, cast_method)
     for dunder, (method_name, reflected) in OPERATORS.items():
         setattr(cls, dunder, _make_operator(dunder, method_name, reflected))
     for name in ("all", "any"):
-        method = _reduce_bool(name)
-        method.__name__ = name
-        setattr(cls, name, method)
+        reduce_method = _reduce_bool(name)
+        reduce_method.__name__ = name
+        setattr(cls, name, reduce_method)
     _cast_type.__name__ = "type"
-    cls.type = _cast_type
+    setattr(cls, "type", _cast_type)  # noqa: B010 - installed on a class given at run time
     for func in (
         rsub,
         clamp,
@@ -843,14 +910,20 @@ def install(cls: type) -> None:
         is_floating_point,
     ):
         setattr(cls, func.__name__, func)
-    cls.__neg__ = _neg
-    cls.__abs__ = _abs
-    cls.__invert__ = _invert
-    cls.__pos__ = _pos
-    cls.__hash__ = object.__hash__
-    cls.requires_grad = property(_requires_grad, doc="Whether any leaf requires grad.")
-    cls.grad = property(
-        _grad, doc="A tensordict of the leaves' gradients (leaves without one are left out)."
-    )
-    cls.data = property(_data, doc="A tensordict of the leaves' ``.data``.")
-    cls.dtype = property(_dtype, doc="The dtype shared by all leaves, or ``None`` if they differ.")
+    installed: dict[str, Any] = {
+        "__neg__": _neg,
+        "__abs__": _abs,
+        "__invert__": _invert,
+        "__pos__": _pos,
+        "__hash__": object.__hash__,
+        "requires_grad": property(_requires_grad, doc="Whether any leaf requires grad."),
+        "grad": property(
+            _grad, doc="A tensordict of the leaves' gradients (leaves without one are left out)."
+        ),
+        "data": property(_data, doc="A tensordict of the leaves' ``.data``."),
+        "dtype": property(
+            _dtype, doc="The dtype shared by all leaves, or ``None`` if they differ."
+        ),
+    }
+    for name, value in installed.items():
+        setattr(cls, name, value)

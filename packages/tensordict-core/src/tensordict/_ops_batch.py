@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -39,11 +39,14 @@ from tensordict.base import (
     is_tensor_collection,
 )
 
+if TYPE_CHECKING:  # pragma: no cover
+    from tensordict._td import TensorDict
+
 _Tensor = torch.Tensor
-_Plan = tuple[Callable[[Any], Any], torch.Size, "list | None"]
+_Plan = tuple[Callable[[Any], Any], torch.Size, "list[str | None] | None"]
 
 
-def _names(td: TensorDictBase) -> list | None:
+def _names(td: TensorDictBase) -> list[Any] | None:
     names = getattr(td, "_names", None)
     return None if names is None else list(names)
 
@@ -67,10 +70,10 @@ def _index_for(index: _Tensor, x: Any, nb: int) -> _Tensor:
     return _right(index, x.ndim).expand(*index.shape, *x.shape[nb:])
 
 
-def _dense(td: TensorDictBase) -> Any:
+def _dense(td: TensorDictBase) -> TensorDict:
     """``td`` itself when dense; otherwise (lazy stacks …) a dense copy, whose leaves line up
     with the batch dimensions that masks and indices refer to."""
-    return td if isinstance(td, _kinds.Dense) else td.contiguous()
+    return td if isinstance(td, _kinds.Dense) else td.to_tensordict()
 
 
 def _check_mask(name: str, mask: Any, td: TensorDictBase, exact: bool = False) -> _Tensor:
@@ -144,14 +147,15 @@ def rot90(td: TensorDictBase, k: int = 1, dims: Sequence[int] = (0, 1)) -> _Plan
         if not isinstance(x, NON_TENSOR):
             return x.rot90(k, (d0, d1))
         # non-tensor stacks have flip/transpose but no rot90 (same rule as torch.rot90)
+        stack: Any = x
         r = k % 4
         if r == 1:
-            return x.flip(d1).transpose(d0, d1)
+            return stack.flip(d1).transpose(d0, d1)
         if r == 2:
-            return x.flip((d0, d1))
+            return stack.flip((d0, d1))
         if r == 3:
-            return x.flip(d0).transpose(d0, d1)
-        return x
+            return stack.flip(d0).transpose(d0, d1)
+        return stack
 
     return fn, torch.Size(bs), names
 
@@ -231,6 +235,7 @@ def _atleast(n: int) -> Callable[[TensorDictBase], _Plan | None]:
             return None
         # torch's rule: a 1-d batch (a,) becomes (1, a) in 2-d and (1, a, 1) in 3-d.
         names = _names(td) or [None] * nb
+        new_names: list[str | None]
         if nb == 0:
             new, new_names = [1] * n, [None] * n
         elif nb == 1:
@@ -247,7 +252,7 @@ def _atleast(n: int) -> Callable[[TensorDictBase], _Plan | None]:
         "    >>> import torch\n"
         "    >>> from tensordict import TensorDict\n"
         f"    >>> TensorDict({{'a': torch.zeros(3, 4)}}, [3]).atleast_{n}d().batch_size\n"
-        f"    {torch.atleast_1d(torch.zeros(3)).shape if n == 1 else torch.Size([1, 3, 1][:n])}\n"
+        f"    {torch.Size([3]) if n == 1 else torch.Size([1, 3, 1][:n])}\n"
     )
     return plan
 
@@ -326,7 +331,8 @@ def gather(
             for i, s in enumerate(index.shape)
         ]
         grid[d] = index
-        return x[tuple(grid)]
+        stack: Any = x
+        return stack[tuple(grid)]
 
     return fn, index.shape, _names(td)
 
@@ -345,7 +351,7 @@ BATCH_OPS: dict[str, Callable[..., _Plan | None]] = {
 }
 
 
-def _make_batch_op(name: str, plan: Callable[..., _Plan | None]) -> Callable:
+def _make_batch_op(name: str, plan: Callable[..., _Plan | None]) -> Callable[..., Any]:
     def method(self: TensorDictBase, *args: Any, **kwargs: Any) -> Any:
         inplace = kwargs.get("inplace", False)
         if inplace:
@@ -353,7 +359,7 @@ def _make_batch_op(name: str, plan: Callable[..., _Plan | None]) -> Callable:
         p = plan(self, *args, **kwargs)
         if p is None:
             return self
-        result = self._map_batch(*p)  # type: ignore[attr-defined]
+        result = self._map_batch(*p)
         out = kwargs.get("out")
         if out is not None:
             return out.update_(result)
@@ -363,7 +369,7 @@ def _make_batch_op(name: str, plan: Callable[..., _Plan | None]) -> Callable:
 
     sig = inspect.signature(plan)
     params = list(sig.parameters.values())
-    method.__signature__ = sig.replace(  # type: ignore[attr-defined]
+    method.__dict__["__signature__"] = sig.replace(
         parameters=[params[0].replace(name="self", annotation=inspect.Parameter.empty)]
         + params[1:],
         return_annotation="Self",
@@ -380,8 +386,8 @@ NEW: tuple[str, ...] = ("new_zeros", "new_ones", "new_empty", "new_full")
 
 def _set_device(td: Any, device: Any) -> None:
     if isinstance(td, _kinds.Dense):
-        td._device = device  # type: ignore[attr-defined]
-        for v in td._tensordict.values():  # type: ignore[attr-defined]
+        td._device = device
+        for v in td._tensordict.values():
             _set_device(v, device)
 
 
@@ -415,11 +421,11 @@ def _empty_lazy(source: Any, result: Any) -> Any:
     return result
 
 
-def _make_new(name: str) -> Callable:
+def _make_new(name: str) -> Callable[..., Any]:
     full = name == "new_full"
 
     def method(self: TensorDictBase, *size: Any, **kwargs: Any) -> Any:
-        fill = ()
+        fill: tuple[Any, ...] = ()
         if full:
             if "fill_value" in kwargs:
                 fill = (kwargs.pop("fill_value"),)
@@ -484,7 +490,7 @@ def _make_new(name: str) -> Callable:
         P("pin_memory", P.KEYWORD_ONLY, default=None, annotation="bool | None"),
         P("empty_lazy", P.KEYWORD_ONLY, default=False, annotation="bool"),
     ]
-    method.__signature__ = inspect.Signature(params, return_annotation="Self")  # type: ignore[attr-defined]
+    method.__dict__["__signature__"] = inspect.Signature(params, return_annotation="Self")
     method.__name__ = method.__qualname__ = name
     args = "(2,), 7.0" if full else "2"
     method.__doc__ = (
@@ -527,7 +533,7 @@ def new_tensor(
 
     def copy(x: _Tensor, y: Any) -> _Tensor:
         y = torch.as_tensor(y)
-        out = y.detach().to(
+        out: _Tensor = y.detach().to(
             dtype=dtype or x.dtype,
             device=x.device if device is NO_DEFAULT else device,
             copy=True,
@@ -570,8 +576,8 @@ def masked_fill(self: TensorDictBase, mask: torch.Tensor, value: Any) -> TensorD
     """
     mask = _check_mask("masked_fill", mask, self)
     self = _dense(self)
-    leaves = self._flat_tensors([])  # type: ignore[attr-defined]
-    return self._rebuild(iter([x.masked_fill(_right(mask, x.ndim), value) for x in leaves]))  # type: ignore[attr-defined]
+    leaves = self._flat_tensors([])
+    return self._rebuild(iter([x.masked_fill(_right(mask, x.ndim), value) for x in leaves]))
 
 
 def masked_fill_(self: TensorDictBase, mask: torch.Tensor, value: Any) -> TensorDictBase:
@@ -586,7 +592,7 @@ def masked_fill_(self: TensorDictBase, mask: torch.Tensor, value: Any) -> Tensor
     mask = _check_mask("masked_fill_", mask, self)
     if not isinstance(self, _kinds.Dense):
         return self.update_(masked_fill(self, mask, value))
-    for x in self._flat_tensors([]):  # type: ignore[attr-defined]
+    for x in self._flat_tensors([]):
         x.masked_fill_(_right(mask, x.ndim), value)
     return self
 
@@ -609,10 +615,12 @@ def masked_select(
     while isinstance(mask, _Tensor) and mask.ndim > nb and mask.shape[-1] == 1:
         mask = mask.squeeze(-1)
     mask = _check_mask("masked_select", mask, self, exact=True)
+    selected: TensorDictBase = self[mask]
     if inplace:
         check_inplace(self, "masked_select")
-        return adopt(self, self[mask], "masked_select")
-    return self[mask]
+        adopted: TensorDictBase = adopt(self, selected, "masked_select")
+        return adopted
+    return selected
 
 
 def _condition_for(name: str, cond: Any, td: TensorDictBase) -> Any:
@@ -627,13 +635,13 @@ def _where_leaf(c: _Tensor, x: Any, o: Any) -> _Tensor:
 
 
 def _where_td(
-    td: TensorDictBase, cond: Any, other: TensorDictBase, pad: Any, prefix: tuple
+    td: TensorDictBase, cond: Any, other: TensorDictBase, pad: Any, prefix: tuple[Any, ...]
 ) -> TensorDictBase:
     """Key-matched ``where`` with a tensordict ``other`` (``pad`` fills missing entries)."""
-    store = td._tensordict  # type: ignore[attr-defined]
+    store = _dense(td)._tensordict
     ostore = other._tensordict if isinstance(other, _kinds.Dense) else None
     if ostore is None:
-        ostore = {k: other._get_str(k, NO_DEFAULT) for k in other.keys()}
+        ostore = {k: other._get_str(k, NO_DEFAULT) for k in other.keys() if isinstance(k, str)}
     out = {}
     for key in list(store) + [k for k in ostore if k not in store]:
         x = store.get(key)
@@ -646,6 +654,7 @@ def _where_td(
                     f"{'self' if o is None else 'other'}; pass pad= to fill the missing side."
                 )
             one = x if x is not None else o
+            assert one is not None
             if isinstance(one, NON_TENSOR):
                 out[key] = carry_non_tensor(one, td.batch_size)
             elif isinstance(one, _Tensor):
@@ -708,13 +717,13 @@ def where(
     if is_tensor_collection(other):
         result = _where_td(self, cond, other, pad, ())
     else:
-        leaves = self._flat_tensors([])  # type: ignore[attr-defined]
-        conds = self._aligned_tensors(cond, None) if is_tensor_collection(cond) else None  # type: ignore[attr-defined]
+        leaves = self._flat_tensors([])
+        conds = self._aligned_tensors(cond, None) if is_tensor_collection(cond) else None
         results = [
             _where_leaf(conds[i] if conds is not None else cond, x, other)
             for i, x in enumerate(leaves)
         ]
-        result = self._rebuild(iter(results))  # type: ignore[attr-defined]
+        result = self._rebuild(iter(results))
     if out is not None:
         if update_batch_size:
             return out.update(result, update_batch_size=True)
@@ -758,8 +767,8 @@ def scatter(
         )
     kw = {} if reduce is None else {"reduce": reduce}
     self = _dense(self)
-    leaves = self._flat_tensors([])  # type: ignore[attr-defined]
-    srcs = self._aligned_tensors(src, None) if is_tensor_collection(src) else None  # type: ignore[attr-defined]
+    leaves = self._flat_tensors([])
+    srcs = self._aligned_tensors(src, None) if is_tensor_collection(src) else None
     results = []
     for i, x in enumerate(leaves):
         idx = _index_for(index, x, nb)
@@ -767,7 +776,7 @@ def scatter(
         if isinstance(s, _Tensor) and s.ndim < x.ndim:
             s = _index_for(s, x, nb)
         results.append(x.scatter(d, idx, s, **kw))
-    return self._rebuild(iter(results))  # type: ignore[attr-defined]
+    return self._rebuild(iter(results))
 
 
 #: the methods of this module written as plain functions.
@@ -777,7 +786,7 @@ METHODS: dict[str, Callable[..., Any]] = {
 
 
 # --------------------------------------------------------------------------- install
-def _forward(name: str) -> Callable:
+def _forward(name: str) -> Callable[..., Any]:
     def impl(input: Any, *args: Any, **kwargs: Any) -> Any:
         return getattr(input, name)(*args, **kwargs)
 

@@ -73,7 +73,7 @@ class ValuesIndices(NamedTuple):
     values: Any
     indices: Any
 
-    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+    def __getitem__(self, key: Any) -> Any:
         if isinstance(key, str):
             if key not in ("values", "indices"):
                 raise KeyError(f"{key!r}: a ValuesIndices pair has keys 'values' and 'indices'.")
@@ -108,9 +108,10 @@ class Reduction:
     none_is_batch: bool = False
     summary: str = ""
     example_args: str = ""
+    torch_fn: Callable[..., Any] | None = None  # ``torch_fn(x, dims, keepdim)``, no options
 
 
-def _std(fn: Callable) -> Reduction:
+def _std(fn: Callable[..., Any]) -> Reduction:
     return Reduction(
         lambda x, d, k, correction=1: fn(x, d, correction=correction, keepdim=k),
         full=lambda x, correction=1: fn(x, correction=correction),
@@ -119,17 +120,18 @@ def _std(fn: Callable) -> Reduction:
     )
 
 
-def _with_dtype(fn: Callable, summary: str, multi: bool = True) -> Reduction:
+def _with_dtype(fn: Callable[..., Any], summary: str, multi: bool = True) -> Reduction:
     return Reduction(
         lambda x, d, k, **kw: fn(x, d, k, **kw),
         full=lambda x, **kw: fn(x, **kw),
         multi=multi,
         kwargs=_DTYPE,
         summary=summary,
+        torch_fn=fn,
     )
 
 
-def _extremum(fn: Callable, values_fn: Callable, summary: str) -> Reduction:
+def _extremum(fn: Callable[..., Any], values_fn: Callable[..., Any], summary: str) -> Reduction:
     return Reduction(
         lambda x, d, k: fn(x, d, k),
         full=fn,
@@ -151,8 +153,18 @@ REDUCTIONS: dict[str, Reduction] = {
     "prod": _with_dtype(torch.prod, "The product", multi=False),
     "std": _std(torch.std),
     "var": _std(torch.var),
-    "amax": Reduction(lambda x, d, k: torch.amax(x, d, k), full=torch.amax, summary="The maximum"),
-    "amin": Reduction(lambda x, d, k: torch.amin(x, d, k), full=torch.amin, summary="The minimum"),
+    "amax": Reduction(
+        lambda x, d, k: torch.amax(x, d, k),
+        full=torch.amax,
+        summary="The maximum",
+        torch_fn=torch.amax,
+    ),
+    "amin": Reduction(
+        lambda x, d, k: torch.amin(x, d, k),
+        full=torch.amin,
+        summary="The minimum",
+        torch_fn=torch.amin,
+    ),
     "max": _extremum(torch.max, torch.amax, "The maximum (and its index along one batch dim)"),
     "min": _extremum(torch.min, torch.amin, "The minimum (and its index along one batch dim)"),
     "logsumexp": Reduction(
@@ -213,8 +225,8 @@ def batch_dims_of(name: str, dim: Any, batch_size: torch.Size) -> tuple[int, ...
 
 
 def _values_over(
-    spec: Reduction, x: _Tensor, dims: tuple[int, ...], keepdim: bool, kw: dict
-) -> _Tensor:
+    spec: Reduction, x: _Tensor, dims: tuple[int, ...], keepdim: bool, kw: dict[Any, Any]
+) -> Any:
     """Reduce ``x`` over ``dims`` (non-negative, sorted; empty: over one element)."""
     if not dims:
         fn = spec.values_fn or spec.fn
@@ -234,7 +246,7 @@ def _values_over(
     return r
 
 
-def _full(spec: Reduction, x: _Tensor, keepdim: bool, kw: dict) -> _Tensor:
+def _full(spec: Reduction, x: _Tensor, keepdim: bool, kw: dict[Any, Any]) -> Any:
     if keepdim and x.ndim:
         return _values_over(spec, x, tuple(range(x.ndim)), True, kw)
     if spec.full is not None:
@@ -302,7 +314,7 @@ def _same(a: Any, b: Any) -> bool:
 def _tensor_leaves(td: TensorDictBase) -> list[_Tensor]:
     """Every tensor leaf, with the full batch shape of ``td`` in front."""
     if _all_dense(td):
-        return td._flat_tensors([])  # type: ignore[attr-defined]
+        return td._flat_tensors([])
     # lazy stacks give their members' leaves to _flat_tensors: read stacked values instead
     return [v for v in td.values(True, True) if isinstance(v, _Tensor)]
 
@@ -310,11 +322,7 @@ def _tensor_leaves(td: TensorDictBase) -> list[_Tensor]:
 def _all_dense(td: Any) -> bool:
     if not isinstance(td, _kinds.Dense):
         return False
-    return all(
-        _all_dense(v)
-        for v in td._tensordict.values()  # type: ignore[attr-defined]
-        if isinstance(v, TensorDictBase)
-    )
+    return all(_all_dense(v) for v in td._tensordict.values() if isinstance(v, TensorDictBase))
 
 
 def _feature_matrix(td: TensorDictBase, name: str) -> _Tensor:
@@ -328,7 +336,7 @@ def _feature_matrix(td: TensorDictBase, name: str) -> _Tensor:
     return torch.cat(mats, nb) if len(mats) > 1 else mats[0]
 
 
-def _drop(seq: Any, dims: tuple[int, ...], keepdim: bool, fill: Any) -> list:
+def _drop(seq: Any, dims: tuple[int, ...], keepdim: bool, fill: Any) -> list[Any]:
     if keepdim:
         return [fill if i in dims else s for i, s in enumerate(seq)]
     return [s for i, s in enumerate(seq) if i not in dims]
@@ -336,7 +344,13 @@ def _drop(seq: Any, dims: tuple[int, ...], keepdim: bool, fill: Any) -> list:
 
 # --------------------------------------------------------------------------- the methods
 def _reduce(
-    td: TensorDictBase, name: str, spec: Reduction, dim: Any, keepdim: bool, reduce: Any, kw: dict
+    td: TensorDictBase,
+    name: str,
+    spec: Reduction,
+    dim: Any,
+    keepdim: bool,
+    reduce: Any,
+    kw: dict[Any, Any],
 ) -> Any:
     return_indices = kw.pop("return_indices", False) if spec.indices else False
     if kw.get("dtype", 0) is None:  # torch is faster without an explicit dtype=None
@@ -408,7 +422,10 @@ def _reduce(
         return ValuesIndices(values, indices)
     nested_kw = dict(kw, return_indices=False) if spec.indices else kw
     fn = spec.fn
-    if spec.multi and spec.values_fn is None:  # straight to torch (the hot path)
+    torch_fn = spec.torch_fn
+    if spec.multi and torch_fn is not None and not kw:  # straight to torch (the hot path)
+        leaf = lambda x, nb: torch_fn(x, dims, keepdim)  # noqa: E731
+    elif spec.multi and spec.values_fn is None:
         leaf = lambda x, nb: fn(x, dims, keepdim, **kw)  # noqa: E731
     else:
         leaf = lambda x, nb: _values_over(spec, x, dims, keepdim, kw)  # noqa: E731
@@ -430,16 +447,17 @@ def _aggregate(
     mode: str,
     dims: tuple[int, ...],
     keepdim: bool,
-    kw: dict,
+    kw: dict[Any, Any],
 ) -> _Tensor:
     m = _feature_matrix(td, name)
     bs = td.batch_size
     nb = len(bs)
     if mode == "all":
         if not keepdim:
-            return _full(spec, m, False, kw)
+            whole: _Tensor = _full(spec, m, False, kw)
+            return whole
         dims = tuple(range(nb))
-    r = _values_over(spec, m, (*dims, nb), True, kw)
+    r: _Tensor = _values_over(spec, m, (*dims, nb), True, kw)
     return r.reshape(_drop(bs, dims, keepdim, 1))
 
 
@@ -449,7 +467,7 @@ def _aggregate_batch(
     spec: Reduction,
     dims: tuple[int, ...],
     keepdim: bool,
-    kw: dict,
+    kw: dict[Any, Any],
 ) -> _Tensor:
     """``reduce=True`` over batch dims, the reference's rule: the leaves are concatenated
     along the first reduced batch dimension (so they need one shape elsewhere) and reduced
@@ -465,7 +483,8 @@ def _aggregate_batch(
             f"dimension {dims[0]}, so they need the same shape elsewhere; got "
             f"{[tuple(x.shape) for x in leaves]} ({err})."
         ) from None
-    return _values_over(spec, m, dims, keepdim, kw)
+    result: _Tensor = _values_over(spec, m, dims, keepdim, kw)
+    return result
 
 
 def _signature(name: str, spec: Reduction) -> inspect.Signature:
@@ -548,7 +567,7 @@ def _doc(name: str, spec: Reduction) -> str:
     )
 
 
-def _make_reduction(name: str, spec: Reduction) -> Callable:
+def _make_reduction(name: str, spec: Reduction) -> Callable[..., Any]:
     pos = tuple(n for n, _ in spec.positional) + ("dim", "keepdim")
     defaults = {
         "dim": None if spec.none_is_batch else NO_DEFAULT,
@@ -557,8 +576,14 @@ def _make_reduction(name: str, spec: Reduction) -> Callable:
         **({"key_transform": None} if name in KEY_TRANSFORM else {}),
     }
     allowed = set(pos) | set(defaults)
+    options = {n: d for n, d, _ in spec.kwargs}
+    plain = not spec.positional  # ``dim`` and ``keepdim`` are the positional parameters
 
     def method(self: TensorDictBase, *args: Any, reduce: Any = None, **kwargs: Any) -> Any:
+        if plain and not kwargs and len(args) <= 2:  # the common call: no keyword options
+            dim = args[0] if args else defaults["dim"]
+            keepdim = args[1] if len(args) == 2 else False
+            return _reduce(self, name, spec, dim, keepdim, reduce, dict(options))
         if len(args) > len(pos):
             raise TypeError(f"{name}() takes at most {len(pos)} positional arguments.")
         kw = dict(defaults)
@@ -584,14 +609,14 @@ def _make_reduction(name: str, spec: Reduction) -> Callable:
         return result
 
     method.__name__ = method.__qualname__ = name
-    method.__signature__ = _signature(name, spec)  # type: ignore[attr-defined]
+    method.__dict__["__signature__"] = _signature(name, spec)
     method.__doc__ = _doc(name, spec)
     return method
 
 
-def _make_cumulative(name: str, fn: Callable) -> Callable:
+def _make_cumulative(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
     def method(
-        self: TensorDictBase, dim: int, *, reduce: bool | None = None, return_indices: bool = True
+        self: TensorDictBase, dim: Any, *, reduce: bool | None = None, return_indices: bool = True
     ) -> Any:
         bs = self.batch_size
         if isinstance(dim, str) or dim is None:
@@ -627,7 +652,7 @@ def _make_cumulative(name: str, fn: Callable) -> Callable:
     return method
 
 
-def _torch_forwarder(name: str) -> Callable:
+def _torch_forwarder(name: str) -> Callable[..., Any]:
     def impl(input: TensorDictBase, *args: Any, **kwargs: Any) -> Any:
         if name in ("max", "min") and args and not isinstance(args[0], (int, tuple, list, str)):
             return getattr(input, "maximum" if name == "max" else "minimum")(*args, **kwargs)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict import _kinds
+from tensordict._collection import data_of, wrapped
 from tensordict._functional import stack
 from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
@@ -19,8 +20,6 @@ from tensordict._tree import leaf_items
 from tensordict.base import TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
-    from typing_extensions import Self
-
     from tensordict._td import TensorDict
 
 _Tensor = torch.Tensor
@@ -164,6 +163,18 @@ def pad_sequence(
     tds = list(list_of_tensordicts)
     if not tds:
         raise ValueError("pad_sequence needs at least one tensordict.")
+    inner = wrapped(tds)
+    if inner is not None:  # tensorclasses: pad their data, give the same class back
+        result = pad_sequence(
+            inner[0],
+            pad_dim,
+            padding_value,
+            data_of(out) if out is not None else None,
+            return_mask,
+            padding_side,
+            device=device,
+        )
+        return out if out is not None else inner[1](result)  # type: ignore[return-value]
     if padding_side not in ("right", "left"):
         raise ValueError(
             f"pad_sequence: padding_side must be 'right' or 'left', got {padding_side!r}."
@@ -252,7 +263,7 @@ def pad_sequence(
     if device is not None:
         result = result.to(device)
     if out is not None:
-        out.update(result)  # type: ignore[attr-defined]
+        out.update(result)
         return out  # type: ignore[return-value]
     return result
 
@@ -291,11 +302,13 @@ def _masks(
     return out
 
 
-class PadOps:
+class PadOps(_kinds.SharedMixin):
     """Mixin of :class:`~tensordict.TensorDict` and :class:`~tensordict.LazyStackedTensorDict`:
     ``pad`` and ``to_padded_tensor`` (a lazy stack has its own ``to_padded_tensor``)."""
 
-    def to_padded_tensor(self, padding: float = 0.0, mask_key: NestedKey | None = None) -> Self:
+    def to_padded_tensor(
+        self, padding: float = 0.0, mask_key: NestedKey | None = None
+    ) -> TensorDict:
         """Replace every nested (jagged) tensor leaf by its padded version.
 
         With ``mask_key``, a boolean mask of the valid positions (shape: the padded
@@ -324,12 +337,12 @@ class PadOps:
                         "describe both."
                     )
         ids = {id(v) for _, v in nested}
-        out = self._map_tensors(  # type: ignore[attr-defined]
+        out = self._map_tensors(
             lambda t: torch.nested.to_padded_tensor(t, padding) if id(t) in ids else t
         )
-        if mask is not None:
+        if mask is not None and mask_key is not None:
             out.set(mask_key, mask)
-        return out  # type: ignore[no-any-return]
+        return out  # type: ignore[return-value]
 
     def pad(
         self, pad_size: Sequence[int], value: float = 0.0, inplace: bool = False, safe: bool = True
@@ -351,8 +364,8 @@ class PadOps:
                 [0., 0., 0.]])
         """
         if inplace:
-            return pad(self, pad_size, value, inplace=True, safe=safe)  # type: ignore[arg-type]
-        src = self if isinstance(self, _kinds.Dense) else self.to_tensordict()  # type: ignore[attr-defined]
+            return pad(self, pad_size, value, inplace=True, safe=safe)
+        src = self if isinstance(self, _kinds.Dense) else self.to_tensordict()
         return pad(src, pad_size, value, safe=safe)
 
 
@@ -410,7 +423,7 @@ def unpad_sequence(
                 "pad_sequence, or mask=...)."
             )
         mask = padded.get("masks")
-        padded = padded.exclude("masks")  # type: ignore[attr-defined]
+        padded = padded.exclude("masks")
     n = padded.batch_size[0]
     if isinstance(mask, _Tensor) and (mask.ndim != 2 or mask.shape[0] != n):
         raise ValueError(

@@ -15,7 +15,7 @@ import collections
 import json
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch.utils import _pytree as pytree
@@ -125,7 +125,7 @@ def _level(obj: Any, bs: torch.Size, copy_tds: bool, path: tuple[Any, ...]) -> T
         items = {str(i): v for i, v in enumerate(obj)}
     elif isinstance(obj, tuple) and hasattr(cls, "_fields"):
         node = PytreeNode("namedtuple", cls)
-        items = obj._asdict()  # type: ignore[attr-defined]
+        items = cast(Any, obj)._asdict()
     elif cls is dict or cls is collections.OrderedDict or cls is collections.defaultdict:
         factory = obj.default_factory if cls is collections.defaultdict else None
         if all(type(k) is str and k != PYTREE_KEY for k in obj):
@@ -194,7 +194,8 @@ def to_pytree(td: Any) -> Any:
     if kind == "deque":
         return collections.deque(values, node.extra)  # type: ignore[arg-type]
     assert node.cls is not None
-    return node.cls(*(_leaf(store[f]) for f in node.cls._fields))  # type: ignore[attr-defined]
+    fields: tuple[str, ...] = cast(Any, node.cls)._fields
+    return node.cls(*(_leaf(store[f]) for f in fields))
 
 
 # ---------------------------------------------------------------------- pytree node

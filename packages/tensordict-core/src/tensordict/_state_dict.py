@@ -28,6 +28,8 @@ from tensordict._shape import parse_batch_size
 from tensordict.base import NO_DEFAULT, TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Self
+
     from tensordict._lazy import LazyStackedTensorDict
     from tensordict._td import TensorDict
 
@@ -41,7 +43,7 @@ def _fmt(path: tuple[str, ...]) -> str:
     return repr(unravel_key(path)) if path else "<root>"
 
 
-class StateDictOps:
+class StateDictOps(_kinds.SharedMixin):
     """Mixin of :class:`~tensordict.TensorDict`: ``state_dict`` and ``load_state_dict``."""
 
     def state_dict(
@@ -75,7 +77,7 @@ class StateDictOps:
         >>> sd["b"]["c"].shape, sd["__batch_size"]
         (torch.Size([2, 2, 1]), torch.Size([2, 2]))
         """
-        src: Any = self.flatten_keys(".") if flatten else self  # type: ignore[attr-defined]
+        src: Any = self.flatten_keys(".") if flatten else self
         out: OrderedDict[str, Any] = OrderedDict()
         store = src._tensordict if isinstance(src, _kinds.Dense) else None
         # a lazy stack's tensors are stacked copies already: no second copy
@@ -116,7 +118,7 @@ class StateDictOps:
         strict: bool = True,
         assign: bool = False,
         from_flatten: bool = False,
-    ) -> TensorDict:
+    ) -> Self:
         """Load a :meth:`state_dict` into this tensordict, in place.
 
         Tensors are copied into the existing entries (which keep their storage) unless
@@ -155,7 +157,7 @@ class StateDictOps:
         _plan_load(self, state_dict, strict, assign, (), plan, None)  # type: ignore[arg-type]
         for action in plan:
             action[0](*action[1:])
-        return self  # type: ignore[return-value]
+        return self
 
 
 def _unflatten(td: Any, flat: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,7 @@ Storage is a plain ``dict`` mapping string keys to tensors, nested tensordicts o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from types import EllipsisType
 from typing import Any, overload
 
@@ -23,7 +23,18 @@ from tensordict._errors import KeyThroughLeafError, lock_error, missing_key
 from tensordict._index import index_names, indexed_batch_size, normalize_index
 from tensordict._indexed import IndexedOps
 from tensordict._key_sets import KeySetOps
-from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
+from tensordict._keys import (
+    ITEMS,
+    VALUES,
+    FlatKeysView,
+    NestedKey,
+    TensorDictKeysView,
+    _collect_items,
+    _collect_values,
+    _sort_key,
+    collect,
+    unravel_key,
+)
 from tensordict._memory import MemoryOps
 from tensordict._nontensor import (
     NON_TENSOR_TYPES,
@@ -145,10 +156,10 @@ class TensorDict(
     @classmethod
     def _new_unsafe(
         cls,
-        source: dict,
+        source: dict[str, Any],
         batch_size: torch.Size,
         device: torch.device | None = None,
-        names: list | None = None,
+        names: list[str | None] | None = None,
     ) -> TensorDict:
         """Build without validation (the caller guarantees shapes and devices)."""
         out = cls.__new__(cls)
@@ -225,7 +236,7 @@ class TensorDict(
         >>> TensorDict({"a": torch.zeros(1)}, [1]).auto_device_().device
         device(type='cpu')
         """
-        devices = set()
+        devices: set[torch.device | None] = set()
         for value in self._tensordict.values():
             if isinstance(value, _Tensor):
                 devices.add(value.device)
@@ -280,7 +291,7 @@ class TensorDict(
     def _has_names(self) -> bool:
         return self._names is not None
 
-    def refine_names(self, *names: str | None) -> TensorDict:
+    def refine_names(self, *names: Any) -> TensorDict:
         """Name the batch dimensions in place; ``...`` keeps the current names.
 
         Existing names cannot be changed (use :meth:`rename_`).
@@ -289,16 +300,17 @@ class TensorDict(
         >>> TensorDict(batch_size=[2, 3]).refine_names(..., "time").names
         [None, 'time']
         """
-        names = (
+        given: list[Any] = (
             list(names[0])
             if len(names) == 1 and isinstance(names[0], (list, tuple))
             else list(names)
         )
         nb = len(self._batch_size)
-        if Ellipsis in names:
-            i = names.index(Ellipsis)
-            fill = nb - (len(names) - 1)
-            names[i : i + 1] = self.names[i : i + fill]
+        if Ellipsis in given:
+            i = given.index(Ellipsis)
+            fill = nb - (len(given) - 1)
+            given[i : i + 1] = self.names[i : i + fill]
+        names = tuple(given)
         if len(names) != nb:
             raise ValueError(f"refine_names got {len(names)} names for {nb} batch dimension(s).")
         current = self.names
@@ -310,7 +322,7 @@ class TensorDict(
         self._set_names(names)
         return self
 
-    def rename(self, *names: str | None, **rename_map: str) -> TensorDict:
+    def rename(self, *names: Any, **rename_map: str) -> TensorDict:
         """A shallow copy with renamed batch dimensions (positional or ``old=new``).
 
         >>> from tensordict import TensorDict
@@ -322,7 +334,7 @@ class TensorDict(
         out.rename_(*names, **rename_map)
         return out
 
-    def rename_(self, *names: str | None, **rename_map: str) -> TensorDict:
+    def rename_(self, *names: Any, **rename_map: str) -> TensorDict:
         """Rename the batch dimensions in place (positional names or ``old=new``).
 
         >>> from tensordict import TensorDict
@@ -423,8 +435,8 @@ class TensorDict(
             return default
         return value
 
-    def _get_tuple(self, key: tuple, default: Any) -> Any:
-        td = self
+    def _get_tuple(self, key: tuple[str, ...], default: Any) -> Any:
+        td: Any = self
         for i, part in enumerate(key):
             store = td._tensordict if isinstance(td, TensorDict) else None
             if store is None:
@@ -517,7 +529,7 @@ class TensorDict(
 
     def _set_tuple(
         self,
-        key: tuple,
+        key: tuple[str, ...],
         value: Any,
         *,
         inplace: bool,
@@ -634,11 +646,11 @@ class TensorDict(
         )
 
     def _check_set_at(
-        self, idx: Any, idx_bs: torch.Size, value: TensorDictBase, prefix: tuple
+        self, idx: Any, idx_bs: torch.Size, value: TensorDictBase, prefix: tuple[str, ...]
     ) -> None:
         nb = len(self._batch_size)
         vnb = value.batch_dims
-        items = value._tensordict.items() if isinstance(value, TensorDict) else value.items()
+        items: Any = value._tensordict.items() if isinstance(value, TensorDict) else value.items()
         for key, v in items:
             target = self._tensordict.get(key)
             if target is None:
@@ -673,7 +685,7 @@ class TensorDict(
         bs = self._batch_size
         vnb = value.batch_dims
         store = self._tensordict
-        items = value._tensordict.items() if isinstance(value, TensorDict) else value.items()
+        items: Any = value._tensordict.items() if isinstance(value, TensorDict) else value.items()
         for key, v in items:
             target = store.get(key)
             if target is None:
@@ -747,7 +759,64 @@ class TensorDict(
         >>> list(td.keys(True, True, sort=True))
         [('a', 'c'), 'b']
         """
+        if not (include_nested or leaves_only or is_leaf or sort):
+            return FlatKeysView(self)
         return TensorDictKeysView(self, include_nested, leaves_only, is_leaf, sort)
+
+    def items(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
+    ) -> Iterable[tuple[str | tuple[str, ...], Any]]:
+        """Iterate over ``(key, value)`` pairs (see :meth:`keys` for the options); values
+        are the stored entries (non-tensor data wrapped).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(1), "b": {"c": torch.ones(1)}}, [1])
+        >>> [k for k, _ in td.items(include_nested=True, leaves_only=True)]
+        ['a', ('b', 'c')]
+        """
+        if not (include_nested or leaves_only or sort):
+            return self._tensordict.items()
+        out: list[Any] = []
+        if is_leaf is None:
+            _collect_items(self._tensordict, (), include_nested, leaves_only, out)
+        else:
+            collect(self, (), include_nested, leaves_only, is_leaf, ITEMS, out)
+        if sort:
+            out.sort(key=lambda item: _sort_key(item[0]))
+        return out
+
+    def values(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
+    ) -> Iterable[Any]:
+        """Iterate over the stored values (see :meth:`keys` for the options).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.zeros(1), "b": torch.ones(1)}, [1])
+        >>> [v.item() for v in td.values()]
+        [0.0, 1.0]
+        """
+        if not (include_nested or leaves_only or sort):
+            return self._tensordict.values()
+        if sort:
+            return (v for _, v in self.items(include_nested, leaves_only, is_leaf, sort=True))
+        out: list[Any] = []
+        if is_leaf is None:
+            _collect_values(self._tensordict, include_nested, leaves_only, out)
+        else:
+            collect(self, (), include_nested, leaves_only, is_leaf, VALUES, out)
+        return out
 
     # ------------------------------------------------------------------ indexing
     def _index(self, index: Any) -> TensorDict:
@@ -758,8 +827,8 @@ class TensorDict(
     def _index_normalized(self, idx: Any, raw: Any = None) -> TensorDict:
         bs = self._batch_size
         nb = len(bs)
-        out = {}
-        new_bs = None
+        out: dict[str, Any] = {}
+        new_bs: torch.Size | None = None
         pending = []
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
@@ -772,19 +841,19 @@ class TensorDict(
                     ) from None
                 if new_bs is None:
                     new_bs = result.shape[: result.ndim - (value.ndim - nb)]
+                out[key] = result
             elif isinstance(value, NonTensorData):
                 pending.append(key)
-                continue
             else:
-                result = (
+                nested = (
                     value._index_normalized(idx, raw)
                     if isinstance(value, TensorDict)
                     else value[idx]
                 )
                 if new_bs is None:
-                    rbs = result.batch_size
+                    rbs = nested.batch_size
                     new_bs = rbs[: len(rbs) - (value.batch_dims - nb)]
-            out[key] = result
+                out[key] = nested
         if new_bs is None:
             new_bs = indexed_batch_size(idx, bs)
         for key in pending:
@@ -872,7 +941,7 @@ class TensorDict(
         >>> td.auto_batch_size_(batch_dims=1).batch_size
         torch.Size([3])
         """
-        common: list | None = None
+        common: list[int] | None = None
         for value in self._tensordict.values():
             if isinstance(value, NonTensorData):
                 continue

@@ -24,7 +24,7 @@ stack's values only where they agree along the reduced dimensions.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
@@ -111,14 +111,17 @@ def _leaf_items_into(td: Any, prefix: tuple[str, ...], out: list[Any], members: 
             _leaf_items_into(value, prefix + (key,), out, members)
 
 
-class TreeMapOps:
+class TreeMapOps(_kinds.DenseMixin):
     """Mixin: the leaf-walking primitives of :class:`~tensordict.TensorDict`.
 
     Only dense tensordicts inherit it (``isinstance(x, _kinds.Dense)`` tells them apart).
     """
 
     def _map_batch(
-        self, fn: Callable[[Any], Any], batch_size: torch.Size, names: list | None = None
+        self,
+        fn: Callable[[Any], Any],
+        batch_size: torch.Size,
+        names: list[str | None] | None = None,
     ) -> TensorDict:
         """Apply a batch-shape operation ``fn`` to every tensor, at any depth.
 
@@ -154,7 +157,7 @@ class TreeMapOps:
         self, fn: Callable[[_Tensor], _Tensor], device: Any = NO_DEFAULT
     ) -> TensorDict:
         """Apply a shape-preserving ``fn`` to every tensor leaf (no validation)."""
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
                 out[key] = fn(value)
@@ -166,7 +169,7 @@ class TreeMapOps:
             out, self._batch_size, self._device if device is NO_DEFAULT else device, self._names
         )
 
-    def _flat_tensors(self, out: list) -> list:
+    def _flat_tensors(self, out: list[Any]) -> list[Any]:
         """Append every tensor leaf, depth first, to ``out`` (see :meth:`_rebuild`)."""
         for value in self._tensordict.values():
             if isinstance(value, _Tensor):
@@ -198,8 +201,8 @@ class TreeMapOps:
                 value._write_flat(it)
 
     def _aligned_tensors(
-        self, other: Any, default: Any, out: list | None = None, prefix: tuple = ()
-    ) -> list:
+        self, other: Any, default: Any, out: list[Any] | None = None, prefix: tuple[str, ...] = ()
+    ) -> list[Any]:
         """The entries of ``other`` matching :meth:`_flat_tensors` order, looked up by key."""
         if out is None:
             out = []
@@ -208,7 +211,7 @@ class TreeMapOps:
             if not isinstance(other, TensorDictBase):
                 out.extend([other] * len(self._flat_tensors([])))
                 return out
-            store = {k: other._get_str(k, NO_DEFAULT) for k in other.keys()}
+            store = {k: other._get_str(k, NO_DEFAULT) for k in other.keys() if isinstance(k, str)}
         if default is None and len(store) != len(self._tensordict):
             extra = sorted(map(str, set(store) - set(self._tensordict)))
             missing = sorted(map(str, set(self._tensordict) - set(store)))
@@ -289,8 +292,9 @@ class TreeMapOps:
                 return self._apply_simple(fn, spec.checked)
         inplace = spec.inplace
         device = spec.device
+        result: TensorDict
         if inplace:
-            result = self if out is None else out
+            result = cast("TensorDict", self if out is None else out)
             top = plan is None
             if plan is None:
                 plan = []
@@ -392,7 +396,7 @@ class TreeMapOps:
         if inplace:
             if top and plan:
                 run_plan(plan)  # every result was computed and checked: now write them all
-            return self if out is None else out
+            return result
         if spec.filter_empty and not any_kept and prefix:
             return None
         return result
@@ -434,6 +438,31 @@ def map_leaves(
     bs = td._batch_size
     nb = len(bs)
     new_bs = shape_fn(bs)
+    names = td._names
+    if names is not None:
+        names = names_fn(names)
+        if names is not None and all(n is None for n in names):
+            names = None
+    if n_out == 1:  # the common case, in one loop
+        one: dict[str, Any] = {}
+        for key, value in td._tensordict.items():
+            if isinstance(value, _Tensor):
+                try:
+                    one[key] = leaf_fn(value, nb)
+                except (RuntimeError, TypeError, ValueError, IndexError) as err:
+                    raise _leaf_error(name, prefix, key, value, err) from None
+            elif isinstance(value, _kinds.Dense):
+                one[key] = map_leaves(
+                    value, name, leaf_fn, shape_fn, names_fn, nested_fn, non_tensor_fn, 1,
+                    prefix + (key,),
+                )[0]  # fmt: skip
+            elif isinstance(value, NON_TENSOR):
+                r = non_tensor_fn(value, bs, new_bs)
+                if r is not None:
+                    one[key] = r
+            else:
+                one[key] = nested_fn(value)
+        return [_kinds.Dense._new_unsafe(one, new_bs, td._device, names)]
     outs: list[dict[str, Any]] = [{} for _ in range(n_out)]
     out = outs[0]
     for key, value in td._tensordict.items():
@@ -441,10 +470,7 @@ def map_leaves(
             try:
                 r = leaf_fn(value, nb)
             except (RuntimeError, TypeError, ValueError, IndexError) as err:
-                raise type(err)(
-                    f"{name}(): failed for entry {(prefix + (key,)) if prefix else key!r} of shape "
-                    f"{tuple(value.shape)} and dtype {value.dtype}: {err}"
-                ) from None
+                raise _leaf_error(name, prefix, key, value, err) from None
         elif isinstance(value, _kinds.Dense):
             r = map_leaves(
                 value,
@@ -472,14 +498,18 @@ def map_leaves(
         else:
             for o, ri in zip(outs, r):
                 o[key] = ri
-    names = td._names
-    if names is not None:
-        names = names_fn(names)
-        if names is not None and all(n is None for n in names):
-            names = None
     dev = td._device
     new = _kinds.Dense._new_unsafe
     return [new(o, new_bs, dev, names) for o in outs]
+
+
+def _leaf_error(
+    name: str, prefix: tuple[str, ...], key: str, value: _Tensor, err: Exception
+) -> Exception:
+    return type(err)(
+        f"{name}(): failed for entry {(prefix + (key,)) if prefix else key!r} of shape "
+        f"{tuple(value.shape)} and dtype {value.dtype}: {err}"
+    )
 
 
 def run_plan(plan: list[Any]) -> None:

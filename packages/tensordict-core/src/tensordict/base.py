@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import os
 import sys
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass
 from types import FunctionType, GenericAlias
 from typing import TYPE_CHECKING, Any, TypeVar, overload
@@ -109,13 +109,13 @@ CHECKED_APPLY = ApplySpec(checked=True)
 
 
 #: ``torch`` function -> tensordict implementation, filled by the modules that own them.
-TD_HANDLED_FUNCTIONS: dict[Callable, Callable] = {}
+TD_HANDLED_FUNCTIONS: dict[Callable[..., Any], Callable[..., Any]] = {}
 
 #: The same, by ``__name__``, for the ``Tensor`` operators written in Python
 #: (``Tensor.__rsub__``, ``Tensor.__rpow__`` ...): under ``torch.compile`` dynamo passes them
 #: to ``__torch_function__`` as values its dict lookup does not match, so those are looked
 #: up by name first.
-TD_HANDLED_BY_NAME: dict[str, Callable] = {}
+TD_HANDLED_BY_NAME: dict[str, Callable[..., Any]] = {}
 
 
 def implements_for_td(torch_function: Callable[..., Any]) -> Callable[[_F], _F]:
@@ -147,7 +147,7 @@ class TensorDictBase(
     _is_locked: bool = False
     _last_op: Any = None
     # ``TensorDict[str, torch.Tensor]`` in annotations, as for other mappings
-    __class_getitem__ = classmethod(GenericAlias)
+    __class_getitem__: Any = classmethod(GenericAlias)
     __array_priority__ = 1000  # numpy defers binary operators to us
 
     # ------------------------------------------------------------------ primitives
@@ -157,6 +157,10 @@ class TensorDictBase(
     def batch_size(self) -> torch.Size:
         raise NotImplementedError(_abstract(self))
 
+    @batch_size.setter
+    def batch_size(self, value: Sequence[int] | torch.Size) -> None:
+        raise NotImplementedError(_abstract(self))
+
     @property
     def device(self) -> torch.device | None:
         raise NotImplementedError(_abstract(self))
@@ -164,24 +168,30 @@ class TensorDictBase(
     def _get_str(self, key: str, default: Any) -> Any:
         raise NotImplementedError(_abstract(self))
 
-    def _get_tuple(self, key: tuple, default: Any) -> Any:
+    def _get_tuple(self, key: tuple[str, ...], default: Any) -> Any:
         raise NotImplementedError(_abstract(self))
 
     def _set_str(
         self, key: str, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
-    ) -> TensorDictBase:
+    ) -> Self:
         raise NotImplementedError(_abstract(self))
 
     def _set_tuple(
-        self, key: tuple, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
-    ) -> TensorDictBase:
+        self,
+        key: tuple[str, ...],
+        value: Any,
+        *,
+        inplace: bool,
+        validated: bool,
+        non_blocking: bool = False,
+    ) -> Self:
         raise NotImplementedError(_abstract(self))
 
     def keys(
         self,
         include_nested: bool = False,
         leaves_only: bool = False,
-        is_leaf: Callable | None = None,
+        is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
     ) -> TensorDictKeysView:
@@ -197,11 +207,46 @@ class TensorDictBase(
         prefix: tuple[str, ...] = (),
         out: TensorDictBase | None = None,
         plan: list[Any] | None = None,
-    ) -> Any:
+    ) -> Self | None:
         """Map ``fn`` over the leaves (and the matching entries of ``others``) as ``spec``
         says; ``batch_size``/``names`` describe this level's result, ``prefix`` its key,
         ``out`` the tensordict receiving in-place results and ``plan`` the in-place writes
         shared by every level. The primitive behind :meth:`apply`."""
+        raise NotImplementedError(_abstract(self))
+
+    # engine primitives (see tensordict._tree): every tensor leaf in one flat list, depth
+    # first, and back; maps that build a new tensordict of the same structure.
+    def _flat_tensors(self, out: list[Any]) -> list[Any]:
+        """Append every tensor leaf, depth first, to ``out`` and return it."""
+        raise NotImplementedError(_abstract(self))
+
+    def _rebuild(self, it: Iterator[Any]) -> Self:
+        """The same structure with the tensors taken from ``it`` (``_flat_tensors`` order)."""
+        raise NotImplementedError(_abstract(self))
+
+    def _write_flat(self, it: Iterator[Any]) -> None:
+        """Rebind every tensor leaf to the next tensor of ``it``, in place."""
+        raise NotImplementedError(_abstract(self))
+
+    def _aligned_tensors(
+        self, other: Any, default: Any, out: list[Any] | None = None, prefix: tuple[str, ...] = ()
+    ) -> list[Any]:
+        """The entries of ``other`` matching ``_flat_tensors`` order (looked up by key)."""
+        raise NotImplementedError(_abstract(self))
+
+    def _map_tensors(
+        self, fn: Callable[[torch.Tensor], torch.Tensor], device: Any = NO_DEFAULT
+    ) -> Self:
+        """A tensordict of the same structure with ``fn`` applied to every tensor leaf."""
+        raise NotImplementedError(_abstract(self))
+
+    def _map_batch(
+        self,
+        fn: Callable[[Any], Any],
+        batch_size: torch.Size,
+        names: list[str | None] | None = None,
+    ) -> TensorDictBase:
+        """The batch-shape operation ``fn`` applied to every tensor (new ``batch_size``)."""
         raise NotImplementedError(_abstract(self))
 
     # ------------------------------------------------------------------ shape info
@@ -212,7 +257,7 @@ class TensorDictBase(
 
     @shape.setter
     def shape(self, value: Sequence[int]) -> None:
-        self.batch_size = value  # type: ignore[misc]
+        self.batch_size = value
 
     @property
     def batch_dims(self) -> int:
@@ -423,10 +468,10 @@ class TensorDictBase(
         self,
         include_nested: bool = False,
         leaves_only: bool = False,
-        is_leaf: Callable | None = None,
+        is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
-    ) -> Iterator[tuple[str | tuple[str, ...], Any]]:
+    ) -> Iterable[tuple[str | tuple[str, ...], Any]]:
         """Iterate over ``(key, value)`` pairs (see :meth:`keys` for the options).
 
         >>> import torch
@@ -436,7 +481,7 @@ class TensorDictBase(
         ['a', ('b', 'c')]
         """
         for key in self.keys(include_nested, leaves_only, is_leaf, sort=sort):
-            if type(key) is str:
+            if isinstance(key, str):
                 yield key, self._get_str(key, NO_DEFAULT)
             else:
                 yield key, self._get_tuple(key, NO_DEFAULT)
@@ -445,10 +490,10 @@ class TensorDictBase(
         self,
         include_nested: bool = False,
         leaves_only: bool = False,
-        is_leaf: Callable | None = None,
+        is_leaf: Callable[[type], bool] | None = None,
         *,
         sort: bool = False,
-    ) -> Iterator[Any]:
+    ) -> Iterable[Any]:
         """Iterate over the values (see :meth:`keys` for the options).
 
         >>> import torch
@@ -586,7 +631,7 @@ class TensorDictBase(
         )
         assert result is not None  # only nested levels are dropped (filter_empty)
         if propagate_lock and not inplace and result is not self and self.is_locked:
-            result.lock_()  # type: ignore[attr-defined]
+            result.lock_()
         return result
 
     def apply_(self, fn: Callable[..., Any], *others: TensorDictBase, **kwargs: Any) -> Self:
@@ -650,7 +695,7 @@ class TensorDictBase(
             fn, *others, spec=spec, batch_size=batch_size, names=names, prefix=prefix, out=out
         )
         if propagate_lock and result is not None and not inplace and self.is_locked:
-            result.lock_()  # type: ignore[attr-defined]
+            result.lock_()
         return result
 
     # ------------------------------------------------------------------ stacks, non-tensors
@@ -739,7 +784,7 @@ class TensorDictBase(
         >>> len(lazy.tensordicts), td["a"].sum().item()
         (3, 6.0)
         """
-        return _kinds.Lazy(*self.unbind(dim), stack_dim=dim)  # type: ignore[attr-defined]
+        return _kinds.Lazy(*self.unbind(dim), stack_dim=dim)
 
     def densify(self, layout: torch.layout = torch.strided) -> TensorDictBase:
         """This tensordict with every nested lazy stack made dense (see
@@ -789,8 +834,7 @@ class TensorDictBase(
         ['a', 'n']
         """
         keys = [k for k, v in self.items(True, leaves_only=True) if isinstance(v, NON_TENSOR)]
-        out = self.exclude(*keys) if keys else self.copy()  # type: ignore[attr-defined]
-        return out  # type: ignore[no-any-return]
+        return self.exclude(*keys) if keys else self.copy()
 
     def is_non_tensor(self, key: NestedKey) -> bool:
         """Whether the entry at ``key`` is non-tensor data (a
@@ -827,7 +871,7 @@ class TensorDictBase(
                 if owner.is_locked:
                     raise lock_error(unravel_key(path), "remove")
             for path in doomed:
-                self.del_(path)  # type: ignore[attr-defined]
+                self.del_(path)
         return self
 
     # ------------------------------------------------------------------ context manager
@@ -846,7 +890,11 @@ class TensorDictBase(
     # ------------------------------------------------------------------ torch integration
     @classmethod
     def __torch_function__(
-        cls, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None
+        cls,
+        func: Callable[..., Any],
+        types: tuple[type, ...],
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
     ) -> Any:
         if type(func) is FunctionType:  # see TD_HANDLED_BY_NAME
             impl = TD_HANDLED_BY_NAME.get(func.__name__) or TD_HANDLED_FUNCTIONS.get(func)
@@ -868,7 +916,7 @@ class TensorDictBase(
             hook = _siblings.sibling_attr("memmap", "td_is_memmap", "TensorDict.is_memmap")
         except (ModuleNotFoundError, NotImplementedError):
             return False
-        return hook(self)
+        return bool(hook(self))
 
 
 _kinds.bind(Base=TensorDictBase)
@@ -879,19 +927,19 @@ _forwarders.install(TensorDictBase)
 MutableMapping.register(TensorDictBase)
 
 
-def _collect_empty(td: TensorDictBase, prefix: tuple[str, ...], out: list) -> None:
+def _collect_empty(td: TensorDictBase, prefix: tuple[str, ...], out: list[tuple[str, ...]]) -> None:
     """Append the paths of ``td``'s nested tensordicts that have no leaf (the topmost of
     each empty subtree) to ``out``."""
-    for key in list(td.keys()):
+    for key in [k for k in td.keys() if isinstance(k, str)]:
         value = td._get_str(key, NO_DEFAULT)
-        if isinstance(value, TensorDictBase) and not isinstance(value, NON_TENSOR):
-            if value.is_empty():  # type: ignore[attr-defined]
+        if isinstance(value, TensorDictBase):
+            if value.is_empty():
                 out.append((*prefix, key))
             else:
                 _collect_empty(value, (*prefix, key), out)
 
 
-def _key_tuple(key: Any) -> tuple:
+def _key_tuple(key: Any) -> tuple[str, ...]:
     """A nested key as a flat tuple (fast path for the common flat-tuple case)."""
     if type(key) is tuple:
         for part in key:

@@ -239,14 +239,15 @@ def _autocast_to(hint: Any) -> Callable[[Any, Any], Any] | None:
 
         return to_tensor
     if issubclass(cls, TensorDictBase):
-        rewrap = getattr(cls, "_rewrap", None)
+        rewrap = getattr(cls, "_wraps_tensordict", False)
 
         def to_collection(value: Any, owner: Any) -> Any:
             mapping = _to_mapping(value)
             if mapping is None:
                 return value
-            if rewrap is not None:  # a tensorclass: its own constructor casts the fields
-                return cls._from_fields(mapping, owner.batch_size, owner.device)
+            if rewrap:  # a tensorclass: its own constructor casts the fields
+                maker: Any = cls  # a tensorclass (not typed as one here)
+                return maker._from_fields(mapping, owner.batch_size, owner.device)
             return TensorDict(mapping, batch_size=owner.batch_size, device=owner.device)
 
         return to_collection
@@ -309,7 +310,7 @@ def caster(flags: Flags, hint: Any) -> Callable[[Any, Any], Any] | None:
         if any(
             (c := _as_class(m)) is not None
             and issubclass(c, TensorDictBase)
-            and getattr(c, "_rewrap", None) is None
+            and not getattr(c, "_wraps_tensordict", False)
             for m in members
         ):
             return lambda value, owner: (

@@ -100,7 +100,7 @@ OWN: frozenset[str] = frozenset(
 
 def unwrap(value: Any) -> Any:
     """The tensordict inside a wrapper instance (other values as they are)."""
-    return value._tensordict if getattr(type(value), "_rewrap", None) is not None else value
+    return value._tensordict if getattr(type(value), "_wraps_tensordict", False) else value
 
 
 def rewrap(self: Any, result: Any) -> Any:
@@ -134,10 +134,10 @@ def _unwrap_args(args: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def _unwrap_arg(a: Any) -> Any:
-    if getattr(type(a), "_rewrap", None) is not None:
+    if getattr(type(a), "_wraps_tensordict", False):
         return a._tensordict
     if (type(a) is list or type(a) is tuple) and any(
-        getattr(type(x), "_rewrap", None) is not None for x in a
+        getattr(type(x), "_wraps_tensordict", False) for x in a
     ):  # a sequence of instances (stack, cat ...); other lists may be outputs: kept
         return type(a)(unwrap(x) for x in a)
     return a

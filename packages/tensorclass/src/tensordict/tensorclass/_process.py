@@ -152,3 +152,29 @@ def _flatten(obj: Any) -> tuple[list[Any], Any]:
 
 def _unflatten(cls: Any, children: Any, context: Any) -> Any:
     return cls._rewrap(children[0])
+
+
+_OPTION_CLASSES: dict[tuple[Any, ...], type] = {}
+
+
+def options_class(cls: Any, options: Any, allowed: tuple[str, ...]) -> type:
+    """``cls[...]``: a subclass of ``cls`` that only carries the options named (it has no
+    fields; classes deriving from it inherit the options). Cached, so the same options
+    give the same class."""
+    names = (options,) if isinstance(options, str) else tuple(options)
+    for name in names:
+        if name not in allowed:
+            raise TypeError(
+                f"{cls.__name__}[...] takes option names among {list(allowed)}, got {name!r}."
+            )
+    key = (cls, tuple(sorted(set(names))))
+    made = _OPTION_CLASSES.get(key)
+    if made is None:
+        made = type(
+            f"{cls.__name__}_{'_'.join(key[1])}",
+            (cls,),
+            {"__slots__": (), "_options_only": True, "__module__": cls.__module__},
+            **dict.fromkeys(key[1], True),
+        )
+        _OPTION_CLASSES[key] = made
+    return made

@@ -42,7 +42,7 @@ def _block(obj: Any, indent: str) -> tuple[str, bool, bool]:
             text = leaf_repr(value)
             any_tensor = True
             shared_all = shared_all and (shared or value.is_cuda)
-        elif getattr(type(value), "_rewrap", None) is not None and hasattr(
+        elif getattr(type(value), "_wraps_tensordict", False) and hasattr(
             type(value), "_field_specs"
         ):
             text, sub_shared, sub_any = _block(value, inner)

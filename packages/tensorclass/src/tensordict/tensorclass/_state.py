@@ -44,49 +44,39 @@ def state_dict(
     """The state dict of a tensorclass (see the module docstring)."""
     out: OrderedDict[str, Any] = OrderedDict() if destination is None else destination  # type: ignore[assignment]
     metadata: OrderedDict[str, Any] = getattr(out, "_metadata", None) or OrderedDict()
-    if flatten:
-        _flat(obj, prefix, keep_vars, out, metadata)
-    else:
-        _nested(obj, prefix, keep_vars, out, metadata)
+    _walk(obj, prefix, keep_vars, flatten, out, metadata)
     out._metadata = metadata  # type: ignore[attr-defined]
     return out
 
 
-def _flat(
-    obj: Any, path: str, keep_vars: bool, out: dict[str, Any], metadata: dict[str, Any]
+def _walk(
+    obj: Any,
+    path: str,
+    keep_vars: bool,
+    flatten: bool,
+    out: dict[str, Any],
+    metadata: dict[str, Any],
 ) -> None:
+    """Write ``obj``'s tensors into ``out`` (flat: under ``path.name``; nested: one
+    ``OrderedDict`` per level) and its level metadata into ``metadata[path]``."""
     meta = _level_meta(obj)
     data = obj._tensordict if _is_wrapper(obj) else obj
     names = list(type(obj)._field_specs) if _is_wrapper(obj) else list(data.keys())
     for name in names:
         value = data._get_str(name, None)
-        key = f"{path}.{name}" if path else name
+        key = f"{path}.{name}" if path and flatten else name
         if isinstance(value, _Tensor):
             out[key] = value if keep_vars else value.detach()
         elif isinstance(value, TensorDictBase) and type(value) not in NON_TENSOR_TYPES:
-            _flat(value, key, keep_vars, out, metadata)
-        elif "_non_tensor" in meta and (value is not None or path):
-            meta["_non_tensor"][name] = unwrap_non_tensor(value)
-    metadata[path] = meta
-
-
-def _nested(
-    obj: Any, path: str, keep_vars: bool, out: dict[str, Any], metadata: dict[str, Any]
-) -> None:
-    meta = _level_meta(obj)
-    data = obj._tensordict if _is_wrapper(obj) else obj
-    names = list(type(obj)._field_specs) if _is_wrapper(obj) else list(data.keys())
-    for name in names:
-        value = data._get_str(name, None)
-        if isinstance(value, _Tensor):
-            out[name] = value if keep_vars else value.detach()
-        elif isinstance(value, TensorDictBase) and type(value) not in NON_TENSOR_TYPES:
-            sub: OrderedDict[str, Any] = OrderedDict()
-            sub_meta: OrderedDict[str, Any] = OrderedDict()
-            _nested(value, "", keep_vars, sub, sub_meta)
-            sub._metadata = sub_meta  # type: ignore[attr-defined]
-            out[name] = sub
-        elif "_non_tensor" in meta and value is not None:
+            if flatten:
+                _walk(value, key, keep_vars, True, out, metadata)
+            else:
+                sub: OrderedDict[str, Any] = OrderedDict()
+                sub_meta: OrderedDict[str, Any] = OrderedDict()
+                _walk(value, "", keep_vars, False, sub, sub_meta)
+                sub._metadata = sub_meta  # type: ignore[attr-defined]
+                out[name] = sub
+        elif "_non_tensor" in meta and (value is not None or (path and flatten)):
             meta["_non_tensor"][name] = unwrap_non_tensor(value)
     metadata[path] = meta
 
@@ -107,8 +97,10 @@ def load_state_dict(
         return obj
     metadata = getattr(state_dict, "_metadata", None) or {}
     plan: list[tuple[Any, str, Any]] = []
-    flat = from_flatten if from_flatten is not None else not any(
-        isinstance(v, dict) for v in state_dict.values()
+    flat = (
+        from_flatten
+        if from_flatten is not None
+        else not any(isinstance(v, dict) for v in state_dict.values())
     )
     if flat:
         nested: dict[str, Any] = {}
@@ -172,4 +164,3 @@ def _plan(
     for name, value in non_tensor.items():
         if value is not None:
             plan.append((obj, name, value))
-

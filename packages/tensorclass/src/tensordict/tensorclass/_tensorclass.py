@@ -95,24 +95,8 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
         cls._is_tensorclass = True
 
     def __class_getitem__(cls, options: Any) -> type:  # type: ignore[override]
-        names = (options,) if isinstance(options, str) else tuple(options)
-        for name in names:
-            if name not in FLAG_NAMES or name == "cast_filter":
-                raise TypeError(
-                    f"TensorClass[...] takes option names among {list(FLAG_NAMES[:-2])}, "
-                    f"got {name!r}."
-                )
-        key = (cls, tuple(sorted(set(names))))
-        made = _OPTION_CLASSES.get(key)
-        if made is None:
-            made = type(
-                f"{cls.__name__}_{'_'.join(key[1])}",
-                (cls,),
-                {"__slots__": (), "_options_only": True, "__module__": cls.__module__},
-                **{n: True for n in key[1]},
-            )
-            _OPTION_CLASSES[key] = made
-        return made
+        names = tuple(n for n in FLAG_NAMES if n != "cast_filter")
+        return _process.options_class(cls, options, names)
 
     def __repr__(self) -> str:
         return tensorclass_repr(self)
@@ -263,9 +247,6 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
             self._relink()
             return self
         return out if as_tensordict else type(self)._rewrap(out)
-
-
-_OPTION_CLASSES: dict[tuple[Any, ...], type] = {}
 
 
 @overload

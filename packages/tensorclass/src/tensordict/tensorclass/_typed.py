@@ -93,21 +93,7 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
         _process.process(cls, flags, unwrap=False)
 
     def __class_getitem__(cls, options: Any) -> type:  # type: ignore[override]
-        names = (options,) if isinstance(options, str) else tuple(options)
-        for name in names:
-            if name not in _OPTIONS:
-                raise TypeError(f"TypedTensorDict[...] takes {list(_OPTIONS)}, got {name!r}.")
-        key = tuple(sorted(set(names)))
-        made = _OPTION_CLASSES.get((cls, key))
-        if made is None:
-            made = type(
-                f"{cls.__name__}_{'_'.join(key)}",
-                (cls,),
-                {"__slots__": (), "_options_only": True, "__module__": cls.__module__},
-                **{n: True for n in key},
-            )
-            _OPTION_CLASSES[(cls, key)] = made
-        return made
+        return _process.options_class(cls, options, _OPTIONS)
 
     def _set_field(self, name: str, value: Any) -> None:
         if type(self)._flags.frozen:
@@ -156,7 +142,5 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
 
     _from_tensordict = from_tensordict  # type: ignore[assignment]
 
-
-_OPTION_CLASSES: dict[tuple[Any, ...], type] = {}
 
 TypedTensorDict._flags = Flags(kw_only=True)

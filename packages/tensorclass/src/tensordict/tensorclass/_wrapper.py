@@ -49,6 +49,7 @@ class _Wrapper(TensorDictBase):
     _tensordict: Any
     #: Names of the fields deleted from this instance (``del obj.field``).
     _deleted: frozenset[str]
+    _wraps_tensordict: ClassVar[bool] = True  # (see tensordict._collection)
     _field_specs: ClassVar[dict[str, FieldSpec]] = {}
     _flags: ClassVar[Flags] = Flags()
     _init_names: ClassVar[tuple[str, ...]] = ()
@@ -106,11 +107,11 @@ class _Wrapper(TensorDictBase):
     def _rewrap(cls, td: TensorDictBase) -> Any:
         """A new instance around ``td`` (the result of an operation on an instance)."""
         obj = object.__new__(cls)
-        if type(td) is _TD:
-            object.__setattr__(obj, "_tensordict", td)
-            object.__setattr__(obj, "__dict__", td._tensordict)
-        else:
+        if type(td) is not _TD or _is_compiling():
             obj._link(td)
+        else:  # the slot setters themselves (dynamo traces object.__setattr__ only)
+            _set_data(obj, td)
+            _set_dict(obj, td._tensordict)
         if cls._post_init_on_rebuild:
             obj.__post_init__()
         return obj
@@ -166,8 +167,11 @@ class _Wrapper(TensorDictBase):
                 td = _TD._new_unsafe(source, bs, dev)
                 if names is not None:
                     td.names = names
-            object.__setattr__(self, "_tensordict", td)
-            object.__setattr__(self, "__dict__", td._tensordict)
+            if _is_compiling():
+                self._link(td)
+            else:
+                _set_data(self, td)
+                _set_dict(self, td._tensordict)
             if other and cls._plain_names:
                 self._check_plain(td._tensordict)
         else:
@@ -368,8 +372,53 @@ class _Wrapper(TensorDictBase):
         out: TensorDict = self._tensordict.to_tensordict(retain_none=retain_none)
         return out
 
+    def extend(self, tensordict: Any) -> None:
+        """Add instances (or tensordicts) at the end of a lazily stacked instance: a
+        sequence of them, or one split along the stack dimension.
+
+        >>> import torch
+        >>> from tensordict import TensorClass, lazy_stack
+        >>> class Step(TensorClass):
+        ...     x: torch.Tensor
+        >>> steps = lazy_stack([Step(x=torch.zeros(2)), Step(x=torch.ones(3))])
+        >>> steps.extend([Step(x=torch.ones(1))])
+        >>> steps.batch_size, steps[2].x.shape
+        (torch.Size([3]), torch.Size([1]))
+        """
+        inner = self._tensordict
+        if not isinstance(inner, LazyStackedTensorDict):
+            raise TypeError(
+                f"extend() adds to a lazily stacked {type(self).__name__} (made by lazy_stack); "
+                f"this one holds a {type(inner).__name__}."
+            )
+        if isinstance(tensordict, (list, tuple)):
+            tensordict = [_forward.unwrap(t) for t in tensordict]
+        inner.extend(_forward.unwrap(tensordict))
+
+    def from_dict_instance(self, input_dict: Any, *args: Any, **kwargs: Any) -> Any:
+        """An instance of the class from a dict shaped like this instance (nested entries
+        rebuilt by their own ``from_dict_instance``); fields are cast by the class rules.
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Count(TensorClass, autocast=True):
+        ...     n: int
+        >>> Count(n=1).from_dict_instance({"n": 5}).n
+        5
+        """
+        out = type(self)._wrap_checked(
+            self._tensordict.from_dict_instance(input_dict, *args, **kwargs)
+        )
+        for name, spec in type(self)._field_specs.items():
+            value = input_dict.get(name) if hasattr(input_dict, "get") else None
+            if spec.cast is not None and value is not None and not isinstance(value, dict):
+                setattr(out, name, value)
+        return out
+
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, index: Any) -> Any:
+        if type(index) is int or type(index) is slice:
+            return type(self)._rewrap(self._tensordict[index])
         if type(index) is str or (type(index) is tuple and index and type(index[0]) is str):
             return self._get_key(index)
         if isinstance(index, TensorDictBase):
@@ -500,9 +549,53 @@ def _sibling_method(name: str, subpackage: str, hook: str, kind: str) -> Any:
     return classmethod(class_method)
 
 
+def _cast_method(name: str) -> Callable[..., Any]:
+    """A dtype shorthand (``float()``, ``bfloat16()`` ...) whose ``cast_filter`` defaults to
+    the class's (see the ``cast_filter`` option)."""
+
+    def method(self: Any, **kwargs: Any) -> Any:
+        if "cast_filter" not in kwargs and type(self)._flags.cast_filter is not None:
+            kwargs["cast_filter"] = type(self)._flags.cast_filter
+        return _forward.rewrap(self, getattr(self._tensordict, name)(**kwargs))
+
+    method.__name__ = name
+    method.__doc__ = f"``{name}()`` of the data; ``cast_filter`` defaults to the class option."
+    return method
+
+
+def _to(self: Any, *args: Any, cast_filter: Any = MISSING, **kwargs: Any) -> Any:
+    """``to(...)`` of the data. A dtype cast applies only to the leaves ``cast_filter(key,
+    leaf)`` selects; ``cast_filter`` defaults to the class option (``None``: every leaf)."""
+    if cast_filter is MISSING:
+        cast_filter = type(self)._flags.cast_filter
+    td = self._tensordict
+    dtype = kwargs.get("dtype", args[0] if args and isinstance(args[0], torch.dtype) else None)
+    if cast_filter is None or dtype is None or len(args) + len(kwargs) != 1:
+        return _forward.rewrap(self, td.to(*args, **kwargs))
+    from tensordict._ops import _cast
+
+    return _forward.rewrap(self, _cast(td, lambda x: x.to(dtype), cast_filter))
+
+
+def _install_casts() -> None:
+    from tensordict._ops import CASTS, QUANTIZED_CASTS
+
+    for name in (*CASTS, *QUANTIZED_CASTS):
+        setattr(_Wrapper, name, _cast_method(name))
+    setattr(_Wrapper, "to", _to)  # noqa: B010 - installed like the other forwarders
+
+
 for _name, _sub, _hook, _kind in _sibling_rows():
     setattr(_Wrapper, _name, _sibling_method(_name, _sub, _hook, _kind))
+_install_casts()
 _forward.install(_Wrapper)
+# The setters of the ``_tensordict`` slot and of ``__dict__``, called directly: half the
+# cost of ``object.__setattr__``, on the path of every operation's result.
+_set_data = _Wrapper.__dict__["_tensordict"].__set__
+_set_dict = next(
+    k.__dict__["__dict__"] for k in _Wrapper.__mro__ if "__dict__" in k.__dict__
+).__set__
+_is_compiling = torch.compiler.is_compiling
 
 
 # ----------------------------------------------------------------------------- __init__

@@ -689,7 +689,8 @@ class TensorDictStore(TensorDictBase):
     def _apply_nest(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> Any:
         local = self.to_local()
         result = local._apply_nest(fn, *others, **kwargs)
-        if kwargs.get("inplace"):
+        spec = kwargs.get("spec")  # core's ApplySpec: how the function is applied
+        if spec is not None and spec.inplace:
             self.update(local)
             return self
         return result

@@ -28,41 +28,65 @@ import sys
 import types
 from typing import Any
 
-from tensordict.memmap._archive import (
-    is_memmap_archive,
-    pack_memmap,
-    refresh_archive_checksums,
-    unpack_memmap,
-)
-from tensordict.memmap._append import append_memmap
+# the td_* hooks are what core's TensorDict forwarders call (see tensordict._forwarders)
 from tensordict.memmap._api import (
     is_memmap,
     load,
     load_memmap,
     memmap,
     save,
-    td_is_memmap,
-    td_load_,
-    td_load_memmap_,
-    td_make_memmap,
-    td_make_memmap_from_storage,
-    td_make_memmap_from_tensor,
-    td_memmap,
-    td_memmap_,
-    td_memmap_like,
-    td_memmap_refresh_,
-    td_save,
-    td_saved_path,
+)
+from tensordict.memmap._api import (
+    td_is_memmap as td_is_memmap,
+)
+from tensordict.memmap._api import (
+    td_load_ as td_load_,
+)
+from tensordict.memmap._api import (
+    td_load_memmap_ as td_load_memmap_,
+)
+from tensordict.memmap._api import (
+    td_make_memmap as td_make_memmap,
+)
+from tensordict.memmap._api import (
+    td_make_memmap_from_storage as td_make_memmap_from_storage,
+)
+from tensordict.memmap._api import (
+    td_make_memmap_from_tensor as td_make_memmap_from_tensor,
+)
+from tensordict.memmap._api import (
+    td_memmap as td_memmap,
+)
+from tensordict.memmap._api import (
+    td_memmap_ as td_memmap_,
+)
+from tensordict.memmap._api import (
+    td_memmap_like as td_memmap_like,
+)
+from tensordict.memmap._api import (
+    td_memmap_refresh_ as td_memmap_refresh_,
+)
+from tensordict.memmap._api import (
+    td_save as td_save,
+)
+from tensordict.memmap._api import (
+    td_saved_path as td_saved_path,
+)
+from tensordict.memmap._append import append_memmap
+from tensordict.memmap._archive import (
+    is_memmap_archive,
+    pack_memmap,
+    refresh_archive_checksums,
+    unpack_memmap,
 )
 from tensordict.memmap._classes import register_class
-from tensordict.memmap._future import TensorDictFuture
-from tensordict.memmap._persistent import PersistentTensorDict, from_h5, td_to_h5
+from tensordict.memmap._persistent import PersistentTensorDict, from_h5
+from tensordict.memmap._persistent import td_to_h5 as td_to_h5
 from tensordict.memmap._safetensors import from_safetensors, to_safetensors
 from tensordict.memmap._tensor import MemoryMappedTensor
 
 MemoryMappedTensor.__module__ = __name__
 PersistentTensorDict.__module__ = __name__
-TensorDictFuture.__module__ = __name__
 
 __version__ = "0.1.0"
 
@@ -73,7 +97,6 @@ __all__ = [
     "PersistentTensorDict",
     "from_h5",
     "append_memmap",
-    "TensorDictFuture",
     "is_memmap",
     "is_memmap_archive",
     "pack_memmap",

@@ -47,7 +47,7 @@ def memmap(
     and durable by default (``atomic=False`` writes in place, faster but not crash safe).
     Non-tensor values are stored as JSON; others need ``allow_pickle=True``.
     ``num_threads`` writes files in parallel; ``return_early=True`` returns a
-    :class:`~tensordict.memmap.TensorDictFuture` at once; ``progress`` shows a tqdm bar
+    :class:`~tensordict.utils.TensorDictFuture` at once; ``progress`` shows a tqdm bar
     (``None``: automatic for ~1 GiB and more on a terminal).
 
     >>> import tempfile, torch
@@ -220,7 +220,7 @@ def is_memmap(obj: Any) -> bool:
     """Whether a tensor is a :class:`MemoryMappedTensor`, or every tensor of a collection is.
 
     >>> import torch
-    >>> from tensordict import MemoryMappedTensor, TensorDict
+    >>> from tensordict import MemoryMappedTensor, TensorDict, is_memmap
     >>> is_memmap(MemoryMappedTensor.zeros(2)), is_memmap(torch.zeros(2))
     (True, False)
     >>> is_memmap(TensorDict({"a": torch.zeros(2)}, [2]).memmap_())
@@ -236,12 +236,16 @@ def is_memmap(obj: Any) -> bool:
 # --------------------------------------------------------------------------- hooks
 
 
-def td_memmap(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, **kwargs: Any) -> Any:
+def td_memmap(
+    td: Any, prefix: str | Path | None = None, copy_existing: bool = False, **kwargs: Any
+) -> Any:
     """``TensorDict.memmap``: a memory-mapped copy (see :func:`memmap`)."""
     return memmap(td, prefix, copy_existing, **kwargs)
 
 
-def td_save(td: Any, prefix: str | Path | None = None, copy_existing: bool = False, **kwargs: Any) -> Any:
+def td_save(
+    td: Any, prefix: str | Path | None = None, copy_existing: bool = False, **kwargs: Any
+) -> Any:
     """``TensorDict.save``/``dumps`` (see :func:`save`)."""
     return save(td, prefix, copy_existing, **kwargs)
 
@@ -454,7 +458,9 @@ def td_make_memmap_from_storage(
                 )
             return MemoryMappedTensor.from_storage(storage, shape=shape, dtype=dtype, filename=path)
         view = MemoryMappedTensor.from_storage(storage, shape=shape, dtype=dtype)
-        return MemoryMappedTensor.from_tensor(view.as_subclass(torch.Tensor), filename=path, existsok=True)
+        return MemoryMappedTensor.from_tensor(
+            view.as_subclass(torch.Tensor), filename=path, existsok=True
+        )
 
     return _add_entry(td, key, create, robust_key)
 
@@ -471,7 +477,9 @@ def td_make_memmap_from_tensor(
     """``TensorDict.make_memmap_from_tensor``: a memory-mapped copy of ``tensor`` at ``key``."""
 
     def create(path: Path) -> MemoryMappedTensor:
-        source = tensor.as_subclass(torch.Tensor) if isinstance(tensor, MemoryMappedTensor) else tensor
+        source = (
+            tensor.as_subclass(torch.Tensor) if isinstance(tensor, MemoryMappedTensor) else tensor
+        )
         return MemoryMappedTensor.from_tensor(
             source.detach(), filename=path, existsok=existsok, copy_data=copy_data
         )
@@ -505,13 +513,22 @@ def _add_entry(td: Any, key: NestedKey, create: Any, robust_key: bool | None) ->
         elif not isinstance(sub, TensorDictBase):
             raise RuntimeError(f"make_memmap: {part!r} in {key!r} is not a tensordict")
         level = sub
-        folder = Path(level.__dict__.get(_writer.PREFIX_ATTR) or folder / _fs.encode_key(part, robust=robust, directory=True))
+        folder = Path(
+            level.__dict__.get(_writer.PREFIX_ATTR)
+            or folder / _fs.encode_key(part, robust=robust, directory=True)
+        )
         folder.mkdir(parents=True, exist_ok=True)
     name = _fs.encode_key(parts[-1], robust=robust)
     tensor = create(folder / f"{name}.memmap")
     if tensor.is_nested:
         sizes = tensor._nested_tensor_size()
-        write_tensor_file(folder / f"{name}.shape.memmap", sizes.to(torch.int64), sizes.numel() * 8, exclusive=False, fsync=False)
+        write_tensor_file(
+            folder / f"{name}.shape.memmap",
+            sizes.to(torch.int64),
+            sizes.numel() * 8,
+            exclusive=False,
+            fsync=False,
+        )
     with _unlocked(level):
         if isinstance(level, TensorDict):
             level._tensordict[parts[-1]] = tensor
@@ -552,4 +569,3 @@ def _rewrite_meta(td: Any, root: Path, robust: bool) -> None:
         tmp = path.with_name(f"{_fs.TMP_MARK}{path.name}")
         tmp.write_bytes(payload)
         tmp.replace(path)
-

@@ -27,9 +27,7 @@ from tensordict.memmap._source import FolderSource, Rel
 from tensordict.memmap._tensor import _tensor_bytes, parse_dtype, shape_numel
 
 
-def append_memmap(
-    prefix: str | Path, rows: Any, *, allow_pickle: bool | None = None
-) -> None:
+def append_memmap(prefix: str | Path, rows: Any, *, allow_pickle: bool | None = None) -> None:
     """Append ``rows`` (a tensordict with the saved one's keys and trailing shapes) to the
     tensordict saved in folder ``prefix``, along the first batch dimension.
 
@@ -129,7 +127,9 @@ class _Appender:
         if entry.get("is_nested"):
             raise ValueError(f"{where}: cannot append to the nested tensor {key!r}.")
         if not isinstance(item, torch.Tensor):
-            raise ValueError(f"{where}: the entry {key!r} is a tensor, the rows hold {type(item).__name__}")
+            raise ValueError(
+                f"{where}: the entry {key!r} is a tensor, the rows hold {type(item).__name__}"
+            )
         if item.dtype != dtype or list(item.shape[1:]) != list(shape[1:]):
             raise ValueError(
                 f"Cannot append rows of dtype {item.dtype} and shape {tuple(item.shape)} to the "
@@ -200,7 +200,6 @@ class _Appender:
         for tmp, final in sorted(staged, key=lambda p: len(p[1].parts)):
             os.replace(tmp, final)
             _fs.fsync_dir(final.parent)
-
 
 
 def _flatten(values: Any, ndim: int) -> list[Any]:

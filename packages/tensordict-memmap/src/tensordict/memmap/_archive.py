@@ -71,7 +71,9 @@ def write_archive(
     )
     planner.collection(data, ())
     plan = planner.plan
-    entries: list[tuple[str, Any, int]] = [("/".join(rel), payload, len(payload)) for rel, payload in plan.small.items()]
+    entries: list[tuple[str, Any, int]] = [
+        ("/".join(rel), payload, len(payload)) for rel, payload in plan.small.items()
+    ]
     for job in plan.jobs:
         entries.append(("/".join(job.rel), job.tensor, job.nbytes))
     _write_entries(target, entries, method, compresslevel, num_threads, progress, dirty=like)
@@ -112,7 +114,9 @@ def _write_entries(
                         name,
                         nbytes,
                         align=name.endswith(".memmap"),
-                        write=None if (view := _payload_view(payload)) is None else _zip.crc_writer(view),
+                        write=None
+                        if (view := _payload_view(payload)) is None
+                        else _zip.crc_writer(view),
                     )
                     for name, payload, nbytes in entries
                 ]
@@ -124,7 +128,9 @@ def _write_entries(
                 finally:
                     os.close(fd)
             else:
-                with zipfile.ZipFile(tmp, "x", compression=method, compresslevel=compresslevel) as zf:
+                with zipfile.ZipFile(
+                    tmp, "x", compression=method, compresslevel=compresslevel
+                ) as zf:
                     for name, payload, nbytes in entries:
                         view = _payload_view(payload)
                         zf.writestr(name, bytes(view) if view is not None else bytes(nbytes))
@@ -378,7 +384,11 @@ class ArchiveSource:
                     "the archive; load it with mode='r' (or repack it with pack_memmap)."
                 )
             raw = bytearray(self.read_bytes(rel))
-            flat = torch.frombuffer(raw, dtype=torch.uint8) if raw else torch.empty(0, dtype=torch.uint8)
+            flat = (
+                torch.frombuffer(raw, dtype=torch.uint8)
+                if raw
+                else torch.empty(0, dtype=torch.uint8)
+            )
             return _view_of_storage(flat.untyped_storage(), dtype, shape)
         if self.verify and nbytes:
             region = torch.empty(0, dtype=torch.uint8).set_(self.storage)[start : start + nbytes]

@@ -52,6 +52,7 @@ def register_class(cls: type) -> type:
     through ``tensordict._class_registry``).
 
     >>> from tensordict import TensorDict
+    >>> from tensordict.memmap import register_class
     >>> class MyTD(TensorDict):
     ...     pass
     >>> register_class(MyTD) is MyTD
@@ -102,7 +103,10 @@ def builtin_from_meta(meta: dict[str, Any]) -> type | None:
         if dotted is not None and dotted.startswith("tensordict."):
             # other spellings of core's classes (older versions, private module paths)
             found = _BY_SHORT.get(dotted.rsplit(".", 1)[-1])
-            if found is not None and dotted.rsplit(".", 1)[-1] in {"TensorDict", "LazyStackedTensorDict"}:
+            if found is not None and dotted.rsplit(".", 1)[-1] in {
+                "TensorDict",
+                "LazyStackedTensorDict",
+            }:
                 return found
     return None
 
@@ -115,9 +119,7 @@ def dotted_from_type(type_str: Any) -> str | None:
     return match.group(1) if match else None
 
 
-def resolve(
-    dotted: str, classes: Iterable[type] = (), import_classes: bool = False
-) -> type | None:
+def resolve(dotted: str, classes: Iterable[type] = (), import_classes: bool = False) -> type | None:
     """The class named ``dotted`` (``module.qualname``), found without importing code
     unless ``import_classes`` is true; None if it cannot be found that way."""
     for cls in classes:
@@ -159,11 +161,11 @@ def _from_modules(dotted: str, import_classes: bool) -> type | None:
 
 def _subclasses(cls: type) -> list[type]:
     out: list[type] = []
-    stack = [cls]
+    stack: list[type] = [cls]
     while stack:
-        for sub in stack.pop().__subclasses__():
-            out.append(sub)
-            stack.append(sub)
+        subs: list[type] = stack.pop().__subclasses__()
+        out.extend(subs)
+        stack.extend(subs)
     return out
 
 
@@ -181,7 +183,7 @@ def rebuild(cls: type, content: Any) -> Any:
         if callable(from_td):
             return from_td(content)
         if isinstance(cls, type) and issubclass(cls, TensorDictBase):
-            return cls(content)
+            return cls(content)  # type: ignore[call-arg]
     except Exception as err:  # noqa: BLE001 - reported, the data is still returned
         warnings.warn(
             f"could not rebuild an instance of {qualified_name(cls)} from the loaded data "

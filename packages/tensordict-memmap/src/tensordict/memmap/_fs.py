@@ -65,8 +65,7 @@ def encode_key(key: str, *, robust: bool = True, directory: bool = False) -> str
     if key in (".", ".."):
         return "%2E" * len(key)
     out = "".join(
-        _escape_char(c) if (ord(c) <= 0x20 or ord(c) == 0x7F or c in _SPECIAL) else c
-        for c in key
+        _escape_char(c) if (ord(c) <= 0x20 or ord(c) == 0x7F or c in _SPECIAL) else c for c in key
     )
     if directory and (out in RESERVED_DIR_NAMES or out.endswith(".memmap")):
         out = out[:-1] + _escape_char(out[-1])
@@ -195,15 +194,19 @@ _AT_FDCWD = -100
 _RENAME_EXCHANGE = 2
 
 
-def syncfs(path: Path) -> bool:
-    """Flush the whole filesystem holding ``path`` in one call (Linux); False if unsupported."""
-    if _LIBC is None or not hasattr(_LIBC, "syncfs"):
-        return False
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        return _LIBC.syncfs(fd) == 0
-    finally:
-        os.close(fd)
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+def start_writeback(fd: int) -> None:
+    """Ask the kernel to start writing ``fd``'s dirty pages now, without waiting (Linux
+    ``sync_file_range``), so that a later ``fsync`` has less left to do."""
+    if _LIBC is not None and hasattr(_LIBC, "sync_file_range"):
+        _LIBC.sync_file_range(
+            ctypes.c_int(fd),
+            ctypes.c_longlong(0),
+            ctypes.c_longlong(0),
+            ctypes.c_uint(_SYNC_FILE_RANGE_WRITE),
+        )
 
 
 def exchange(a: Path, b: Path) -> bool:

@@ -198,7 +198,12 @@ class PersistentTensorDict(TensorDictBase):
         h5py = _h5py()
         group = filename if isinstance(filename, (h5py.File, h5py.Group)) else None
         kwargs: dict[str, Any] = {"group": group} if group is not None else {"filename": filename}
-        out = cls(batch_size=batch_size or [], mode=mode, non_tensor_as_stack=non_tensor_as_stack, **kwargs)
+        out = cls(
+            batch_size=batch_size or [],
+            mode=mode,
+            non_tensor_as_stack=non_tensor_as_stack,
+            **kwargs,
+        )
         if batch_size is None:
             stored = out._meta().get("batch_size")
             if isinstance(stored, list) and not auto_batch_size:
@@ -228,12 +233,16 @@ class PersistentTensorDict(TensorDictBase):
             input_dict = input_dict._tensordict
         if not isinstance(input_dict, TensorDictBase):
             input_dict = TensorDict.from_dict(
-                input_dict, batch_size=batch_size, auto_batch_size=auto_batch_size or batch_size is None
+                input_dict,
+                batch_size=batch_size,
+                auto_batch_size=auto_batch_size or batch_size is None,
             )
         elif batch_size is not None:
             input_dict = input_dict.clone(False)
             input_dict.batch_size = batch_size
-        out = cls(batch_size=input_dict.batch_size, filename=filename, mode=mode, device=device, **kwargs)
+        out = cls(
+            batch_size=input_dict.batch_size, filename=filename, mode=mode, device=device, **kwargs
+        )
         out._write_level(input_dict)
         return out
 
@@ -292,7 +301,7 @@ class PersistentTensorDict(TensorDictBase):
     def _check_batch(self, batch: torch.Size) -> None:
         h5py = _h5py()
         n = len(batch)
-        for name, obj in self._group.items():
+        for obj in self._group.values():
             shape = tuple(obj.shape) if isinstance(obj, h5py.Dataset) else None
             if shape is not None and shape[:n] != tuple(batch):
                 raise RuntimeError(
@@ -392,7 +401,9 @@ class PersistentTensorDict(TensorDictBase):
         if key in non_tensor:
             entry = non_tensor[key]
             if "stack" in entry:
-                return NonTensorStack.from_list(entry["stack"], ndim=len(entry.get("shape", [])) or None)
+                return NonTensorStack.from_list(
+                    entry["stack"], ndim=len(entry.get("shape", [])) or None
+                )
             return NonTensorData(entry.get("value"), batch_size=self._batch_size)
         if default is NO_DEFAULT:
             raise KeyError(f"key {key!r} not found in {self.file.filename!r}{self._group.name}")
@@ -434,7 +445,11 @@ class PersistentTensorDict(TensorDictBase):
                 self._children.pop(key, None)
             group = self._group.require_group(name)
             child = PersistentTensorDict(
-                group=group, batch_size=value.batch_size, mode=self._mode, device=self._device, **self._kwargs
+                group=group,
+                batch_size=value.batch_size,
+                mode=self._mode,
+                device=self._device,
+                **self._kwargs,
             )
             child._write_level(value)
             self._children[key] = child
@@ -461,7 +476,9 @@ class PersistentTensorDict(TensorDictBase):
             return self._set_str(key[0], value, inplace=inplace, validated=validated)
         sub = self._get_str(key[0], None)
         if sub is None:
-            self._set_str(key[0], TensorDict({}, batch_size=self._batch_size), inplace=False, validated=True)
+            self._set_str(
+                key[0], TensorDict({}, batch_size=self._batch_size), inplace=False, validated=True
+            )
             sub = self._get_str(key[0], None)
         if not isinstance(sub, TensorDictBase):
             raise KeyError(f"{key[0]!r} is not a tensordict in {self.file.filename!r}")
@@ -536,11 +553,17 @@ class PersistentTensorDict(TensorDictBase):
                     entries[key] = tensor if self._device is None else tensor.to(self._device)
             else:
                 value = self._get_str(key, NO_DEFAULT)
-                entries[key] = value[index] if isinstance(value, NonTensorStack) else NonTensorData(value.data, batch_size=new_bs)
+                entries[key] = (
+                    value[index]
+                    if isinstance(value, NonTensorStack)
+                    else NonTensorData(value.data, batch_size=new_bs)
+                )
         return TensorDict(entries, batch_size=new_bs, device=self._device)
 
     def __setitem__(self, index: Any, value: Any) -> None:
-        if isinstance(index, str) or (isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)):
+        if isinstance(index, str) or (
+            isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)
+        ):
             self.set(index, value)
             return
         self._writable()
@@ -556,7 +579,9 @@ class PersistentTensorDict(TensorDictBase):
             elif isinstance(item, torch.Tensor):
                 obj = self._group.get(name)
                 if not isinstance(obj, h5py.Dataset):
-                    raise KeyError(f"cannot write rows of {key!r}: no such dataset in {self.file.filename!r}")
+                    raise KeyError(
+                        f"cannot write rows of {key!r}: no such dataset in {self.file.filename!r}"
+                    )
                 obj[np_index] = _to_numpy(item, key)
 
     # ------------------------------------------------------------------ conversions
@@ -709,4 +734,3 @@ def from_h5(
 def td_to_h5(td: Any, filename: str | Path, **kwargs: Any) -> PersistentTensorDict:
     """``TensorDict.to_h5``: write ``td`` to an HDF5 file (kwargs go to ``create_dataset``)."""
     return PersistentTensorDict.from_dict(td, filename=filename, **kwargs)
-

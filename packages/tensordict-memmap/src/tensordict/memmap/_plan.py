@@ -183,7 +183,9 @@ class Planner:
         inner = obj._tensordict
         extra = getattr(obj, "_non_tensordict", None) or {}
         if extra:
-            merged = dict(inner._tensordict) if isinstance(inner, TensorDict) else dict(inner.items())
+            merged = (
+                dict(inner._tensordict) if isinstance(inner, TensorDict) else dict(inner.items())
+            )
             for name, value in extra.items():
                 merged.setdefault(name, NonTensorData(value, batch_size=inner.batch_size))
             inner = TensorDict(merged, batch_size=inner.batch_size, names=_names(inner))

@@ -32,7 +32,7 @@ class Bar:
     def __init__(self, total: int, desc: str, enabled: bool) -> None:
         self._bar: Any = None
         if enabled:
-            from tqdm.auto import tqdm
+            from tqdm.auto import tqdm  # type: ignore[import-untyped, import-not-found, unused-ignore]
 
             self._bar = tqdm(total=total, desc=desc, unit="B", unit_scale=True, unit_divisor=1024)
 

@@ -362,6 +362,8 @@ def descend(source: Source, subpath: Any, robust: bool) -> Rel:
             if isinstance(entry, dict) and "type" in entry:
                 nxt = locate(source, rel, part, "", robust, directory=True)
         if nxt is None or not source.is_file((*nxt, META)):
-            raise ValueError(f"No tensordict found under subpath {subpath!r} in {source.describe(())}.")
+            raise ValueError(
+                f"No tensordict found under subpath {subpath!r} in {source.describe(())}."
+            )
         rel = nxt
     return rel

@@ -84,7 +84,9 @@ def _encode(
         nested = (*prefix, key)
         if isinstance(value, torch.Tensor):
             if value.is_nested or value.layout != torch.strided:
-                raise TypeError(f"to_safetensors: the entry {'.'.join(nested)!r} is not a dense tensor.")
+                raise TypeError(
+                    f"to_safetensors: the entry {'.'.join(nested)!r} is not a dense tensor."
+                )
             name = ".".join(nested)
             if name in tensors:
                 raise ValueError(f"Two keys of the tensordict have the safetensors name {name!r}.")
@@ -155,7 +157,9 @@ def _from_flat(tensors: dict[str, torch.Tensor], device: Any) -> TensorDict:
     return out
 
 
-def _decode(level: dict[str, Any], tensors: dict[str, torch.Tensor], device: Any, where: str) -> Any:
+def _decode(
+    level: dict[str, Any], tensors: dict[str, torch.Tensor], device: Any, where: str
+) -> Any:
     if not isinstance(level, dict) or not isinstance(level.get("keys"), dict):
         raise ValueError(f"{where}: bad level in the 'tensordict' metadata: {level!r}")
     batch = level.get("batch_size", [])
@@ -165,7 +169,9 @@ def _decode(level: dict[str, Any], tensors: dict[str, torch.Tensor], device: Any
             try:
                 entries[key] = tensors[entry["tensor"]]
             except KeyError:
-                raise ValueError(f"{where}: the metadata names a missing tensor {entry['tensor']!r}") from None
+                raise ValueError(
+                    f"{where}: the metadata names a missing tensor {entry['tensor']!r}"
+                ) from None
         elif "non_tensor" in entry:
             entries[key] = NonTensorData(entry["non_tensor"], batch_size=batch)
         elif "td" in entry:

@@ -184,7 +184,13 @@ def _tensor_bytes(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def write_tensor_file(
-    path: str | Path, tensor: torch.Tensor | None, nbytes: int, *, exclusive: bool, fsync: bool
+    path: str | Path,
+    tensor: torch.Tensor | None,
+    nbytes: int,
+    *,
+    exclusive: bool,
+    fsync: bool,
+    writeback: bool = False,
 ) -> None:
     """Write ``tensor``'s bytes to ``path`` (or ``nbytes`` zero bytes if ``tensor`` is None).
 
@@ -197,6 +203,8 @@ def write_tensor_file(
             _fs.write_all(fd, _tensor_bytes(tensor).numpy())
             if not exclusive:
                 os.ftruncate(fd, nbytes)
+            if writeback:
+                _fs.start_writeback(fd)
         else:
             os.ftruncate(fd, nbytes)
         if fsync:
@@ -238,7 +246,7 @@ class MemoryMappedTensor(torch.Tensor):
     >>> with tempfile.TemporaryDirectory() as tmp:
     ...     t = MemoryMappedTensor.from_tensor(torch.arange(4.0), filename=os.path.join(tmp, "x.memmap"))
     ...     view = t[1:3]                       # a view that still knows its file
-    ...     view.fill_(7.0)                     # writes reach the file
+    ...     _ = view.fill_(7.0)                 # writes reach the file
     ...     again = pickle.loads(pickle.dumps(t))  # the file name travels, not the data
     ...     print(again, view.filename == t.filename, type(t + 1).__name__)
     MemoryMappedTensor([0., 7., 7., 3.]) True Tensor
@@ -456,9 +464,7 @@ class MemoryMappedTensor(torch.Tensor):
                 f"from_handler: the shared memory holds {handler.size} bytes but dtype "
                 f"{dtype} and shape {shape} need {needed}."
             )
-        out = cls._wrap(
-            _view_of_storage(handler.storage, dtype, shape), None, handler, shape, "r+"
-        )
+        out = cls._wrap(_view_of_storage(handler.storage, dtype, shape), None, handler, shape, "r+")
         return out[index] if index is not None else out
 
     @classmethod
@@ -578,7 +584,9 @@ class MemoryMappedTensor(torch.Tensor):
         return cls._allocate(shape, parse_dtype(dtype), filename, existsok, fill=fill)
 
     @classmethod
-    def empty_like(cls, input: torch.Tensor, *, filename: Path | str | None = None) -> MemoryMappedTensor:
+    def empty_like(
+        cls, input: torch.Tensor, *, filename: Path | str | None = None
+    ) -> MemoryMappedTensor:
         """A new tensor of ``input``'s shape and dtype.
 
         >>> import torch
@@ -589,7 +597,9 @@ class MemoryMappedTensor(torch.Tensor):
         return cls.from_tensor(input, filename=filename, copy_data=False, copy_existing=True)
 
     @classmethod
-    def zeros_like(cls, input: torch.Tensor, *, filename: Path | str | None = None) -> MemoryMappedTensor:
+    def zeros_like(
+        cls, input: torch.Tensor, *, filename: Path | str | None = None
+    ) -> MemoryMappedTensor:
         """A new zero-filled tensor of ``input``'s shape and dtype.
 
         >>> import torch
@@ -600,7 +610,9 @@ class MemoryMappedTensor(torch.Tensor):
         return cls._like(input, filename, 0)
 
     @classmethod
-    def ones_like(cls, input: torch.Tensor, *, filename: Path | str | None = None) -> MemoryMappedTensor:
+    def ones_like(
+        cls, input: torch.Tensor, *, filename: Path | str | None = None
+    ) -> MemoryMappedTensor:
         """A new tensor of ones of ``input``'s shape and dtype.
 
         >>> import torch
@@ -624,7 +636,9 @@ class MemoryMappedTensor(torch.Tensor):
         return cls._like(input, filename, fill_value)
 
     @classmethod
-    def _like(cls, input: torch.Tensor, filename: Path | str | None, fill: Any) -> MemoryMappedTensor:
+    def _like(
+        cls, input: torch.Tensor, filename: Path | str | None, fill: Any
+    ) -> MemoryMappedTensor:
         shape = input._nested_tensor_size() if input.is_nested else input.shape
         return cls._allocate(shape, input.dtype, filename, False, fill=fill)
 
@@ -683,7 +697,15 @@ class MemoryMappedTensor(torch.Tensor):
             nbytes = self.untyped_storage().nbytes()
             return (
                 _rebuild_from_file,
-                (self._filename, self._mode, self.dtype, nbytes, geometry, nested, self._parent_shape),
+                (
+                    self._filename,
+                    self._mode,
+                    self.dtype,
+                    nbytes,
+                    geometry,
+                    nested,
+                    self._parent_shape,
+                ),
             )
         if self._handler is not None:
             return (

@@ -1,7 +1,8 @@
 """Saving tensor collections to a folder: ``memmap``, ``memmap_``, ``memmap_like``, ``save``.
 
 By default a save is atomic and durable: everything is written into a fresh staging
-folder next to the target, flushed to disk (``fsync``, or one ``syncfs`` for many
+folder next to the target, flushed to disk (writeback starts as each file is written;
+all files are then ``fsync``-ed in parallel threads, which the filesystem batches
 files), and the staging folder then replaces the target in one rename (an atomic
 exchange on Linux). A process killed at any instant leaves either the previous complete
 content or the new one — never a mix. Entries of an existing target that the previous
@@ -13,22 +14,23 @@ from __future__ import annotations
 
 import json
 import os
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict
+from tensordict._futures import TensorDictFuture
 from tensordict.base import TensorDictBase
 from tensordict.memmap import _classes, _codec, _fs
-from tensordict.memmap._future import TensorDictFuture
 from tensordict.memmap._plan import META, Job, Node, Plan, Planner, Rel
 from tensordict.memmap._progress import Bar, wants_bar
 from tensordict.memmap._tensor import MemoryMappedTensor, map_file, write_tensor_file
 
-#: Above this many files a single ``syncfs`` replaces one ``fsync`` per file.
-_SYNCFS_FROM = 64
+#: Threads that flush written files to disk (concurrent fsyncs share journal commits).
+_FSYNC_THREADS = 16
 PREFIX_ATTR = "_memmap_prefix"
 
 
@@ -70,8 +72,7 @@ def save(
     )
     if compression is not None and not is_archive:
         raise ValueError(
-            "compression is only supported for archives (a prefix ending in .tdz, or "
-            "archive=True)."
+            "compression is only supported for archives (a prefix ending in .tdz, or archive=True)."
         )
     if target is None:
         if archive:
@@ -111,8 +112,24 @@ def save(
     if return_early:
         if is_archive and like:
             raise NotImplementedError("return_early=True is not supported by memmap_like archives")
-        return TensorDictFuture.start(work)
+        return _start(work)
     return work()
+
+
+def _start(work: Any) -> TensorDictFuture:
+    """Run ``work`` in a daemon thread; its result (or error) comes out of ``result()``."""
+    future: Future[Any] = Future()
+
+    def run() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(work())
+        except BaseException as err:  # noqa: BLE001 - handed to the caller of result()
+            future.set_exception(err)
+
+    threading.Thread(target=run, name="tensordict-memmap-save", daemon=True).start()
+    return TensorDictFuture([future], None)
 
 
 def _target(prefix: str | Path) -> Path:
@@ -180,16 +197,21 @@ def _check_symlinks(target: Path, plan: Plan) -> None:
 def _write_atomic(target: Path, plan: Plan, num_threads: int, progress: bool | None) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = _fs.staging_path(target)
-    nfiles = len(plan.jobs) + len(plan.small)
-    each = nfiles <= _SYNCFS_FROM
     try:
         for rel in plan.dirs:
             staging.joinpath(*rel).mkdir(parents=True, exist_ok=True)
-        _run_jobs(staging, plan.jobs, num_threads, fsync=each, exclusive=True, progress=progress)
+        _run_jobs(
+            staging, plan.jobs, num_threads, exclusive=True, progress=progress, writeback=True
+        )
         for rel, payload in plan.small.items():
-            _write_small(staging.joinpath(*rel), payload, fsync=each)
-        if not each and not _fs.syncfs(staging):
-            for path in _files(staging):
+            _write_small(staging.joinpath(*rel), payload, fsync=False)
+        paths = [os.path.join(str(staging), *job.rel) for job in plan.jobs]
+        paths += [os.path.join(str(staging), *rel) for rel in plan.small]
+        if len(paths) > 1:
+            with ThreadPoolExecutor(min(_FSYNC_THREADS, len(paths))) as pool:
+                list(pool.map(_fsync_path, paths))
+        else:
+            for path in paths:
                 _fsync_path(path)
         for rel in reversed(plan.dirs):
             _fs.fsync_dir(staging.joinpath(*rel))
@@ -204,7 +226,7 @@ def _write_in_place(target: Path, plan: Plan, num_threads: int, progress: bool |
     for rel in plan.dirs:
         target.joinpath(*rel).mkdir(parents=True, exist_ok=True)
     jobs = [job for job in plan.jobs if job.link != str(target.joinpath(*job.rel))]
-    _run_jobs(target, jobs, num_threads, fsync=False, exclusive=False, progress=progress)
+    _run_jobs(target, jobs, num_threads, exclusive=False, progress=progress)
     # meta.json files last, deepest first, each replaced atomically; stale pickles removed
     for rel, payload in sorted(plan.small.items(), key=lambda item: -len(item[0])):
         path = target.joinpath(*rel)
@@ -223,13 +245,12 @@ def _run_jobs(
     jobs: list[Job],
     num_threads: int,
     *,
-    fsync: bool,
     exclusive: bool,
     progress: bool | None,
+    writeback: bool = False,
 ) -> None:
     total = sum(job.nbytes for job in jobs)
     with Bar(total, "saving", wants_bar(progress, total)) as bar:
-
         base = str(root)
 
         def run(job: Job) -> None:
@@ -241,7 +262,9 @@ def _run_jobs(
                     return
                 except OSError:
                     pass  # another filesystem, or no hard links: copy instead
-            write_tensor_file(path, job.tensor, job.nbytes, exclusive=exclusive, fsync=fsync)
+            write_tensor_file(
+                path, job.tensor, job.nbytes, exclusive=exclusive, fsync=False, writeback=writeback
+            )
             bar.update(job.nbytes)
 
         if num_threads > 1 and len(jobs) > 1:
@@ -263,11 +286,7 @@ def _write_small(path: Path, payload: bytes, *, fsync: bool) -> None:
         os.close(fd)
 
 
-def _files(root: Path) -> list[Path]:
-    return [Path(d) / f for d, _, names in os.walk(root) for f in names]
-
-
-def _fsync_path(path: Path) -> None:
+def _fsync_path(path: str) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import struct
 import time
-import zlib
 import zipfile
+import zlib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -53,9 +53,9 @@ class Member:
 
 def _dos_time() -> tuple[int, int]:
     t = time.localtime()
-    return (t.tm_hour << 11) | (t.tm_min << 5) | (t.tm_sec // 2), (
-        (t.tm_year - 1980) << 9
-    ) | (t.tm_mon << 5) | t.tm_mday
+    return (t.tm_hour << 11) | (t.tm_min << 5) | (t.tm_sec // 2), ((t.tm_year - 1980) << 9) | (
+        t.tm_mon << 5
+    ) | t.tm_mday
 
 
 def _flags(name: bytes) -> int:
@@ -91,8 +91,17 @@ def _local_header(m: Member) -> bytes:
     tm, dt = _dos_time()
     return (
         _LOCAL.pack(
-            0x04034B50, 45 if zip64 else 20, _flags(m.encoded), 0, tm, dt, m.crc,
-            size, size, len(m.encoded), len(m.local_extra),
+            0x04034B50,
+            45 if zip64 else 20,
+            _flags(m.encoded),
+            0,
+            tm,
+            dt,
+            m.crc,
+            size,
+            size,
+            len(m.encoded),
+            len(m.local_extra),
         )
         + m.encoded
         + m.local_extra
@@ -140,8 +149,23 @@ def write_central(fd: int, members: list[Member], start: int, comment: bytes) ->
         version = 45 if fields else 20
         parts.append(
             _CENTRAL.pack(
-                0x02014B50, version | 0x0300, version, _flags(m.encoded), 0, tm, dt, m.crc,
-                csize, usize, len(m.encoded), len(extra), 0, 0, 0, 0o100644 << 16, offset,
+                0x02014B50,
+                version | 0x0300,
+                version,
+                _flags(m.encoded),
+                0,
+                tm,
+                dt,
+                m.crc,
+                csize,
+                usize,
+                len(m.encoded),
+                len(extra),
+                0,
+                0,
+                0,
+                0o100644 << 16,
+                offset,
             )
             + m.encoded
             + extra
@@ -187,13 +211,15 @@ def crc_writer(view: memoryview) -> Callable[[int, int], int]:
 def data_offset(fp: Any, info: zipfile.ZipInfo, file_size: int) -> int:
     """Where ``info``'s payload starts (from its local header), validated."""
     if info.header_offset < 0 or info.header_offset + _LOCAL.size > file_size:
-        raise ValueError(f"member {info.filename!r}: header offset {info.header_offset} is outside the file")
+        raise ValueError(
+            f"member {info.filename!r}: header offset {info.header_offset} is outside the file"
+        )
     fp.seek(info.header_offset)
     raw = fp.read(_LOCAL.size)
     fields = _LOCAL.unpack(raw)
     if fields[0] != 0x04034B50:
         raise ValueError(f"member {info.filename!r}: bad local header signature")
-    start = info.header_offset + _LOCAL.size + fields[9] + fields[10]
+    start = int(info.header_offset + _LOCAL.size + fields[9] + fields[10])
     if start + info.compress_size > file_size:
         raise ValueError(
             f"member {info.filename!r}: {info.compress_size} bytes at offset {start} run past "
@@ -232,7 +258,7 @@ def patch_crcs(path: str, crcs: dict[str, int]) -> None:
     """Write new CRC-32 values for members (local headers and central directory) in place."""
     with zipfile.ZipFile(path) as zf:
         infos = zf.infolist()
-        start = zf.start_dir  # type: ignore[attr-defined]
+        start = zf.start_dir
     with open(path, "r+b") as fp:
         for info in infos:
             if info.filename in crcs:

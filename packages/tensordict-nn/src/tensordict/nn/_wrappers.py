@@ -127,7 +127,7 @@ class WrapModule(TensorDictModuleBase):
         """Apply the function (and update ``data`` with its result when ``inplace``)."""
         result = self.func(data)
         if self.inplace and result is not data:
-            data.update(result)  # type: ignore[attr-defined]
+            data.update(result)
             return data
         return result
 

@@ -185,7 +185,7 @@ class TensorDictModuleBase(nn.Module):
 
         def drop_unselected(module: nn.Module, args: Any, output: Any) -> Any:
             if isinstance(output, TensorDictBase):
-                output.exclude(*dropped, inplace=True)  # type: ignore[attr-defined]
+                output.exclude(*dropped, inplace=True)
             return output
 
         self.__dict__["_selection_hook"] = self.register_forward_hook(drop_unselected)
@@ -508,9 +508,13 @@ class TensorDictModule(TensorDictModuleBase):
             elif inplace is False:
                 tensordict_out = TensorDict()
             elif isinstance(inplace, str):  # "empty"
-                tensordict_out = tensordict.empty()  # type: ignore[attr-defined]
+                tensordict_out = tensordict.empty()
             else:
                 tensordict_out = inplace
+        written: TensorDictBase = self._write(tensordict_out, results)
+        return written
+
+    def _write(self, tensordict_out: Any, results: tuple[Any, ...]) -> Any:
         if type(tensordict_out) is TensorDict:
             for i, key in self.__dict__["_write_plan"]:
                 value = results[i]
@@ -523,6 +527,37 @@ class TensorDictModule(TensorDictModuleBase):
                 tensordict_out.set(key, results[i])
         return tensordict_out
 
+    def _direct(self, td: TensorDict) -> Any:
+        """``forward(td)`` for the common case, in one function: plain tensors at the
+        in_keys, a positional call, outputs written in place. Returns a sentinel
+        (having done nothing) when the case does not apply."""
+        d = self.__dict__
+        if (
+            d["inplace"] is not True
+            or d["_kwarg_names"] is not None
+            or d["method"] is not None
+            or d["method_kwargs"]
+            or d["get_kwargs"]
+        ):
+            return _MISS
+        store = td._tensordict
+        tensors = []
+        for key in d["_in_keys"]:
+            value = store.get(key) if type(key) is str else None
+            if type(value) is not _Tensor:
+                return _MISS
+            tensors.append(value)
+        module = self._modules.get("module")
+        out = (d["module"] if module is None else module)(*tensors)
+        if type(out) is _Tensor and len(d["_out_keys"]) == 1:
+            for _, key in d["_write_plan"]:
+                if type(key) is str:
+                    td._set_str(key, out, inplace=False, validated=False)
+                else:
+                    td.set(key, out)
+            return td
+        return self._write(td, self._outputs(out))
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         # The hot path: a dense tensordict, no hook, forward not overridden, skip-existing
         # off: straight to the body of forward (no entry wrapper, no nn.Module.__call__).
@@ -533,6 +568,10 @@ class TensorDictModule(TensorDictModuleBase):
             and not _SKIP_EXISTING.get()
             and not _hooks_or_tracing(self)
         ):
+            if len(args) == 1 and not kwargs:
+                out = self._direct(args[0])
+                if out is not _MISS:
+                    return out
             return _TDM_FORWARD_BODY(self, *args, **kwargs)
         return super().__call__(*args, **kwargs)
 

@@ -8,13 +8,25 @@ from typing import Any
 
 import torch
 
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDictBase
+from tensordict.nn._swap import Swapper, entries_of, tree_to_td
 from tensordict.nn._wrappers import DelegatedKeys
-from tensordict.nn.common import TensorDictModuleBase
+from tensordict.nn.common import TensorDictModuleBase, _is_collection
 from tensordict.nn.functional_modules import td_from_module
 from tensordict.nn.params import TensorDictParams
 
 __all__ = ["EnsembleModule"]
+
+
+def _tensor_tree(td: Any) -> dict[str, Any]:
+    """The tensors of a tensordict as nested dicts (non-tensor entries left out)."""
+    out: dict[str, Any] = {}
+    for key, value in entries_of(td).items():
+        if isinstance(value, torch.Tensor):
+            out[key] = value
+        elif _is_collection(value):
+            out[key] = _tensor_tree(value)
+    return out
 
 
 class EnsembleModule(DelegatedKeys):
@@ -73,27 +85,25 @@ class EnsembleModule(DelegatedKeys):
                 f"dimension is num_copies={self.num_copies}; got batch_size "
                 f"{tuple(tensordict.batch_size)}."
             )
-        # torch.vmap sees flat lists of tensors: the tensordicts are rebuilt inside, so
-        # nothing depends on how vmap handles tensordicts (nor on tracing it).
-        param_keys = list(self.params_td.keys(True, True))
-        param_leaves = [self.params_td.get(key) for key in param_keys]
-        in_keys = [
-            k for k in tensordict.keys(True, True) if isinstance(tensordict.get(k), torch.Tensor)
-        ]
-        in_leaves = [tensordict.get(key) for key in in_keys]
+        # torch.vmap sees nested dicts of tensors: the tensordicts are rebuilt inside
+        # without validation, so nothing depends on how vmap handles tensordicts (nor on
+        # tracing that), and the weights go straight into the module (no tensordict).
+        params = _tensor_tree(self.params_td)
+        inputs = _tensor_tree(tensordict)
         inner_batch = tensordict.batch_size[1:]
-        out_keys: list[Any] = []
+        module = self.module
 
-        def call_one(params: list[torch.Tensor], inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-            weights = TensorDict(dict(zip(param_keys, params)), batch_size=[])
-            td = TensorDict(dict(zip(in_keys, inputs)), batch_size=inner_batch)
-            with weights.to_module(self.module):
-                out = self.module(td)
-            out_keys[:] = list(out.keys(True, True))
-            return [out.get(key) for key in out_keys]
+        def call_one(weights: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+            swapper = Swapper()
+            swapper.write(weights, module, {})
+            try:
+                out = module(tree_to_td(data, inner_batch))
+            finally:
+                swapper.rollback()
+            return _tensor_tree(out)
 
-        leaves = torch.vmap(call_one, (0, 0))(param_leaves, in_leaves)
-        return TensorDict(dict(zip(out_keys, leaves)), batch_size=[self.num_copies, *inner_batch])
+        outputs = torch.vmap(call_one, (0, 0))(params, inputs)
+        return tree_to_td(outputs, torch.Size([self.num_copies, *inner_batch]))
 
     def reset_parameters_recursive(
         self, parameters: TensorDictBase | None = None

@@ -100,7 +100,7 @@ def _finish(td: TensorDictBase, as_module: bool, lock: bool) -> TensorDictBase:
 
         td = TensorDictParams(td, no_convert=True)
     if lock:
-        td.lock_()  # type: ignore[attr-defined]
+        td.lock_()
     return td
 
 
@@ -293,7 +293,7 @@ def _to_module_state_dict(
     return_swap: bool,
     swap_dest: TensorDictBase | None,
 ) -> TensorDictBase | None:
-    flat = {k: v for k, v in td.flatten_keys(".").items()}  # type: ignore[attr-defined]
+    flat = {k: v for k, v in td.flatten_keys(".").items() if isinstance(k, str)}
     current = module.state_dict(keep_vars=True)
     missing = sorted(set(flat) - set(current))
     if missing:
@@ -308,9 +308,9 @@ def _to_module_state_dict(
     if not return_swap and swap_dest is None:
         return None
     if swap_dest is not None:
-        swap_dest.update(old)  # type: ignore[attr-defined]
+        swap_dest.update(old)
         old = swap_dest  # type: ignore[assignment]
-    old._last_op = ("to_module", _load_back, old, module, inplace)  # type: ignore[assignment]
+    old._last_op = ("to_module", _load_back, old, module, inplace)
     return old
 
 

@@ -314,7 +314,7 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         kind = self._interaction()
         value = self._draw(dist, kind, tensordict)
         if self.num_samples and kind is InteractionType.RANDOM:
-            out = out.expand(*self.num_samples, *out.batch_size)  # type: ignore[attr-defined]
+            out = out.expand(*self.num_samples, *out.batch_size)
         selected = self.__dict__.get("_selected_out_keys")
         if isinstance(dist, CompositeDistribution):
             self._write_composite(out, dist, value, selected)

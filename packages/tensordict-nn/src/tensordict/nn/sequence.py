@@ -12,8 +12,9 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
 from tensordict.nn._keys import as_key_list, select_keys
 from tensordict.nn._wrappers import WrapModule
-from tensordict.nn.common import TensorDictModuleBase
+from tensordict.nn.common import TensorDictModuleBase, _hooks_or_tracing
 from tensordict.nn.dispatch import tensordict_entry
+from tensordict.nn.utils import _SKIP_EXISTING
 
 __all__ = ["TensorDictSequential"]
 
@@ -284,7 +285,7 @@ class TensorDictSequential(TensorDictModuleBase):
                 if _has_keys(member, keys):
                     result = self._run_module(module, member, **kwargs)
                     if result is not member:
-                        member.update(result)  # type: ignore[attr-defined]
+                        member.update(result)
         return td
 
     @tensordict_entry(auto_batch_size=False)
@@ -305,7 +306,8 @@ class TensorDictSequential(TensorDictModuleBase):
             present = working.keys(True)
             dropped = [k for k in self.out_keys_source if k not in selected and k not in present]
         tolerant = self.partial_tolerant
-        for module in self._module_list():
+        container: Any = self._modules["module"]
+        for module in container._modules.values():
             if tolerant:
                 result = self._run_module(module, working, **kwargs)
             elif kwargs:
@@ -332,3 +334,20 @@ class TensorDictSequential(TensorDictModuleBase):
         if isinstance(inplace, str):  # "empty"
             return tensordict.empty().update(working.select(*keys))
         return TensorDict().update(working.select(*keys))
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        # As for TensorDictModule: a dense tensordict, no hook, forward not overridden,
+        # skip-existing off: straight to the body of forward.
+        if (
+            args
+            and type(args[0]) is TensorDict
+            and type(self).forward is _SEQ_FORWARD
+            and not _SKIP_EXISTING.get()
+            and not _hooks_or_tracing(self)
+        ):
+            return _SEQ_FORWARD_BODY(self, *args, **kwargs)
+        return super().__call__(*args, **kwargs)
+
+
+_SEQ_FORWARD = TensorDictSequential.forward
+_SEQ_FORWARD_BODY = TensorDictSequential.forward.__wrapped__  # type: ignore[attr-defined]
