@@ -120,6 +120,11 @@ padded = lazy.to_padded_tensor(padding=0.0, mask_key="mask")
 assert padded["reward"].shape == (2, 5) and int(padded["mask", "reward"].sum()) == 8
 lazy[0]["reward"] *= 2  # writes go through to the member
 assert episodes[0]["reward"].sum() == 6
+growing = tensordict.LazyStackedTensorDict(stack_dim=0)  # an empty stack, grown per episode
+for episode in episodes:
+    growing.append(episode)
+rewards = growing.get("reward", as_padded_tensor=True, padding_value=-1.0)  # ragged read
+assert rewards.shape == (2, 5) and int((rewards == -1).sum()) == 2
 
 section("9. Reductions, conversions and torch integration")
 returns = rollout["next", "reward"].sum()
