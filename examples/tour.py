@@ -237,7 +237,9 @@ else:
     except RuntimeError as err:  # the field, both shapes; the batch is left unchanged
         print("wrong shape:", err)
     assert batch.reward is rollout["next", "reward"]
-    print(f"{type(batch).__name__}{tuple(batch.batch_size)}: fields {[f.name for f in Transition.fields()]}")
+    print(
+        f"{type(batch).__name__}{tuple(batch.batch_size)}: fields {[f.name for f in Transition.fields()]}"
+    )
 
 section("13. Sibling distributions plug into the same namespace")
 for subpackage, dist, what in [

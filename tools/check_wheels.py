@@ -25,7 +25,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from workspace import NAMESPACE, Distribution, distributions
+from workspace import NAMESPACE, Distribution, distributions, requirement_name
 
 # Run by each environment's Python.
 # argv: expected version, {subpackage: distribution} as JSON, removed subpackage or "".
@@ -127,11 +127,18 @@ def check_environment(
 ) -> None:
     """Install wheels in ``order``, import everything, then uninstall ``remove`` and recheck."""
     pip = (python, "-m", "pip")
+    workspace = {d.name for d in order}
     for dist in order:
-        # core brings its own requirements (numpy); siblings' only requirement is core,
-        # which may not be installed yet in this order.
-        deps = () if dist.is_core else ("--no-deps",)
-        run(*pip, "install", "--quiet", *deps, wheels[dist.name])
+        # core brings its own requirements (numpy). A sibling requires core, which may not
+        # be installed yet in this order: its wheel goes in with --no-deps, after its
+        # third-party requirements (tqdm, ...) are installed by name.
+        if dist.is_core:
+            run(*pip, "install", "--quiet", wheels[dist.name])
+            continue
+        third_party = [r for r in dist.dependencies if requirement_name(r) not in workspace]
+        if third_party:
+            run(*pip, "install", "--quiet", *third_party)
+        run(*pip, "install", "--quiet", "--no-deps", wheels[dist.name])
     run(*pip, "check")
     siblings = json.dumps({d.subpackage: d.name for d in order if not d.is_core})
     run(python, "-I", "-c", _IMPORT_CHECK, version, siblings, "", cwd=cwd)

@@ -33,6 +33,7 @@ def _annotation(ann: object) -> str:
     """A signature annotation (a string under ``from __future__ import annotations``) as
     stub text; builtins shadowed by cast methods (``int()``, ``float()``…) are qualified."""
     text = ann if isinstance(ann, str) else getattr(ann, "__name__", repr(ann))
+    text = re.sub(r"(?<![\w.])Callable(?!\[)", "Callable[..., Any]", text)
     return _SHADOWED.sub(r"builtins.\1", text)
 
 

@@ -23,6 +23,7 @@ def adopt(td: Any, result: Any, what: str, *, keeps_structure: bool = False) -> 
 
     >>> import torch
     >>> from tensordict import TensorDict
+    >>> from tensordict._inplace import adopt
     >>> td = TensorDict(a=torch.arange(6), n={"b": torch.zeros(6, 2)}, batch_size=[6])
     >>> nested = td["n"]
     >>> adopt(td, td.reshape(2, 3), "reshape") is td

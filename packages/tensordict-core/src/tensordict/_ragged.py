@@ -67,6 +67,7 @@ def stack_ragged(
     first dimension runs over ``values``; otherwise :func:`torch.stack`.
 
     >>> import torch
+    >>> from tensordict._ragged import stack_ragged
     >>> xs = [torch.ones(1), torch.ones(3)]
     >>> stack_ragged(xs, as_padded_tensor=True, padding_value=-1)
     tensor([[ 1., -1., -1.],

@@ -342,7 +342,7 @@ class TableMethods:
         *,
         dtype: torch.dtype | None = ...,
         reduce: Literal[True],
-        key_transform: Callable | None = ...,
+        key_transform: Callable[..., Any] | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def sum(
@@ -352,7 +352,7 @@ class TableMethods:
         *,
         dtype: torch.dtype | None = ...,
         reduce: Literal[False] | None = ...,
-        key_transform: Callable | None = ...,
+        key_transform: Callable[..., Any] | None = ...,
     ) -> Self: ...
     @overload
     def nansum(
@@ -380,7 +380,7 @@ class TableMethods:
         *,
         dtype: torch.dtype | None = ...,
         reduce: Literal[True],
-        key_transform: Callable | None = ...,
+        key_transform: Callable[..., Any] | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def mean(
@@ -390,7 +390,7 @@ class TableMethods:
         *,
         dtype: torch.dtype | None = ...,
         reduce: Literal[False] | None = ...,
-        key_transform: Callable | None = ...,
+        key_transform: Callable[..., Any] | None = ...,
     ) -> Self: ...
     @overload
     def nanmean(
@@ -436,7 +436,7 @@ class TableMethods:
         *,
         correction: builtins.int | builtins.float = ...,
         reduce: Literal[True],
-        key_transform: Callable | None = ...,
+        key_transform: Callable[..., Any] | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def std(
@@ -446,7 +446,7 @@ class TableMethods:
         *,
         correction: builtins.int | builtins.float = ...,
         reduce: Literal[False] | None = ...,
-        key_transform: Callable | None = ...,
+        key_transform: Callable[..., Any] | None = ...,
     ) -> Self: ...
     @overload
     def var(
@@ -456,7 +456,7 @@ class TableMethods:
         *,
         correction: builtins.int | builtins.float = ...,
         reduce: Literal[True],
-        key_transform: Callable | None = ...,
+        key_transform: Callable[..., Any] | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def var(
@@ -466,7 +466,7 @@ class TableMethods:
         *,
         correction: builtins.int | builtins.float = ...,
         reduce: Literal[False] | None = ...,
-        key_transform: Callable | None = ...,
+        key_transform: Callable[..., Any] | None = ...,
     ) -> Self: ...
     @overload
     def amax(
@@ -561,7 +561,7 @@ class TableMethods:
         p: builtins.float = ...,
         dtype: torch.dtype | None = ...,
         reduce: Literal[True],
-        key_transform: Callable | None = ...,
+        key_transform: Callable[..., Any] | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def norm(
@@ -572,7 +572,7 @@ class TableMethods:
         p: builtins.float = ...,
         dtype: torch.dtype | None = ...,
         reduce: Literal[False] | None = ...,
-        key_transform: Callable | None = ...,
+        key_transform: Callable[..., Any] | None = ...,
     ) -> Self: ...
     @overload
     def quantile(
@@ -583,7 +583,7 @@ class TableMethods:
         *,
         interpolation: builtins.str = ...,
         reduce: Literal[True],
-        key_transform: Callable | None = ...,
+        key_transform: Callable[..., Any] | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def quantile(
@@ -594,7 +594,7 @@ class TableMethods:
         *,
         interpolation: builtins.str = ...,
         reduce: Literal[False] | None = ...,
-        key_transform: Callable | None = ...,
+        key_transform: Callable[..., Any] | None = ...,
     ) -> Self: ...
     def cummax(
         self, dim: Any, *, reduce: builtins.bool | None = ..., return_indices: builtins.bool = ...

@@ -12,6 +12,7 @@ unless every key is expected and every value fits.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -83,7 +84,7 @@ def _walk(
 
 def load_state_dict(
     obj: Any,
-    state_dict: dict[str, Any],
+    state_dict: Mapping[str, Any],
     strict: bool = True,
     assign: bool = False,
     from_flatten: bool | None = None,
@@ -126,7 +127,7 @@ def load_state_dict(
 
 def _plan(
     obj: Any,
-    sd: dict[str, Any],
+    sd: Mapping[str, Any],
     metadata: dict[str, Any],
     path: str,
     strict: bool,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 import torch
@@ -66,9 +66,9 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
     _options_only: ClassVar[bool] = False
 
     if TYPE_CHECKING:  # keyword-only fields of the base, for the synthesised __init__
-        batch_size: BatchSizeField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
+        batch_size: BatchSizeField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment,override]
         device: DeviceField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
-        names: NamesField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
+        names: NamesField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment,override]
 
     def __init_subclass__(cls, **options: Any) -> None:
         unknown = set(options) - set(FLAG_NAMES)
@@ -94,7 +94,7 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
         _process.process(cls, flags, unwrap=True)
         cls._is_tensorclass = True
 
-    def __class_getitem__(cls, options: Any) -> type:  # type: ignore[override]
+    def __class_getitem__(cls, options: Any) -> type:
         names = tuple(n for n in FLAG_NAMES if n != "cast_filter")
         return _process.options_class(cls, options, names)
 
@@ -189,7 +189,7 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
 
     def load_state_dict(
         self,
-        state_dict: dict[str, Any],
+        state_dict: Mapping[str, Any],
         strict: bool = True,
         assign: bool = False,
         from_flatten: bool | None = None,

@@ -66,9 +66,9 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
     _options_only: ClassVar[bool] = False
 
     if TYPE_CHECKING:  # keyword-only fields of the base, for the synthesised __init__
-        batch_size: BatchSizeField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
+        batch_size: BatchSizeField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment,override]
         device: DeviceField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
-        names: NamesField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
+        names: NamesField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment,override]
 
     def __init_subclass__(cls, **options: Any) -> None:
         super().__init_subclass__()
@@ -92,7 +92,7 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
             return
         _process.process(cls, flags, unwrap=False)
 
-    def __class_getitem__(cls, options: Any) -> type:  # type: ignore[override]
+    def __class_getitem__(cls, options: Any) -> type:
         return _process.options_class(cls, options, _OPTIONS)
 
     def _set_field(self, name: str, value: Any) -> None:

@@ -242,11 +242,32 @@ def _pool_for(
     try:
         yield own
     except BaseException:
-        own.terminate()
-        own.join()
+        _terminate(own)
         raise
     own.close()
     own.join()
+
+
+def _terminate(pool: Any) -> None:
+    """``pool.terminate()`` and join, or kill its workers where CPython's terminate fails.
+
+    After a worker error, results of other chunks may still be on their way; one whose
+    worker has already exited cannot be unpickled (its shared memory handle went with the
+    worker), which ends the pool's result thread, and ``terminate()`` then raises
+    ``AssertionError("Cannot have cache with result_hander not alive")`` before it kills
+    the workers. They are killed here instead, so none is left behind.
+    """
+    workers = list(getattr(pool, "_pool", ()))
+    try:
+        pool.terminate()
+    except AssertionError:
+        for worker in workers:
+            if worker.is_alive():
+                worker.kill()
+        for worker in workers:
+            worker.join(timeout=10)
+        return
+    pool.join()
 
 
 def _workers(num_workers: int | None, pool: Any) -> int:
