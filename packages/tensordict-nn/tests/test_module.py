@@ -262,6 +262,21 @@ def test_dispatch_decorates_user_methods():
         net(torch.ones(2), a__b=torch.ones(2))
 
 
+def test_dispatch_without_parentheses_uses_the_defaults():
+    class Net(nn.Module):
+        in_keys = [("a", "b")]
+        out_keys = ["y"]
+
+        @dispatch
+        def forward(self, td):
+            td["y"] = td["a", "b"] * 3
+            return td
+
+    assert Net()(a_b=torch.full((2,), 2.0)).tolist() == [6.0, 6.0]
+    # the decorator takes the reference's parameters, by keyword or position
+    assert isinstance(dispatch("__", "in_keys", "out_keys", False), dispatch)
+
+
 def test_dispatch_source_and_dest_lists():
     class Net(nn.Module):
         @dispatch(source=["x"], dest=["y"])

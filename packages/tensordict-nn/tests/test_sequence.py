@@ -244,3 +244,14 @@ def test_make_tensordict_is_cores():
     assert make_tensordict is tensordict.make_tensordict
     td = make_tensordict({"a": torch.zeros(3, 2)}, batch_size=[3])
     assert td.batch_size == (3,)
+
+
+def test_deprecated_properties_warn_on_a_sequence():
+    seq = TensorDictSequential(TensorDictModule(nn.Linear(3, 4), in_keys=["a"], out_keys=["b"]))
+    with pytest.warns(DeprecationWarning, match="TensorDictSequential.device"):
+        assert seq.device == torch.device("cpu")
+    with pytest.warns(DeprecationWarning, match="is_functional"):
+        assert seq.is_functional is False
+    empty = TensorDictSequential(lambda td: td)
+    with pytest.warns(DeprecationWarning):
+        assert empty.device == torch.device("cpu")

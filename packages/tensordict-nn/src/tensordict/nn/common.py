@@ -280,7 +280,36 @@ def _lookup(container: Any, key: Any) -> Any:
     return container[key]
 
 
-class TensorDictModule(TensorDictModuleBase):
+class _DeprecatedModuleState:
+    """``device`` and ``is_functional`` of the reference's module classes, kept (deprecated)
+    so that code reading them still runs."""
+
+    @property
+    def device(self) -> torch.device:
+        """Deprecated: the device of the first parameter (CPU when there is none)."""
+        warnings.warn(
+            f"{type(self).__name__}.device is deprecated and will be removed in "
+            "TensorDict 0.17: a module may hold parameters on several devices.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        for param in self.parameters():  # type: ignore[attr-defined]
+            return param.device  # type: ignore[no-any-return]
+        return torch.device("cpu")
+
+    @property
+    def is_functional(self) -> bool:
+        """Deprecated: always ``False`` (functional calls go through ``to_module``)."""
+        warnings.warn(
+            f"{type(self).__name__}.is_functional is deprecated and will be removed in "
+            "TensorDict 0.17.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return False
+
+
+class TensorDictModule(_DeprecatedModuleState, TensorDictModuleBase):
     """Wrap a callable so that it reads ``in_keys`` and writes ``out_keys`` of a tensordict.
 
     Args:
@@ -384,28 +413,6 @@ class TensorDictModule(TensorDictModuleBase):
             for i, key in enumerate(source)
             if key != IGNORE and (selected is None or key in selected)
         ]
-
-    @property
-    def device(self) -> torch.device:
-        """Deprecated: the device of the first parameter (CPU when there is none)."""
-        warnings.warn(
-            "TensorDictModule.device is deprecated and will be removed in TensorDict 0.17.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        for param in self.parameters():
-            return param.device
-        return torch.device("cpu")
-
-    @property
-    def is_functional(self) -> bool:
-        """Deprecated: always ``False`` (functional calls go through ``to_module``)."""
-        warnings.warn(
-            "TensorDictModule.is_functional is deprecated and will be removed in TensorDict 0.17.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return False
 
     # ------------------------------------------------------------------ call
     def _callable(self) -> Callable[..., Any]:

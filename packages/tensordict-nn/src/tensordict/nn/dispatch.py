@@ -107,12 +107,18 @@ class dispatch:
     tensor([2., 2.])
     """
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
-        # ``@dispatch`` without parentheses decorates directly.
-        if len(args) == 1 and not kwargs and callable(args[0]) and not isinstance(args[0], str):
+    def __new__(
+        cls,
+        separator: str | Callable[..., Any] = "_",
+        source: str | Sequence[NestedKey] = "in_keys",
+        dest: str | Sequence[NestedKey] = "out_keys",
+        auto_batch_size: bool = True,
+    ) -> Any:
+        # ``@dispatch`` without parentheses: the decorated function arrives as ``separator``.
+        if callable(separator) and not isinstance(separator, str):
             self = super().__new__(cls)
             self.__init__()  # type: ignore[misc]
-            return self(args[0])
+            return self(separator)
         return super().__new__(cls)
 
     def __init__(

@@ -12,7 +12,7 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
 from tensordict.nn._keys import as_key_list, select_keys
 from tensordict.nn._wrappers import WrapModule
-from tensordict.nn.common import TensorDictModuleBase, _hooks_or_tracing
+from tensordict.nn.common import TensorDictModuleBase, _DeprecatedModuleState, _hooks_or_tracing
 from tensordict.nn.dispatch import tensordict_entry
 from tensordict.nn.utils import _SKIP_EXISTING
 
@@ -37,7 +37,7 @@ def _has_keys(td: TensorDictBase, keys: Iterable[Any]) -> bool:
     return all(key in present for key in keys)
 
 
-class TensorDictSequential(TensorDictModuleBase):
+class TensorDictSequential(_DeprecatedModuleState, TensorDictModuleBase):
     """A sequence of tensordict modules, each reading what the previous ones wrote.
 
     Args:
