@@ -159,6 +159,13 @@ FORWARDERS: tuple[tuple[str, str, str, str, str], ...] = (
     ("all_reduce", "distributed", "td_all_reduce", "method", "All-reduce over a process group."),
     ("all_gather", "distributed", "td_all_gather", "method", "All-gather over a process group."),
     (
+        "to_store",
+        "distributed",
+        "td_to_store",
+        "method",
+        "Upload the tensordict to a Redis server; returns a TensorDictStore backed by it.",
+    ),
+    (
         "map",
         "distributed",
         "td_map",

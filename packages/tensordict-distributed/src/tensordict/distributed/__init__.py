@@ -42,6 +42,7 @@ from tensordict.distributed._peers import (
     RemoteError,
 )
 from tensordict.distributed._redis import StoreDataLostError
+from tensordict.distributed._store import td_to_store
 
 __version__ = "0.1.0"
 
@@ -67,6 +68,7 @@ __all__ = [
     "td_recv",
     "td_reduce",
     "td_send",
+    "td_to_store",
 ]
 
 

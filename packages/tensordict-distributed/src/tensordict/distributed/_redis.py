@@ -146,6 +146,7 @@ class Connection:
             "unix_socket_path": unix_socket_path,
             "prefix": prefix,
         }
+        self.redis_kwargs = dict(redis_kwargs)
         self.meta_key = f"{prefix}:{td_id}:meta"
         self._writer: Any = None
 

@@ -34,6 +34,7 @@ from tensordict._nontensor import NonTensorData, is_non_tensor
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
 from tensordict.distributed._redis import Connection, StoreDataLostError
+from tensordict.distributed._store_ops import StoreOps
 
 _Path = tuple[str, ...]
 
@@ -68,7 +69,7 @@ def is_key(index: Any) -> bool:
     )
 
 
-class TensorDictStore(TensorDictBase):
+class TensorDictStore(StoreOps, TensorDictBase):
     """A tensordict kept on a Redis-compatible server (``pip install
     tensordict-distributed[redis]``).
 
@@ -122,6 +123,7 @@ class TensorDictStore(TensorDictBase):
         if _existing:
             info = self._read_info()
             self._batch_size = torch.Size(info["batch_size"])
+            self._names = info.get("names")
         else:
             self._batch_size = torch.Size(() if batch_size is None else batch_size)
             self._write_info()
@@ -131,7 +133,7 @@ class TensorDictStore(TensorDictBase):
         return {"kind": "TensorDictStore", "batch_size": list(self._batch_size)}
 
     def _write_info(self) -> None:
-        info = json.dumps(self._info())
+        info = json.dumps({**self._info(), "names": self._names})
         self._conn.run(lambda pipe: pipe.hset(self._conn.meta_key, "td", info))
 
     def _read_info(self) -> dict[str, Any]:
@@ -192,11 +194,12 @@ class TensorDictStore(TensorDictBase):
         (raw,) = probe.run(lambda pipe: pipe.hget(probe.meta_key, "td"))
         if kwargs.get("client") is None:
             probe.close()
-        kind = json.loads(raw).get("kind") if raw is not None else None
-        if kind == "LazyStackedTensorDictStore":
+        info = json.loads(raw) if raw is not None else {}
+        if info.get("kind") == "LazyStackedTensorDictStore":
             from tensordict.distributed._store_lazy import LazyStackedTensorDictStore
 
-            return LazyStackedTensorDictStore(**conn_kwargs)
+            layout = {k: info[k] for k in ("count", "stack_dim", "inner_batch_size")}
+            return LazyStackedTensorDictStore(**layout, **conn_kwargs)
         return TensorDictStore(**conn_kwargs)
 
     @classmethod
@@ -240,6 +243,25 @@ class TensorDictStore(TensorDictBase):
     def td_id(self) -> str:
         """The store's identifier on the server (pass it to :meth:`from_store`)."""
         return self._conn.td_id
+
+    def _connection_kwargs(self) -> dict[str, Any]:
+        """The arguments that open another store on the same server (sharing a client
+        passed in; else a new client with the same settings)."""
+        conn = self._conn
+        kwargs: dict[str, Any] = {
+            "backend": self.backend,
+            "device": self._device,
+            "cache_metadata": self._cache_metadata,
+            **conn.settings,
+        }
+        if conn.owns_client:
+            kwargs.update(conn.redis_kwargs)
+        else:
+            kwargs["client"] = conn.client
+        return kwargs
+
+    def _reopen(self, td_id: str) -> Any:
+        return TensorDictStore.from_store(td_id=td_id, **self._connection_kwargs())
 
     def close(self) -> None:
         """Close the connection; the data stays on the server (see :meth:`clear_redis`)."""
@@ -298,15 +320,22 @@ class TensorDictStore(TensorDictBase):
 
     @batch_size.setter
     def batch_size(self, value: Any) -> None:
-        raise RuntimeError("the batch size of a TensorDictStore cannot be changed.")
+        # Leaves keep their full shapes on the server: only the description changes.
+        new = torch.Size(value)
+        for path, entry in self._entries().items():
+            if entry["kind"] == "tensor" and list(entry["shape"][: len(new)]) != list(new):
+                raise RuntimeError(
+                    f"cannot set batch_size={tuple(new)}: the entry {self._show(path)} has "
+                    f"shape {tuple(entry['shape'])}, whose leading dimensions must equal it."
+                )
+        if len(new) != len(self._batch_size):
+            self._names = None
+        self._batch_size = new
+        self._write_info()
 
     @property
     def device(self) -> torch.device | None:
         return self._device
-
-    @property
-    def is_locked(self) -> bool:
-        return False
 
     def is_shared(self) -> bool:
         return False
@@ -354,9 +383,17 @@ class TensorDictStore(TensorDictBase):
     def del_(self, key: Any) -> TensorDictStore:
         """Delete ``key`` (a leaf or a nested tensordict) on the server."""
         path = _key_tuple(key)
-        gone = [p for p in self._entries() if p[: len(path)] == path]
-        if not gone:
+        if not any(p[: len(path)] == path for p in self._entries()):
             raise missing_key(key, self)
+        self._delete([path])
+        return self
+
+    def _delete(self, paths: Sequence[_Path]) -> None:
+        """Delete the entries at or below each of ``paths``, in one round trip."""
+        gone = [p for p in self._entries() if any(p[: len(q)] == q for q in paths)]
+        if not gone:
+            return
+        self._check_unlocked(gone, "delete")
         fields = [_redis.path_field(p) for p in gone]
         datas = [self._conn.data_key(p) for p in gone]
 
@@ -366,7 +403,6 @@ class TensorDictStore(TensorDictBase):
 
         self._conn.run(build, transaction=True)
         self._forget(gone)
-        return self
 
     def _forget(self, paths: Sequence[_Path]) -> None:
         if self._meta is not None:
@@ -501,6 +537,7 @@ class TensorDictStore(TensorDictBase):
             for p, v in self._flatten(path, value)
         ]
         entries = self._entries()
+        self._check_unlocked([p for p, _, _ in leaves if p not in entries], "add")
         if inplace and all(entries.get(p) == m for p, m, d in leaves if d is not None):
             self._conn.write_ranges(
                 [
@@ -659,7 +696,14 @@ class TensorDictStore(TensorDictBase):
     # ------------------------------------------------------------------ local copies
     def to_local(self) -> TensorDict:
         """A local :class:`~tensordict.TensorDict` copy of the whole store (one round trip)."""
-        leaves = self._download(self._entries(), None)
+        return self._local_of(None)
+
+    def _local_of(self, paths: Sequence[_Path] | None) -> TensorDict:
+        """A local copy of the entries ``paths`` (all when ``None``), in one round trip."""
+        entries = self._entries()
+        if paths is not None:
+            entries = {p: entries[p] for p in paths}
+        leaves = self._download(entries, None)
         out = TensorDict(batch_size=self._batch_size, device=self._device)
         for p, v in sorted(leaves.items()):
             out._set_tuple(p, v, inplace=False, validated=True)
@@ -723,3 +767,38 @@ class TensorDictStore(TensorDictBase):
             f"{type(self).__name__}(td_id={self.td_id!r}, server={self._conn.where}, "
             f"batch_size={self._batch_size}, keys={keys})"
         )
+
+
+def td_to_store(
+    td: Any,
+    *,
+    backend: str = "redis",
+    host: str = "localhost",
+    port: int = 6379,
+    db: int = 0,
+    unix_socket_path: str | None = None,
+    prefix: str = "tensordict",
+    device: Any = None,
+    **kwargs: Any,
+) -> TensorDictStore:
+    """``td.to_store(...)``: upload ``td`` to a Redis-compatible server and return the
+    :class:`TensorDictStore` backed by it (a :class:`LazyStackedTensorDictStore` for a
+    lazy stack). Reads of the result go to ``device`` (default: ``td``'s device).
+    ``**kwargs`` go to the store (``client=``, ``td_id=``, ``redis.Redis`` arguments).
+
+    .. code-block:: python
+
+        store = td.to_store(host="localhost", port=6379)
+        TensorDictStore.from_store(td_id=store.td_id, port=6379)  # from another process
+    """
+    return TensorDictStore.from_tensordict(
+        td,
+        backend=backend,
+        host=host,
+        port=port,
+        db=db,
+        unix_socket_path=unix_socket_path,
+        prefix=prefix,
+        device=td.device if device is None else device,
+        **kwargs,
+    )

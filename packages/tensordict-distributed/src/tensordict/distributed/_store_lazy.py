@@ -44,9 +44,9 @@ class LazyStackedTensorDictStore(TensorDictStore):
         db: int = 0,
         unix_socket_path: str | None = None,
         prefix: str = "tensordict",
-        count: int | None = None,
+        count: int,
         stack_dim: int = 0,
-        inner_batch_size: Sequence[int] | None = None,
+        inner_batch_size: Sequence[int],
         device: Any = None,
         client: Any = None,
         td_id: str | None = None,
@@ -55,8 +55,6 @@ class LazyStackedTensorDictStore(TensorDictStore):
         **redis_kwargs: Any,
     ) -> None:
         if not _existing:
-            if count is None or inner_batch_size is None:
-                raise TypeError("LazyStackedTensorDictStore needs count= and inner_batch_size=.")
             inner = torch.Size(inner_batch_size)
             if not 0 <= stack_dim <= len(inner):
                 raise ValueError(
@@ -287,8 +285,37 @@ class LazyStackedTensorDictStore(TensorDictStore):
 
     def to_local(self) -> Any:
         """The whole stack as a local :class:`~tensordict.LazyStackedTensorDict`."""
-        members = self._read_elements(list(range(self._count)))
+        return self._local_of(None)
+
+    def _local_of(self, paths: Sequence[_Path] | None) -> Any:
+        members = self._read_elements(list(range(self._count)), paths)
         return LazyStackedTensorDict(*members, stack_dim=self._stack_dim)
+
+    @property
+    def batch_size(self) -> torch.Size:
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: Any) -> None:
+        raise RuntimeError(
+            "the batch size of a LazyStackedTensorDictStore (count and inner batch size) "
+            "cannot be changed."
+        )
+
+    def _write_changed(self, local: Any, keys: list[Any]) -> None:
+        members = getattr(local, "tensordicts", None)
+        if members is None or len(members) != self._count:
+            raise RuntimeError(
+                "LazyStackedTensorDictStore: the result is no longer a stack of "
+                f"{self._count} elements; it cannot be written back."
+            )
+        entries = self._entries()
+        for key in keys:
+            if _key_tuple(key) not in entries:
+                self._relayout_new(_key_tuple(key), [m.select(key) for m in members])
+        if any(_key_tuple(k) in entries for k in keys):
+            stored = [p for p in self._entries() if p in entries]
+            self._write_members(list(range(self._count)), [m.select(*stored) for m in members])
 
     def _get_tuple(self, key: tuple, default: Any) -> Any:
         path = tuple(key)
@@ -324,6 +351,7 @@ class LazyStackedTensorDictStore(TensorDictStore):
         return self
 
     def _relayout_new(self, path: _Path, members: list[TensorDict]) -> None:
+        self._check_unlocked([path], "add")
         changes: dict[_Path, dict[str, Any]] = {}
         for p, v in members[0].items(include_nested=True, leaves_only=True):
             p = _key_tuple(p)
