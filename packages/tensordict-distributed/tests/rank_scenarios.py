@@ -76,6 +76,30 @@ def no_unpickling() -> Iterator[list[str]]:
             setattr(m, n, v)
 
 
+@contextlib.contextmanager
+def count_messages(*names: str) -> Iterator[list[int]]:
+    """Counts the calls of the ``torch.distributed`` functions ``names`` (default: the
+    point-to-point ones, send/recv and isend/irecv)."""
+    count = [0]
+    names = names or ("send", "recv", "isend", "irecv")
+    saved = {n: getattr(dist, n) for n in names}
+
+    def counted(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            count[0] += 1
+            return fn(*args, **kwargs)
+
+        return run
+
+    for n in names:
+        setattr(dist, n, counted(saved[n]))
+    try:
+        yield count
+    finally:
+        for n, fn in saved.items():
+            setattr(dist, n, fn)
+
+
 def nested(value: float, rows: int = 2) -> TensorDict:
     """A nested tensordict with several dtypes and a non-tensor value."""
     return TensorDict(
@@ -127,7 +151,9 @@ def scenario_p2p(rank: int, world: int) -> dict[str, Any]:
         bad.set_non_tensor("label", ("a", "tuple"))
         res["bad_send"] = call(lambda: bad.send(1))
         nested(15.0).send(1)
-        many_leaves(1000, 0.0).send(1)
+        with count_messages() as sent:
+            many_leaves(1000, 0.0).send(1)
+        res["many_messages"] = sent[0]
         sub = dist.new_group([0, 1])
         nested(16.0).send(group=sub, group_dst=1)
         nested(17.0).send(1, group=sub)
@@ -176,7 +202,9 @@ def scenario_p2p(rank: int, world: int) -> dict[str, Any]:
             td.recv(0)
             res["after_bad"] = dump(td)
             big = many_leaves(1000, -1.0)
-            big.recv(0)
+            with count_messages() as received:
+                big.recv(0)
+            res["many_messages"] = received[0]
             res["many"] = all(big[f"k{i}"].eq(float(i)).all().item() for i in range(1000))
             sub = dist.new_group([0, 1])
             td = nested(0.0)
@@ -307,7 +335,10 @@ def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
         odd.all_reduce()
         res["same_numel"] = odd["x"].flatten().tolist()
         big = many_leaves(1000, float(rank))
-        big.all_reduce()
+        collectives = ("all_reduce", "all_gather", "all_gather_into_tensor", "broadcast")
+        with count_messages(*collectives) as calls:
+            big.all_reduce()
+        res["many_calls"] = calls[0]
         total = sum(range(world))
         res["many"] = all(big[f"k{i}"].eq(total + world * i).all().item() for i in range(1000))
     res["unpickled"] = hits

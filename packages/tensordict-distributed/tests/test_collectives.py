@@ -51,6 +51,9 @@ def test_collectives(run_ranks, scenarios, world):
         assert r["again"] == _reduced(scenarios, float(total), rank)
         assert r["same_numel"] == [float(world)] * 2  # shapes (1, 2) and (2,): as torch does
         assert r["many"] is True
+        # 1,000 leaves of one dtype: one all_gather of a digest (the ranks hold the same
+        # leaves) and one all_reduce of one bucket
+        assert r["many_calls"] == 2
     members = [0, world - 1]
     for rank in members:
         r = res[rank]

@@ -56,8 +56,9 @@ def test_point_to_point(run_ranks, scenarios):
     got = r["bad_recv"]
     assert got[:2] == ["error", "RemoteError"] and "TypeError" in got[2] and "'label'" in got[2]
     assert r["after_bad"] == _ok(scenarios, 15.0)
-    # 1,000 leaves, one transfer
+    # 1,000 leaves, one transfer: a header, the description and one buffer each way
     assert r["many"] is True
+    assert sender["many_messages"] == 3 and r["many_messages"] == 3
     # a subgroup, by group rank and by global rank
     assert r["group_src"] == _ok(scenarios, 16.0)
     assert r["group_global"] == _ok(scenarios, 17.0)
