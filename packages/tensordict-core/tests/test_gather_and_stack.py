@@ -355,7 +355,7 @@ def test_world_of_three(tmp_path: Path) -> None:
     cases = {
         "bad_shape": ["rank 1 (row 0)", "'obs'", "shape (4,)", "shape (5,)"],
         "bad_dtype": ["rank 2 (row 1)", "('nested', 'deep', 'x')", "torch.int64", "torch.float32"],
-        "bad_keys": ["rank 2 (row 1)", "missing key(s) [('nested', 'done')]", "['extra']"],
+        "bad_keys": ["rank 2 (row 1)", "missing key(s) in 'nested' ['done']", "['extra']"],
         "bad_kind": ["rank 1 (row 0)", "'name'", "a non-tensor value", "got a tensor"],
     }
     for case, parts in cases.items():

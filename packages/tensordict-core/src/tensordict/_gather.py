@@ -17,7 +17,8 @@ instead of leaving some of them waiting:
    consolidated buffer, sent as is when the tensordict is consolidated already). Buffers
    are padded to the largest one: ``gather`` needs equal sizes. ``dst`` rebuilds each
    sender's tensordict with :func:`~tensordict.from_consolidated` (offsets checked,
-   nothing unpickled) and compares its leaves with the template.
+   nothing unpickled) and compares it with the template, with the codec's own check
+   (:func:`tensordict._wire.mismatches`, batch sizes aside), as every receiver does.
 4. ``broadcast`` from ``dst`` of a fixed-size (4 kB) ``uint8`` buffer: the outcome and
    the error message, if any. ``dst`` checks every description against the template
    before writing anything, so a mismatch leaves its data unchanged.
@@ -46,9 +47,6 @@ _MAX_ERROR_BYTES = 4000  # error messages exchanged between ranks are cut to thi
 # Header fields.
 _STATUS, _DST, _META, _DATA, _ERR = range(5)
 
-# One leaf of a description: (key, "tensor", dtype name, shape) or (key, "non_tensor", None, None).
-_Entry = tuple[tuple[str, ...], str, "str | None", "tuple[int, ...] | None"]
-
 
 # ---------------------------------------------------------------------- helpers
 def _fmt(key: tuple[str, ...]) -> Any:
@@ -73,13 +71,6 @@ def _check_tensor(key: tuple[str, ...], t: torch.Tensor) -> None:
             f"(nested={t.is_nested}, quantized={t.is_quantized}); only dense (strided) "
             "tensors can be sent."
         )
-
-
-def _describe_entry(entry: _Entry) -> str:
-    kind, dtype, shape = entry[1:]
-    if kind == "non_tensor":
-        return "a non-tensor value"
-    return f"a tensor of shape {shape} and dtype {dtype}"
 
 
 # ---------------------------------------------------------------------- the two roles
@@ -110,12 +101,6 @@ class _Sender:
         self.data = data
 
 
-def _signature(key: tuple[str, ...], value: Any, skip_dims: int) -> _Entry:
-    if isinstance(value, torch.Tensor):
-        return (key, "tensor", str(value.dtype), tuple(value.shape[skip_dims:]))
-    return (key, "non_tensor", None, None)
-
-
 class _Template:
     """What ``dst`` expects from each sender: its row ``td[0]``."""
 
@@ -129,44 +114,30 @@ class _Template:
             )
         self.td = td
         self.row_batch_size = batch_size[1:]
-        self.entries: list[_Entry] = []
+        self.entries: list[tuple[tuple[str, ...], bool]] = []  # (key, is a tensor)
         for key, value in _leaves(td):
             if isinstance(value, torch.Tensor):
                 _check_tensor(key, value)
-            self.entries.append(_signature(key, value, 1))
+            self.entries.append((key, isinstance(value, torch.Tensor)))
+        self.row = td[0] if n_senders else None
 
     def check(self, meta: bytes, data: torch.Tensor) -> tuple[list[str], Any]:
         """The mismatches between a sender's tensordict and the template (empty when it
-        matches), and the sender's tensordict (decoded, viewing ``data``)."""
+        matches: the wire codec's check, batch sizes aside), and the sender's tensordict
+        (decoded, viewing ``data``)."""
         try:
             received = _wire.decode(_wire.loads(meta), data)
         except (ValueError, TypeError, KeyError) as err:
             return [f"its description could not be read ({err})"], None
-        got = {key: _signature(key, value, 0) for key, value in _leaves(received)}
-        problems = []
-        expected = {entry[0]: entry for entry in self.entries}
-        missing = [_fmt(k) for k in expected if k not in got]
-        extra = [_fmt(k) for k in got if k not in expected]
-        if missing:
-            problems.append(f"missing key(s) {missing}")
-        if extra:
-            problems.append(f"unexpected key(s) {extra}")
-        for key, entry in expected.items():
-            other = got.get(key)
-            if other is not None and other != entry:
-                problems.append(
-                    f"key {_fmt(key)!r}: expected {_describe_entry(entry)}, "
-                    f"got {_describe_entry(other)}"
-                )
-        return problems, received
+        return _wire.mismatches(self.row, received, batch_sizes=False), received
 
     def write(self, rows: Sequence[Any]) -> None:
         """Write the checked rows (the senders' decoded tensordicts) into the template."""
         if not rows:
             return
         td = self.td
-        for key, kind, *_ in self.entries:
-            if kind == "tensor":
+        for key, is_tensor in self.entries:
+            if is_tensor:
                 td.set_(key, torch.stack([row.get(key) for row in rows]))
             else:
                 items = [
