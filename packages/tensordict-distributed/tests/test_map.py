@@ -212,3 +212,47 @@ def test_bad_arguments():
         td.map(operator.pos, dim=3, num_workers=1)
     with pytest.raises(RuntimeError, match="index_with_generator"):
         list(td.map_iter(operator.pos, num_workers=1, shuffle=True, index_with_generator=False))
+
+
+class _FailsInParent:
+    """Unpickles in the worker's own process only: in the parent, unpickling it raises,
+    which ends the pool's result-handler thread (as a result whose shared memory went
+    with an exited worker does)."""
+
+    def __reduce__(self):
+        return (_rebuild_in, (os.getpid(),))
+
+
+def _rebuild_in(pid):
+    if os.getpid() != pid:
+        raise RuntimeError("this result cannot be read here")
+    return _FailsInParent()
+
+
+def _result_that_breaks_the_pool(_):
+    return _FailsInParent()
+
+
+def _sleep(seconds):
+    import time
+
+    time.sleep(seconds)
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_terminate_kills_workers_when_the_result_handler_died():
+    from tensordict.distributed._map import _terminate
+
+    pool = multiprocessing.get_context("fork").Pool(2)
+    pool.apply_async(_sleep, (60,))  # stays in the cache: terminate() finds it pending
+    pool.apply_async(_result_that_breaks_the_pool, (0,))
+    handler = pool._result_handler
+    handler.join(timeout=60)
+    # CPython's terminate() raises AssertionError in this state (result handler gone,
+    # a task pending) before it kills the workers; ours kills them.
+    assert not handler.is_alive() and len(pool._cache) > 0
+    workers = list(pool._pool)
+    _terminate(pool)
+    assert not any(w.is_alive() for w in workers)
+    assert [p for p in multiprocessing.active_children() if p in workers] == []

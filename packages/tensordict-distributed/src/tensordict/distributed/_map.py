@@ -27,6 +27,7 @@ import itertools
 import multiprocessing.pool
 import os
 import pickle
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -261,6 +262,12 @@ def _terminate(pool: Any) -> None:
     try:
         pool.terminate()
     except AssertionError:
+        # terminate() has told the worker handler to stop; once it has, no worker is
+        # started any more: kill those it had, and any it started meanwhile.
+        handler = getattr(pool, "_worker_handler", None)
+        if handler is not None and handler is not threading.current_thread():
+            handler.join(timeout=10)
+        workers += [w for w in getattr(pool, "_pool", ()) if w not in workers]
         for worker in workers:
             if worker.is_alive():
                 worker.kill()
