@@ -264,6 +264,15 @@ def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
         res["broadcast"] = [dump(out), out.is_consolidated()]
         out = (lazy(6.0) if rank == src else TensorDict()).broadcast(src)
         res["broadcast_lazy"] = dump(out)
+        # scatter from the last rank: each rank gets its own tensordict, of its own shape
+        from tensordict.distributed import td_scatter
+
+        parts = [nested(float(10 + r), rows=r + 1) for r in range(world)] if rank == src else None
+        out = td_scatter(TensorDict(), src, parts)
+        res["scatter"] = [dump(out), out.is_consolidated() or rank == src]
+        res["scatter_bad"] = call(
+            lambda: td_scatter(TensorDict(), src, [] if rank == src else None)
+        )
         # all_gather of tensordicts of different structures
         mine = nested(float(rank), rows=rank + 1)
         res["all_gather"] = [dump(t) for t in mine.all_gather()]

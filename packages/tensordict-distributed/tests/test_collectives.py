@@ -23,6 +23,14 @@ def test_collectives(run_ranks, scenarios, world):
         out, consolidated = r["broadcast"]
         assert out == scenarios.dump(scenarios.nested(5.0)) and consolidated is True
         assert r["broadcast_lazy"] == scenarios.dump(scenarios.lazy(6.0))
+        out, consolidated = r["scatter"]
+        assert out == scenarios.dump(scenarios.nested(float(10 + rank), rows=rank + 1))
+        assert consolidated is True  # received ranks get a consolidated tensordict
+        bad = r["scatter_bad"]
+        if rank == world - 1:
+            assert bad[:2] == ["error", "ValueError"] and "one tensordict per rank" in bad[2]
+        else:
+            assert bad[:2] == ["error", "RemoteError"] and "one tensordict per rank" in bad[2]
         assert r["all_gather"] == [
             scenarios.dump(scenarios.nested(float(k), rows=k + 1)) for k in range(world)
         ]

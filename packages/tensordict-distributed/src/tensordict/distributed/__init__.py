@@ -2,8 +2,8 @@
 
 * Point to point — ``td.send``/``td.recv``, ``td.isend``/``td.irecv``, ``td.init_remote`` /
   ``TensorDict.from_remote_init`` — and collectives — ``td.broadcast``, ``td.all_gather``,
-  ``td.reduce``, ``td.all_reduce`` — over ``torch.distributed``. A tensordict crosses as
-  one consolidated buffer plus a small JSON description, whatever its number of leaves
+  ``td.reduce``, ``td.all_reduce``, :func:`td_scatter` — over ``torch.distributed``. A
+  tensordict crosses as buffer plus a small JSON description, whatever its number of leaves
   (the codec is core's ``consolidate``); nothing received is ever unpickled; receivers
   check what arrives; every blocking call takes a ``timeout`` and a dead peer raises.
 * ``td.map``/``td.map_iter``: a function over chunks of a tensordict in worker
@@ -23,6 +23,7 @@ from tensordict.distributed._collectives import (
     td_all_reduce,
     td_broadcast,
     td_reduce,
+    td_scatter,
 )
 from tensordict.distributed._map import td_map, td_map_iter
 from tensordict.distributed._p2p import (
@@ -67,6 +68,7 @@ __all__ = [
     "td_map_iter",
     "td_recv",
     "td_reduce",
+    "td_scatter",
     "td_send",
     "td_to_store",
 ]

@@ -131,6 +131,69 @@ def td_broadcast(
     return _message.unpack(meta, data)
 
 
+# ---------------------------------------------------------------------- scatter
+def td_scatter(
+    td: Any,
+    src: int,
+    tensordicts: list[Any] | None = None,
+    *,
+    group: Any = None,
+    device: torch.device | str | None = None,
+    timeout: float | datetime.timedelta | None = None,
+) -> Any:
+    """Give each rank of ``group`` its own tensordict from ``src``; every rank calls it.
+
+    On ``src``, ``tensordicts`` holds one tensordict (or tensorclass instance) per rank of
+    the group, in group rank order; each may have its own structure. Every rank returns
+    its own: ``src`` the one at its position, the others a new tensordict received as
+    with :meth:`~tensordict.TensorDict.from_remote_init` (consolidated on ``device``;
+    no template needed, ``td`` itself is not used). A bad ``tensordicts`` on ``src``
+    raises there, and ``RemoteError`` on the other ranks.
+
+    .. code-block:: python
+
+        tds = [TensorDict(a=torch.full((3,), float(r))) for r in range(world)]
+        mine = TensorDict().scatter(src=0, tensordicts=tds if rank == 0 else None)
+        # mine["a"] == [rank, rank, rank] on every rank
+    """
+    from tensordict.distributed import _p2p
+
+    what = "TensorDict.scatter"
+    _peers.require_initialised(what, group)
+    dist = _dist()
+    if not _is_member(group):
+        return None
+    src = _check_rank_in(src, group, "src", what)
+    limit = _peers.as_timedelta(timeout)
+    ranks = _peers.group_ranks(group)
+    me = dist.get_rank()
+    if me != src:
+        return _p2p.from_remote_init(src, group=group, device=device, timeout=timeout)
+    others = [r for r in ranks if r != src]
+    if tensordicts is None or len(tensordicts) != len(ranks):
+        err = ValueError(
+            f"{what}: on the source rank {src}, tensordicts must hold one tensordict per "
+            f"rank of the group ({len(ranks)}), got "
+            f"{'None' if tensordicts is None else len(tensordicts)}."
+        )
+        for r in others:
+            ch = _peers.peer(r, None, group, ("dst", "group_dst"), what)
+            _p2p.report_error(ch, _peers.tags(0, False), err, limit)
+        raise err
+    finishes = []
+    failure: Exception | None = None
+    for r in others:
+        try:
+            finishes.append(_p2p.post_send(tensordicts[ranks.index(r)], r, group, what, limit))
+        except Exception as err:  # reported to that rank; the others still get theirs
+            failure = failure or err
+    for finish in finishes:
+        finish(limit)
+    if failure is not None:
+        raise failure
+    return tensordicts[ranks.index(src)]
+
+
 # ---------------------------------------------------------------------- all_gather
 def td_all_gather(
     td: Any, *, group: Any = None, timeout: float | datetime.timedelta | None = None

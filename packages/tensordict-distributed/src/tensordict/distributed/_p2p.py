@@ -57,6 +57,30 @@ class Transfer:
 
 
 # ---------------------------------------------------------------------- sending
+def report_error(
+    ch: Channel, tags: list[int], err: BaseException, timeout: datetime.timedelta | None
+) -> None:
+    """Tell the receiver of a transfer that the sender failed (it raises ``RemoteError``
+    with ``err``'s message) instead of sending the data."""
+    text = _peers.error_bytes(err)
+    works = [
+        ch.isend(_peers.header(_peers.STATUS_ERROR, len(text), 0, ch.device), tags[0]),
+        ch.isend(_wire.bytes_tensor(text, ch.device), tags[1]),
+    ]
+    try:
+        for work in works:
+            wait(work, f"{ch.what} to {ch.label} (reporting an error)", timeout)
+    except RuntimeError:
+        pass  # the receiver may be gone; the original error is what matters
+
+
+def post_send(obj: Any, dst: int, group: Any, what: str, timeout: datetime.timedelta | None) -> Any:
+    """Post a transfer of ``obj`` to the global rank ``dst`` (tags 0-2); return the
+    function that waits for it."""
+    ch = _peers.peer(dst, None, group, _SEND_NAMES, what)
+    return _post_send(obj, ch, _peers.tags(0, False), timeout)
+
+
 def _post_send(
     obj: Any,
     ch: Channel,
@@ -72,16 +96,7 @@ def _post_send(
     try:
         desc, data, _ = _message.pack(obj, ch.device, tensorclass_type)
     except Exception as err:
-        text = _peers.error_bytes(err)
-        works = [
-            ch.isend(_peers.header(_peers.STATUS_ERROR, len(text), 0, ch.device), tags[0]),
-            ch.isend(_wire.bytes_tensor(text, ch.device), tags[1]),
-        ]
-        try:
-            for work in works:
-                wait(work, f"{ch.what} to {ch.label} (reporting an error)", timeout)
-        except RuntimeError:
-            pass  # the receiver may be gone; the original error is what matters
+        report_error(ch, tags, err, timeout)
         raise
     head = _peers.header(_peers.STATUS_OK, len(desc), data.numel(), ch.device)
     desc_t = _wire.bytes_tensor(desc, ch.device)
