@@ -141,7 +141,9 @@ class _Template:
                 td.set_(key, torch.stack([row.get(key) for row in rows]))
             else:
                 items = [
-                    NonTensorData(row.get_non_tensor(key), self.row_batch_size, td.device)
+                    NonTensorData(
+                        row.get_non_tensor(key), batch_size=self.row_batch_size, device=td.device
+                    )
                     for row in rows
                 ]
                 # Replaced rather than written in place: an in-place write of a stack into

@@ -43,6 +43,7 @@ class NonTensorData:
     def __init__(
         self,
         data: Any,
+        *,
         batch_size: Sequence[int] | torch.Size | int | None = None,
         device: torch.device | str | int | None = None,
         names: Sequence[str | None] | None = None,
@@ -588,7 +589,8 @@ def write_non_tensor(
     :class:`NonTensorStack`; a stack is written in place. ``MetaData`` is replaced.
 
     >>> import torch
-    >>> out = write_non_tensor(NonTensorData("a", [3]), 1, NonTensorData("b"), torch.Size([3]))
+    >>> target = NonTensorData("a", batch_size=[3])
+    >>> out = write_non_tensor(target, 1, NonTensorData("b"), torch.Size([3]))
     >>> out.tolist()
     ['a', 'b', 'a']
     """
