@@ -256,7 +256,14 @@ def test_frozen_instances_refuse_writes():
         p.x = torch.ones(2)
     with pytest.raises(dataclasses.FrozenInstanceError):
         del p.x
-    assert torch.equal(p.x, torch.zeros(2))
+    with pytest.raises(RuntimeError, match="'x': Point is frozen"):  # a lock error
+        p.set("x", torch.ones(2))
+    for name, value in (("batch_size", []), ("names", ["n"])):
+        with pytest.raises(dataclasses.FrozenInstanceError, match=f"field '{name}'"):
+            setattr(p, name, value)
+    assert torch.equal(p.x, torch.zeros(2)) and p.batch_size == (2,) and p.names == [None]
+    p.set_("x", torch.ones(2))  # in place: allowed, as on a locked tensordict
+    assert torch.equal(p.x, torch.ones(2))
     with pytest.raises(TypeError, match="unhashable"):
         hash(make_batch())
     with pytest.raises(TypeError, match="frozen tensorclass cannot subclass"):
@@ -282,3 +289,19 @@ def test_setting_an_unknown_attribute_raises():
     with pytest.raises(AttributeError, match="Cannot set the attribute 'newkey'"):
         b.set("newkey", torch.zeros(4))
     assert "foo" not in b._tensordict.keys() and "newkey" not in b._tensordict.keys()
+
+
+def test_the_base_classes_cannot_be_instantiated():
+    from tensordict import TypedTensorDict
+
+    with pytest.raises(NotImplementedError, match="TensorClass is a base class"):
+        TensorClass(batch_size=[3])
+    with pytest.raises(NotImplementedError, match="base class"):
+        TensorClass["frozen"]()
+    with pytest.raises(TypeError, match="TypedTensorDict is a base class"):
+        TypedTensorDict()
+
+    class NoFields(TensorClass):
+        pass
+
+    assert NoFields(batch_size=[3]).batch_size == (3,)

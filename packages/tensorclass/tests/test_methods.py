@@ -187,6 +187,29 @@ def test_accessors_return_entries_not_instances(batch):
         batch["obs"]
 
 
+def test_get_reads_like_the_attribute(nested):
+    # a field (None when unset, whatever the default), another attribute, a nested key
+    # through a field holding a tensorclass, and the default for any other name
+    nested.child.child = None
+    assert nested.get("child", 5) is nested.child and nested.child.get("child", 5) is None
+    assert nested.get("batch_size") == torch.Size([3, 4]) == nested.get(("shape",))
+    assert nested.get("names") == [None, None] and nested.get("device") is None
+    assert nested.get(("child", "batch_size")) == torch.Size([3, 4])
+    assert nested.get(("child", "z")) == "inner"
+    assert nested.get(("child", "missing"), 1) == 1 and nested.get("missing", 2) == 2
+    batch = make_batch()
+    batch._tensordict["extra"] = torch.arange(4)  # an entry that is not a field
+    assert torch.equal(batch.get("extra"), torch.arange(4))
+    assert torch.equal(batch.get(("info", "step")), torch.arange(4))
+
+    class Point(TensorClass):
+        x: torch.Tensor
+
+    point = Point(x=torch.zeros(2), batch_size=[2])
+    del point.x  # a deleted field reads as missing
+    assert point.get("x", 3) == 3
+
+
 def test_setitem_by_index(batch):
     other = make_batch()
     batch[1:3] = other[1:3]

@@ -108,3 +108,44 @@ def test_top_level_access_before_import_does_not_shadow_the_subpackage():
         "assert callable(tensordict.tensorclass)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_callable_module_shows_the_decorators_signature():
+    import inspect
+
+    module = sys.modules["tensordict.tensorclass"]
+    expected = inspect.signature(module.__dict__["tensorclass"])
+    assert inspect.signature(tensordict.tensorclass) == expected
+    params = expected.parameters
+    assert params["cls"].kind is inspect.Parameter.POSITIONAL_ONLY
+    assert [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY] == [
+        "autocast",
+        "frozen",
+        "nocast",
+        "shadow",
+        "tensor_only",
+        "skip_post_init_on_rebuild",
+        "cast_filter",
+        "kw_only",
+    ]
+
+
+def test_module_names_of_the_reference():
+    from tensordict import NonTensorData, NonTensorStack, TensorDict
+    from tensordict.tensorclass import expand_as_right, is_non_tensor
+    from tensordict.utils import expand_as_right as core_expand
+
+    assert expand_as_right is core_expand
+    assert is_non_tensor(NonTensorData("a")) and is_non_tensor(obj=NonTensorStack("a", "b"))
+    assert is_non_tensor(NonTensorData) and not is_non_tensor("a")
+    assert not is_non_tensor(TensorDict())
+
+
+def test_core_names_are_read_from_core_when_it_has_them(monkeypatch):
+    module = sys.modules["tensordict.tensorclass"]
+    for name in module._FROM_CORE:
+        marker = object()
+        monkeypatch.setattr(tensordict, name, marker, raising=False)
+        assert getattr(module, name) is marker
+    with pytest.raises(AttributeError, match="no attribute 'not_a_name'"):
+        module.not_a_name  # noqa: B018

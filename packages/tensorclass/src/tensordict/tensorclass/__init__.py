@@ -18,6 +18,7 @@ decorator, this module is callable: calling it calls its ``tensorclass`` attribu
 
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 from typing import Any
@@ -31,10 +32,11 @@ from tensordict import (
     TensorCollection,
     TensorDict,
     TensorDictBase,
-    is_non_tensor,
     is_tensor_collection,
 )
+from tensordict import is_non_tensor as _is_non_tensor
 from tensordict.base import NO_DEFAULT
+from tensordict.utils import expand_as_right
 
 __version__ = "0.1.0"
 
@@ -62,6 +64,7 @@ __all__ = [
     "TensorDict",
     "TensorDictBase",
     "TypedTensorDict",
+    "expand_as_right",
     "from_dataclass",
     "is_dataclass",
     "is_non_tensor",
@@ -71,8 +74,37 @@ __all__ = [
 ]
 
 
+def is_non_tensor(obj: Any) -> bool:
+    """Whether ``obj`` (an instance or a class) is a non-tensor leaf
+    (:class:`NonTensorData`, :class:`MetaData` or :class:`NonTensorStack`).
+
+    >>> from tensordict.tensorclass import NonTensorData, is_non_tensor
+    >>> is_non_tensor(NonTensorData("a")), is_non_tensor("a"), is_non_tensor(NonTensorData)
+    (True, False, True)
+    """
+    return _is_non_tensor(obj)
+
+
+#: Core names that the reference also exports from this module and that core does not
+#: provide yet: read from ``tensordict`` when asked, so they appear here as core adds them.
+_FROM_CORE = ("NonTensorDataBase", "capture_non_tensor_stack", "list_to_stack")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_CORE:
+        import tensordict
+
+        return getattr(tensordict, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class _CallableModule(types.ModuleType):
-    """A module that forwards calls to its ``tensorclass`` attribute (the decorator)."""
+    """A module that forwards calls to its ``tensorclass`` attribute (the decorator), and
+    shows the decorator's signature to :func:`inspect.signature`."""
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.signature(self.__dict__["tensorclass"])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:

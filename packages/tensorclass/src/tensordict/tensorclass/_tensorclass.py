@@ -69,6 +69,13 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
         batch_size: BatchSizeField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment,override]
         device: DeviceField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
         names: NamesField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment,override]
+    else:
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise NotImplementedError(
+                f"{type(self).__name__} is a base class without fields: subclass it with "
+                "annotated fields (or decorate a class with @tensorclass) and instantiate that."
+            )
 
     def __init_subclass__(cls, **options: Any) -> None:
         unknown = set(options) - set(FLAG_NAMES)
@@ -116,8 +123,10 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
         )
 
     def get(self, key: Any, *args: Any, **kwargs: Any) -> Any:
-        """The value at ``key`` (a field name or a nested key); ``None`` (or ``default``)
-        when it is missing. Non-tensor values come back as the Python value.
+        """The value at ``key``, as the attribute of that name reads: a field (``None``
+        when it is not set), another attribute (``batch_size``, ``shape`` ...), or a nested
+        key inside a field. Non-tensor values come back as the Python value. A name that
+        is none of these gives ``default`` (``None`` unless given).
 
         >>> import torch
         >>> from tensordict import TensorClass
@@ -125,9 +134,22 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
         ...     a: torch.Tensor
         ...     label: str
         >>> pair = Pair(a=torch.zeros(2), label="x", batch_size=[2])
-        >>> pair.get("label"), pair.get("missing"), pair.get("missing", 0)
-        ('x', None, 0)
+        >>> pair.get("label"), pair.get("batch_size"), pair.get("missing", 0)
+        ('x', torch.Size([2]), 0)
         """
+        if type(key) is tuple and len(key) == 1:
+            key = key[0]
+        if type(key) is str:
+            td = self._tensordict
+            if key in type(self)._field_specs or key not in td.keys():
+                try:
+                    return getattr(self, key)
+                except AttributeError:
+                    return args[0] if args else kwargs.get("default")
+        elif type(key) is tuple and key and type(key[0]) is str:
+            sub = self.get(key[0])
+            if isinstance(sub, TensorClass):  # its own rules for the rest of the key
+                return sub.get(key[1:], *args, **kwargs)
         if not args and "default" not in kwargs:
             args = (None,)
         return self._tensordict.get(key, *args, **kwargs)
@@ -153,6 +175,11 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
             raise AttributeError(
                 f"Cannot set the attribute {name!r}: {cls.__name__} has no such field. "
                 f"Its fields are {sorted(specs)}."
+            )
+        if not inplace and cls._frozen and self._tensordict.is_locked:
+            raise RuntimeError(
+                f"Cannot set {key!r}: {cls.__name__} is frozen (its tensordict is locked). "
+                "Write existing entries in place with set_()."
             )
         if type(key) is str or (type(key) is tuple and len(key) == 1 and type(key[0]) is str):
             if not inplace and not kwargs:

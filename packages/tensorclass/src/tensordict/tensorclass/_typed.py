@@ -69,6 +69,13 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
         batch_size: BatchSizeField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment,override]
         device: DeviceField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment]
         names: NamesField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment,override]
+    else:
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            raise TypeError(
+                f"{type(self).__name__} is a base class without fields: subclass it with "
+                "annotated fields and instantiate that."
+            )
 
     def __init_subclass__(cls, **options: Any) -> None:
         super().__init_subclass__()

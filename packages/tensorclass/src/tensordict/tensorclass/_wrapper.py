@@ -271,6 +271,8 @@ class _Wrapper(TensorDictBase):
         if name in cls._field_specs:
             self._set_field(name, value)
             return
+        if cls._frozen and self._tensordict.is_locked:  # batch_size, names ...
+            raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
         if name == "device":
             raise RuntimeError(
                 f"device cannot be set using tensorclass.device = device on a {cls._kind} "
