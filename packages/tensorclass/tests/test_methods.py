@@ -7,7 +7,7 @@ import pytest
 import torch
 from tc_helpers import Batch, Nested, assert_same_data, make_batch
 
-from tensordict import TensorClass, TensorDict
+from tensordict import TensorClass, TensorDict, lazy_stack
 from tensordict.tensorclass._forward import NO_WRAP, forwarded_names
 
 
@@ -208,6 +208,12 @@ def test_get_reads_like_the_attribute(nested):
     point = Point(x=torch.zeros(2), batch_size=[2])
     del point.x  # a deleted field reads as missing
     assert point.get("x", 3) == 3
+    # the keywords of a lazy stack's get() reach it
+    ragged = lazy_stack([TensorDict(x=torch.ones(3)), TensorDict(x=torch.full((2,), 2.0))])
+    listed = Point.from_tensordict(ragged).get("x", as_list=True)
+    assert [t.tolist() for t in listed] == [[1.0, 1.0, 1.0], [2.0, 2.0]]
+    padded = Point.from_tensordict(ragged).get("x", as_padded_tensor=True)
+    assert padded.tolist() == [[1.0, 1.0, 1.0], [2.0, 2.0, 0.0]]
 
 
 def test_setitem_by_index(batch):

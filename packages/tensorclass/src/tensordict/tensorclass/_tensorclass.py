@@ -140,8 +140,7 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
         if type(key) is tuple and len(key) == 1:
             key = key[0]
         if type(key) is str:
-            td = self._tensordict
-            if key in type(self)._field_specs or key not in td.keys():
+            if key not in self._tensordict.keys():  # an unset field, another attribute
                 try:
                     return getattr(self, key)
                 except AttributeError:
