@@ -18,7 +18,7 @@ import sys
 import torch
 
 import tensordict
-from tensordict import TensorClass, TypedTensorDict
+from tensordict import TensorClass, TypedTensorDict, tensorclass
 
 if sys.version_info >= (3, 11):
     from typing import assert_type
@@ -34,6 +34,16 @@ class Batch(TensorClass):
 
 class Frozen(TensorClass, frozen=True):
     x: torch.Tensor
+
+
+@tensorclass
+class Point:
+    """The decorator form: type checkers see the fields and their types (the decorator is
+    a ``dataclass_transform``); the tensordict methods and the ``batch_size`` keyword need
+    the ``TensorClass`` base, which a decorator cannot add to what a checker sees."""
+
+    x: torch.Tensor
+    tag: str = "p"
 
 
 class State(TypedTensorDict):
@@ -82,6 +92,17 @@ def errors(b: Batch) -> None:
         pass
 
 
+def decorated() -> None:
+    p = Point(x=torch.zeros(3))
+    assert_type(p.x, torch.Tensor)
+    assert_type(p.tag, str)
+    assert isinstance(p, Point)
+    try:
+        Point(tag="q")  # type: ignore[call-arg]  # pyright: ignore[reportCallIssue]  # missing field
+    except TypeError:
+        pass
+
+
 def typed_tensordict() -> None:
     state = State(eta=torch.zeros(5, 3), X=torch.zeros(5, 4), batch_size=[5])
     assert_type(state.eta, torch.Tensor)
@@ -99,6 +120,7 @@ def main() -> None:
     b = fields_and_constructor()
     methods_return_the_class(b)
     errors(b)
+    decorated()
     typed_tensordict()
 
 
