@@ -256,3 +256,84 @@ def make_any_td(kind: str) -> Any:
     td.set("label", NonTensorStack.from_list([[f"e{i}{j}" for j in range(3)] for i in range(2)]))
     td.set_non_tensor("tag", "t")
     return td
+
+
+# ---------------------------------------------------------------------- tabular formats
+def tabular_tds(
+    dtypes: Any,
+    *,
+    max_depth: int = 2,
+    trailing: bool = True,
+    strings: bool = True,
+    max_rows: int = 5,
+) -> Any:
+    """A hypothesis strategy of random tensordicts of one batch dimension for the tabular
+    formats: random keys, nesting up to ``max_depth``, tensors of the ``dtypes`` with random
+    bits (NaN payloads included), trailing dims when ``trailing``, string stacks when
+    ``strings``."""
+    from hypothesis import strategies as st
+
+    key = st.text(alphabet="abcdxyz_", min_size=1, max_size=3)
+    text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=4)
+
+    @st.composite
+    def build(draw: Any) -> TensorDict:
+        n = draw(st.integers(0, max_rows))
+
+        def level(depth: int) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            kinds = ["tensor", "tensor"] + (["str"] if strings else [])
+            if depth < max_depth:
+                kinds.append("nested")
+            for name in draw(st.lists(key, min_size=1, max_size=4, unique=True)):
+                kind = draw(st.sampled_from(kinds))
+                if kind == "nested":
+                    out[name] = TensorDict(level(depth + 1), batch_size=[n])
+                elif kind == "str":
+                    out[name] = NonTensorStack.from_list(
+                        draw(st.lists(text, min_size=n, max_size=n)), ndim=1
+                    )
+                else:
+                    dtype = draw(st.sampled_from(dtypes))
+                    inner = draw(st.lists(st.integers(1, 3), max_size=2)) if trailing else []
+                    shape = (n, *inner)
+                    count = int(torch.Size(shape).numel())
+                    if dtype is torch.bool:
+                        bits = draw(st.lists(st.booleans(), min_size=count, max_size=count))
+                        out[name] = torch.tensor(bits, dtype=torch.bool).reshape(shape)
+                    else:
+                        size = count * dtype.itemsize
+                        raw = draw(st.binary(min_size=size, max_size=size))
+                        out[name] = (
+                            torch.frombuffer(bytearray(raw) or bytearray(1), dtype=torch.uint8)[
+                                :size
+                            ]
+                            .view(dtype)
+                            .reshape(shape)
+                            .clone()
+                        )
+            return out
+
+        return TensorDict(level(0), batch_size=[n])
+
+    return build()
+
+
+def assert_bitwise(actual: Any, expected: Any) -> None:
+    """Same batch size, keys, tensor dtypes and shapes, tensor bytes (NaNs compared by
+    their bits) and non-tensor values."""
+    assert actual.batch_size == expected.batch_size, (actual.batch_size, expected.batch_size)
+    want = leaves(expected)
+    got = leaves(actual)
+    assert set(got) == set(want), (sorted(got), sorted(want))
+    for key, value in want.items():
+        if isinstance(value, torch.Tensor):
+            out = got[key]
+            assert isinstance(out, torch.Tensor), key
+            assert (out.dtype, out.shape) == (value.dtype, value.shape), (key, out, value)
+            if value.numel():
+                a = out.contiguous().reshape(-1).view(torch.uint8)
+                b = value.contiguous().reshape(-1).view(torch.uint8)
+                assert torch.equal(a, b), (key, out, value)
+        else:
+            assert got[key] == value, (key, got[key], value)

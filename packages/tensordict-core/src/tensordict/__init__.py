@@ -42,6 +42,7 @@ from tensordict import (
     _pytree,
     utils,
 )
+from tensordict._arrow import from_arrow, to_arrow
 from tensordict._attrs import TensorAttrs
 from tensordict._collection import TensorCollection
 from tensordict._consolidate import from_consolidated
@@ -56,6 +57,7 @@ from tensordict._legacy import lazy_legacy, set_lazy_legacy
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._pack import PackLayout
 from tensordict._pad import pad, pad_sequence, unpad_sequence
+from tensordict._pandas import from_pandas
 from tensordict._printoptions import get_printoptions, set_printoptions
 from tensordict._repr import td_repr as _td_repr
 from tensordict._repr_parse import parse_tensor_dict_string
@@ -134,9 +136,11 @@ __all__ = [
     "collate",
     "dense_stack_tds",
     "from_any",
+    "from_arrow",
     "from_consolidated",
     "from_dict",
     "from_namedtuple",
+    "from_pandas",
     "from_pytree",
     "from_struct_array",
     "from_tuple",
@@ -164,6 +168,7 @@ __all__ = [
     "set_lazy_legacy",
     "set_printoptions",
     "stack",
+    "to_arrow",
     "unravel_key",
     "unravel_key_list",
     "unravel_key_to_tuple",

@@ -44,6 +44,10 @@ LAZY_TOP_LEVEL: dict[str, tuple[str, str]] = {
     "refresh_archive_checksums": ("memmap", "refresh_archive_checksums"),
     "to_safetensors": ("memmap", "to_safetensors"),
     "from_safetensors": ("memmap", "from_safetensors"),
+    "from_parquet": ("memmap", "from_parquet"),
+    "from_csv": ("memmap", "from_csv"),
+    "from_json": ("memmap", "from_json"),
+    "from_zarr": ("memmap", "from_zarr"),
     "from_module": ("nn", "from_module"),
     "from_modules": ("nn", "from_modules"),
     "TensorDictParams": ("nn", "TensorDictParams"),
@@ -92,6 +96,32 @@ def import_sibling(subpackage: str, what: str) -> ModuleType:
         if err.name == name:
             raise missing_sibling_error(subpackage, what) from None
         raise
+
+
+def import_extra(module: str, install: str, what: str) -> ModuleType:
+    """Import the third-party ``module`` that an optional extra brings (``pyarrow`` for
+    ``tensordict-core[arrow]`` …), or raise :class:`ModuleNotFoundError` naming the
+    ``pip install`` that fixes it.
+
+    >>> import_extra("no_such_module", "tensordict-core[arrow]", "to_arrow")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ModuleNotFoundError: to_arrow needs the 'no_such_module' package, ... pip install tensordict-core[arrow]
+    """
+    loaded = sys.modules.get(module)
+    if loaded is not None:
+        return loaded
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as err:
+        top = module.split(".")[0]
+        if err.name not in (module, top):
+            raise
+        new = ModuleNotFoundError(
+            f"{what} needs the '{top}' package, which is not installed. "
+            f"Install it with: pip install {install}"
+        )
+        new.name = top
+        raise new from None
 
 
 def sibling_attr(subpackage: str, attr: str, what: str) -> Any:

@@ -30,6 +30,7 @@ from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
 from tensordict._kinds import is_tensor_collection as is_tensor_collection
 from tensordict._leaf_tensors import LeafTensorOps
 from tensordict._nontensor import DATA_TYPES, NON_TENSOR, NonTensorData, unwrap_non_tensor
+from tensordict._pandas import PandasOps
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
@@ -134,7 +135,14 @@ def _abstract(td: Any) -> str:
 
 
 class TensorDictBase(
-    ConversionOps, LeafTensorOps, AttrsOps, GatherOps, CompatOps, TensorCollection, _TableMethods
+    ConversionOps,
+    LeafTensorOps,
+    AttrsOps,
+    GatherOps,
+    CompatOps,
+    PandasOps,
+    TensorCollection,
+    _TableMethods,
 ):
     """Abstract base of every tensordict: a dict of tensors with a common batch shape.
 
