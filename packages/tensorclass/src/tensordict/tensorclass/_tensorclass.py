@@ -139,8 +139,10 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
         """
         if type(key) is tuple and len(key) == 1:
             key = key[0]
-        if type(key) is str:
-            if key not in self._tensordict.keys():  # an unset field, another attribute
+        if type(key) is str and (not kwargs or kwargs.keys() == {"default"}):
+            # a field reads as its attribute (non-tensor data unwrapped); a name that is not
+            # stored: an unset field, another attribute
+            if key in type(self)._field_specs or key not in self._tensordict.keys():
                 try:
                     return getattr(self, key)
                 except AttributeError:
