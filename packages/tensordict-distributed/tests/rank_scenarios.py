@@ -376,6 +376,15 @@ def scenario_tensorclass(rank: int, world: int) -> dict[str, Any]:
         Pair(a=torch.ones(2), b=torch.ones(2), batch_size=[2]) if rank == 0 else TensorDict()
     ).broadcast(0)
     res["broadcast_type"] = type(out).__name__
+    # the all_gather and scatter hooks give tensordicts back (as the reference does)
+    from tensordict.distributed import td_all_gather, td_scatter
+
+    mine = Pair(a=torch.full((2,), float(rank)), b=torch.zeros(2), batch_size=[2])
+    res["all_gather"] = [[type(t).__name__, t["a"].tolist()] for t in td_all_gather(mine)]
+
+    parts = [Pair(a=torch.full((1,), float(r)), b=torch.zeros(1), batch_size=[1]) for r in (0, 1)]
+    got = td_scatter(mine, 0, parts if rank == 0 else None)
+    res["scatter"] = [type(got).__name__, got["a"].tolist()]
     return res
 
 

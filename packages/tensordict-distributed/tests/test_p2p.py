@@ -92,9 +92,12 @@ def test_tensorclass_instances_travel(run_ranks):
     tc = pytest.importorskip("tensordict.tensorclass")
     if not hasattr(tc, "tensorclass"):
         pytest.skip("the tensorclass distribution does not provide @tensorclass yet")
-    _, receiver = run_ranks("tensorclass", 2)
+    sender, receiver = run_ranks("tensorclass", 2)
     assert receiver["type"] == "Pair" and receiver["a"] == [1.0, 1.0, 1.0]
     assert receiver["broadcast_type"] == "Pair"
+    for rank, r in enumerate((sender, receiver)):
+        assert r["all_gather"] == [["TensorDict", [0.0, 0.0]], ["TensorDict", [1.0, 1.0]]]
+        assert r["scatter"] == ["TensorDict", [float(rank)]]
 
 
 @pytest.mark.cuda

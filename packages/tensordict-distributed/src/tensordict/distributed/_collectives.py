@@ -147,7 +147,8 @@ def td_scatter(
     the group, in group rank order; each may have its own structure. Every rank returns
     its own: ``src`` the one at its position, the others a new tensordict received as
     with :meth:`~tensordict.TensorDict.from_remote_init` (consolidated on ``device``;
-    no template needed, ``td`` itself is not used). A bad ``tensordicts`` on ``src``
+    no template needed, ``td`` itself is not used). Tensorclass instances come back as
+    their tensordicts, as in the reference library. A bad ``tensordicts`` on ``src``
     raises there, and ``RemoteError`` on the other ranks.
 
     .. code-block:: python
@@ -184,14 +185,15 @@ def td_scatter(
     failure: Exception | None = None
     for r in others:
         try:
-            finishes.append(_p2p.post_send(tensordicts[ranks.index(r)], r, group, what, limit))
+            part = _message.unwrap(tensordicts[ranks.index(r)])[0]
+            finishes.append(_p2p.post_send(part, r, group, what, limit))
         except Exception as err:  # reported to that rank; the others still get theirs
             failure = failure or err
     for finish in finishes:
         finish(limit)
     if failure is not None:
         raise failure
-    return tensordicts[ranks.index(src)]
+    return _message.unwrap(tensordicts[ranks.index(src)])[0]
 
 
 # ---------------------------------------------------------------------- all_gather
@@ -201,7 +203,8 @@ def td_all_gather(
     """Every rank's tensordict, on every rank, in group rank order (own one included).
 
     The tensordicts may differ in structure. Each comes back consolidated and rebuilt
-    from its description (no template, nothing unpickled). Three ``all_gather`` calls
+    from its description (no template, nothing unpickled); a tensorclass instance comes
+    back as its tensordict, as in the reference library. Three ``all_gather`` calls
     whatever the number of leaves; buffers are padded to the largest.
     """
     what = "TensorDict.all_gather"
@@ -221,7 +224,7 @@ def td_all_gather(
 
     local_error: Exception | None = None
     try:
-        desc, data, _ = _message.pack(td, dev)
+        desc, data, _ = _message.pack(_message.unwrap(td)[0], dev)
     except Exception as err:
         local_error = err
         desc, data = _peers.error_bytes(err), torch.zeros(0, dtype=torch.uint8, device=dev)
