@@ -297,9 +297,16 @@ def test_tolist_matches_indexing():
         for j in range(3):
             elem = out[i][j]
             assert torch.equal(elem["a"], td["a"][i, j]) and elem["s"] == "x"
-            assert [e["c"].item() for e in elem["b"]] == td["b", "c"][i, j].tolist()
+            # the nested tensordict's extra batch dim stays in its tensors by default...
+            assert torch.equal(elem["b"]["c"], td["b", "c"][i, j])
+            # ... and becomes a list with tolist_first=True
+            first = td.tolist(tolist_first=True)[i][j]["b"]
+            assert [e["c"].item() for e in first] == td["b", "c"][i, j].tolist()
     assert td.tolist(convert_tensors=True)[1][2]["a"] == [20, 21, 22, 23]
-    assert td.tolist(convert_tensors=True)[1][2]["b"] == [{"c": 10}, {"c": 11}]
+    assert td.tolist(convert_tensors=True)[1][2]["b"] == {"c": [10, 11]}
+    assert td.tolist(convert_tensors=True, tolist_first=True)[1][2]["b"] == [{"c": 10}, {"c": 11}]
+    with pytest.raises(TypeError, match="convert_nodes"):
+        td.tolist(convert_nodes=False, convert_tensors=True)
     nodes = td.tolist(convert_nodes=False)
     assert isinstance(nodes[1][2], TensorDict) and nodes[1][2]["a"].tolist() == [20, 21, 22, 23]
     flat = TensorDict({"a": torch.tensor(1)}).tolist()

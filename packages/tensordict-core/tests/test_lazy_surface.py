@@ -133,8 +133,10 @@ def test_sorted_keys_and_depth(stack_dim):
     _, lazy, dense = make(stack_dim)
     assert lazy.sorted_keys == dense.sorted_keys == ["a", "n", "s", "same"]
     assert lazy.depth == dense.depth == 1
-    deep = lazy_stack([TensorDict({"x": {"y": {}}, "z": 0}) for _ in range(2)])
+    deep = lazy_stack([TensorDict({"x": {"y": {"w": 0}}, "z": 0}) for _ in range(2)])
     assert deep.depth == 2
+    # nested tensordicts without leaves do not count (as the reference)
+    assert lazy_stack([TensorDict({"x": {"y": {}}, "z": 0}) for _ in range(2)]).depth == 0
     assert lazy_stack([TensorDict({"z": 0})] * 2).depth == 0
     hetero = lazy_stack([TensorDict({"a": torch.zeros(2)}), TensorDict({"a": torch.zeros(3)})])
     assert hetero.depth == 0 and hetero.sorted_keys == ["a"]

@@ -237,11 +237,13 @@ def test_locked_tensordict_refuses_and_changes_nothing(make):
     assert td.is_locked
 
 
-def test_locked_tensordict_may_overwrite_an_existing_key():
+def test_locked_tensordict_refuses_to_overwrite_an_existing_key():
+    # as the reference: a locked tensordict only takes in-place writes
     td = _flat().lock_()
-    td.cat_tensors("a", "c", out_key="b", dim=1, keep_entries=True)
-    assert td["b"].tolist() == [[0.0, 6.0], [1.0, 7.0]]
-    assert list(td.keys()) == ["a", "b", "c"]
+    snap = snapshot(td)
+    with pytest.raises(RuntimeError, match="Cannot replace key 'b'"):
+        td.cat_tensors("a", "c", out_key="b", dim=1, keep_entries=True)
+    assert_unchanged(td, snap)
 
 
 def test_locked_nested_parent_refuses_deleting():
@@ -265,13 +267,13 @@ def test_lazy_stack_with_one_locked_member_changes_nothing():
     assert all("ac" not in m.keys() for m in lazy.tensordicts)
 
 
-def test_lazy_stack_write_undone_when_a_member_refuses_the_delete():
-    # Overwriting "a" is allowed on the locked member, deleting ("b", "c") is not: the
-    # overwrite, already done, is undone.
+def test_lazy_stack_write_refused_by_a_locked_member_changes_no_member():
+    # The locked member refuses overwriting "a" (only in-place writes reach a locked
+    # tensordict): the members before it, already written, are restored.
     lazy = _lazy()
     lazy.tensordicts[1].lock_()
     snap = snapshot(lazy)
-    with pytest.raises(RuntimeError, match=r"Cannot delete key \('b', 'c'\)"):
+    with pytest.raises(RuntimeError, match="Cannot replace key 'a'"):
         lazy.cat_tensors("a", ("b", "c"), out_key="a", dim=-1)
     assert_unchanged(lazy, snap)
     assert lazy["a"].shape == (3, 2, 1)

@@ -46,7 +46,9 @@ def test_sorted_keys_and_depth(td):
     assert td.depth == 2
     assert TensorDict({"x": torch.zeros(())}).depth == 0
     assert TensorDict().depth == 0
-    assert TensorDict({"a": {"b": {}}}).depth == 2
+    # nested tensordicts without leaves do not count (as the reference)
+    assert TensorDict({"a": {"b": {}}}).depth == 0
+    assert TensorDict({"a": {"b": {}, "c": 0}}).depth == 1
 
 
 # ---------------------------------------------------------------------- memory

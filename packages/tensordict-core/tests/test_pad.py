@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tensordict import TensorDict, pad, pad_sequence
+from tensordict import NonTensorData, NonTensorStack, TensorDict, lazy_stack, pad, pad_sequence
 
 
 def test_pad_matches_functional_pad_per_leaf():
@@ -20,7 +20,9 @@ def test_pad_matches_functional_pad_per_leaf():
     # F.pad lists dims from the last one: (last_before, last_after, ...)
     assert torch.equal(out["a"], F.pad(td["a"], [0, 0, 0, 3, 1, 2], value=7))
     assert torch.equal(out["b", "c"], F.pad(td["b", "c"], [0, 3, 1, 2], value=7))
-    assert out["s"] == "x" and out.names == ["t", "e"]
+    # the non-tensor entry becomes one value per element, None where padded
+    grid = [[None] * 7] + [["x"] * 4 + [None] * 3 for _ in range(3)] + [[None] * 7] * 2
+    assert out["s"] == grid and out.names == ["t", "e"]
     assert td.batch_size == (3, 4)  # input untouched
 
 
@@ -40,8 +42,8 @@ def test_pad_bad_sizes():
         pad(td, [1, 1, 1, 1])
     with pytest.raises(ValueError, match="pairs"):
         pad(td, [1])
-    with pytest.raises(ValueError, match="non-negative"):
-        pad(td, [-1, 0])
+    with pytest.raises(RuntimeError, match="negative output size"):
+        pad(td, [-3, 0])
     with pytest.raises(TypeError, match="tensordict"):
         pad(torch.zeros(2), [1, 1])  # type: ignore[arg-type]
 
@@ -110,3 +112,64 @@ def test_pad_non_tensor_stack_with_none():
     assert pad(grid, [0, 0, 0, 1])["s"] == [["a", "a", None], ["b", "b", None]]
     seq = pad_sequence([td, td[:1]], pad_dim=0)
     assert seq["x"].tolist() == [[1, 1], [1, 0]]
+
+
+def test_negative_pad_crops_like_functional_pad():
+    td = TensorDict(
+        {"a": torch.arange(12.0).reshape(3, 4), "b": {"c": torch.ones(3, 4, 2)}}, [3, 4]
+    )
+    out = pad(td, [-1, 2, 1, -2], value=5)
+    assert out.batch_size == (4, 3) and out["b"].batch_size == (4, 3)
+    assert torch.equal(out["a"], F.pad(td["a"], [1, -2, -1, 2], value=5))
+    assert torch.equal(out["b", "c"], F.pad(td["b", "c"], [0, 0, 1, -2, -1, 2], value=5))
+
+
+def test_crop_past_the_size_raises_and_leaves_data_unchanged():
+    td = TensorDict({"a": torch.ones(3, 4), "b": torch.zeros(3, 4, 2)}, [3, 4])
+    a, b = td["a"], td["b"]
+    for safe in (True, False):
+        with pytest.raises(RuntimeError, match="negative output size"):
+            td.pad([-10, 0, 0, 0], inplace=True, safe=safe)
+    assert td["a"] is a and td["b"] is b and td.batch_size == (3, 4)
+
+
+def test_pad_inplace_keeps_nested_and_non_tensor_stack_identity():
+    td = TensorDict(
+        {"x": torch.arange(3.0), "n": {"y": torch.ones(3, 2)}, "s": NonTensorStack("a", "b", "c")},
+        [3],
+    )
+    nested, stack = td["n"], td.get("s")
+    assert pad(td, [1, 1], value=-1, inplace=True) is td
+    assert td["n"] is nested and td.get("s") is stack
+    assert td["x"].tolist() == [-1.0, 0.0, 1.0, 2.0, -1.0]
+    assert nested["y"].shape == (5, 2) and stack.tolist() == [None, "a", "b", "c", None]
+
+
+def test_pad_non_tensor_entries_become_stacks_padded_with_none():
+    td = TensorDict({"m": NonTensorData("m", batch_size=[2]), "x": torch.ones(2)}, [2])
+    out = pad(td, [0, 1])
+    assert out.get("m").tolist() == ["m", "m", None]
+    stack = NonTensorStack("a", "b", "c")
+    assert pad(stack, [1, -1]).tolist() == [None, "a", "b"]
+    assert pad(stack, [0, 1], inplace=True) is stack and stack.tolist() == ["a", "b", "c", None]
+    with pytest.raises(RuntimeError, match="identity"):
+        pad(NonTensorData("a", batch_size=[2]), [0, 1], inplace=True)
+
+
+def test_pad_inplace_on_a_lazy_stack_pads_members_and_adds_members():
+    members = [TensorDict({"x": torch.full((4,), float(i))}, [4]) for i in range(2)]
+    lazy = lazy_stack(members, 0)
+    expected = pad(lazy.to_tensordict(), [1, 0, 0, 2], value=3.0)
+    assert pad(lazy, [1, 0, 0, 2], value=3.0, inplace=True) is lazy
+    assert lazy.batch_size == (3, 6)
+    assert all(a is b for a, b in zip(lazy.tensordicts[1:], members))
+    assert torch.equal(lazy.tensordicts[0]["x"], torch.full((6,), 3.0))
+    assert torch.equal(lazy["x"], expected["x"])
+    cropped = lazy_stack([TensorDict({"x": torch.ones(4)}, [4]) for _ in range(2)], 0)
+    first, x = cropped.tensordicts[0], [m["x"] for m in cropped.tensordicts]
+    with pytest.raises(RuntimeError, match="negative output size"):
+        cropped.pad([0, 0, -10, 0], inplace=True)
+    assert all(m["x"] is t for m, t in zip(cropped.tensordicts, x))
+    assert cropped.batch_size == (2, 4)
+    assert cropped.pad([0, -1], inplace=True) is cropped
+    assert cropped.batch_size == (1, 4) and cropped.tensordicts == [first]

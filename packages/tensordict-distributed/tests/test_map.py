@@ -239,7 +239,6 @@ def _sleep(seconds):
     time.sleep(seconds)
 
 
-@pytest.mark.timeout(120)
 @pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
 def test_terminate_kills_workers_when_the_result_handler_died():
     from tensordict.distributed._map import _terminate

@@ -27,7 +27,7 @@ import torch
 from tensordict import _kinds, _pytree, _siblings, _struct_array
 from tensordict._keys import unravel_key
 from tensordict._kinds import is_tensor_collection
-from tensordict._nontensor import DATA_TYPES, NON_TENSOR, is_non_tensor
+from tensordict._nontensor import DATA_TYPES, NON_TENSOR, NonTensorStack, is_non_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
@@ -101,6 +101,8 @@ def convert(
     td_cls = _tensordict_cls()
     if is_tensor_collection(value):
         return value.copy() if copy_tds and type(value) is td_cls else value
+    if _is_h5(value):  # before Mapping: an HDF5 group is one
+        return _from_h5(value, "TensorDict.from_any")
     if isinstance(value, Mapping):
         items = value
     elif isinstance(value, tuple):
@@ -113,8 +115,6 @@ def convert(
         return _struct_array.struct_to_td(value, device)
     elif dataclasses.is_dataclass(value) and not isinstance(value, type):
         items = _dataclass_fields(value)
-    elif _is_h5(value):
-        return _from_h5(value, "TensorDict.from_any")
     else:
         return value
     return _from_mapping(td_cls, items, batch_size, device, copy_tds, path)
@@ -125,6 +125,8 @@ def _dataclass_fields(obj: Any) -> dict[str, Any]:
 
 
 def _from_h5(obj: Any, what: str, **kwargs: Any) -> Any:
+    if not hasattr(obj, "keys"):  # an HDF5 dataset: its array
+        return torch.as_tensor(obj[()])
     return _siblings.forward("memmap", "from_h5", f"{what} (HDF5 input)", obj, **kwargs)
 
 
@@ -392,7 +394,9 @@ class ConversionOps:
         Args:
             convert_nodes: if ``False``, the elements are tensordicts instead of dicts.
             convert_tensors: turn the tensors into Python lists and numbers.
-            tolist_first: accepted for compatibility (the result is the same).
+            tolist_first: a nested tensordict with more batch dimensions than its parent
+                becomes a list over its own extra dimensions too (by default, a dict of
+                its entries).
             as_linked_list: accepted for compatibility; a plain list is returned (writes
                 into it do not reach the tensordict).
 
@@ -408,8 +412,13 @@ class ConversionOps:
         """
         nb = len(cast(Any, self).batch_size)
         if not convert_nodes:
+            if convert_tensors:
+                raise TypeError(
+                    "tolist(convert_tensors=True) needs convert_nodes=True: tensors can only be "
+                    "turned into lists inside dicts."
+                )
             return _unbind_nested(self, nb)
-        return _tolist(self, nb, convert_tensors)
+        return _tolist(self, nb, convert_tensors, tolist_first)
 
     # -------------------------------------------------------------- any object
     @classmethod
@@ -444,6 +453,9 @@ class ConversionOps:
         )
         if is_tensor_collection(obj):
             return obj
+        if _is_h5(obj):  # before Mapping: an HDF5 group is one
+            del kwargs["device"]
+            return _from_h5(obj, what, **kwargs)
         if isinstance(obj, Mapping):
             return cls.from_dict(obj, **kwargs)
         if isinstance(obj, tuple):
@@ -454,9 +466,8 @@ class ConversionOps:
             return cls.from_struct_array(obj, **kwargs)
         if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
             return cls.from_dataclass(obj, **kwargs)
-        if _is_h5(obj):
-            del kwargs["device"]
-            return _from_h5(obj, what, **kwargs)
+        if isinstance(obj, list):
+            return _from_list_any(obj, device)
         return obj
 
     @classmethod
@@ -779,13 +790,14 @@ def _to_numpy(td: Any, prefix: tuple[Any, ...]) -> dict[str, Any]:
     return out
 
 
-def _tolist(td: Any, nb: int, convert_tensors: bool) -> Any:
-    """The body of ``tolist()``: every entry split over ``nb`` dims, then zipped."""
+def _tolist(td: Any, nb: int, convert_tensors: bool, first: bool = True) -> Any:
+    """The body of ``tolist()``: every entry split over ``nb`` dims, then zipped. A nested
+    tensordict's extra batch dims become lists too when ``first`` (``tolist_first``)."""
     store = td._tensordict if isinstance(td, _kinds.Dense) else None
     if type(store) is not dict:  # other tensordict types: one element at a time
         if nb == 0:
             return _tolist_element(td, convert_tensors)
-        return [_tolist(sub, nb - 1, convert_tensors) for sub in td.unbind(0)]
+        return [_tolist(sub, nb - 1, convert_tensors, first) for sub in td.unbind(0)]
     keys = []
     columns = []
     for key, value in store.items():
@@ -798,14 +810,15 @@ def _tolist(td: Any, nb: int, convert_tensors: bool) -> Any:
             columns.append(value.tolist())
         else:
             sub_nb = len(value.batch_size)
-            if sub_nb == nb or nb == 0:
-                columns.append(_tolist(value, sub_nb, convert_tensors))
+            if sub_nb == nb or (nb == 0 and first):
+                columns.append(_tolist(value, sub_nb, convert_tensors, first))
             else:  # split the nested one over the parent's dims; it keeps its own extra dims
+                extra = sub_nb - nb if first else 0
                 columns.append(
                     _map_depth(
                         _unbind_nested(value, nb),
                         nb,
-                        lambda sub, extra=sub_nb - nb: _tolist(sub, extra, convert_tensors),
+                        lambda sub, extra=extra: _tolist(sub, extra, convert_tensors, first),
                     )
                 )
     return _zip_nested(keys, columns, nb)
@@ -957,3 +970,12 @@ def to_dense(td: TensorDictBase, *, clone: bool, layout: torch.layout | None = N
         return td
     names = list(td._names) if td._names is not None else None
     return _kinds.Dense._new_unsafe(out, td.batch_size, td.device, names)
+
+
+def _from_list_any(obj: list[Any], device: Any) -> Any:
+    """``from_any`` of a list: a tensor when the values make one (numbers in a regular
+    nesting), else a :class:`NonTensorStack` of the values."""
+    try:
+        return torch.tensor(obj, device=device)
+    except (TypeError, ValueError, RuntimeError):
+        return NonTensorStack.from_list(obj, device=device)

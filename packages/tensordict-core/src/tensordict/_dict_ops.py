@@ -14,6 +14,7 @@ import torch
 from tensordict import _kinds
 from tensordict._collection import data_of
 from tensordict._errors import lock_error, missing_key
+from tensordict._inplace import adopt
 from tensordict._keys import NestedKey, unravel_key
 from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._shape import parse_batch_size, parse_device
@@ -29,9 +30,7 @@ _MISSING: Any = object()
 def with_entries(source: Any, kwargs: dict[str, Any]) -> Any:
     """The source of ``update(source, **kwargs)``: the keyword entries on top of it."""
     if not kwargs:
-        if source is None:
-            raise TypeError("update() needs a dict or tensordict, or entries as keywords.")
-        return source
+        return {} if source is None else source  # no entries: nothing to write
     if source is None:
         return kwargs
     return {**{k: source[k] for k in source.keys()}, **kwargs}
@@ -72,11 +71,17 @@ class DictOps:
         if input_dict_or_td is self:  # nothing to write (as in the reference library)
             return self
         if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
-            self.batch_size = input_dict_or_td.batch_size
+            return self._update_batch_size(
+                input_dict_or_td, clone, inplace, non_blocking, keys_to_update, ignore_lock
+            )
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
         plan: list[Any] = []
         self._plan_update(input_dict_or_td, clone, wanted, (), plan, ignore_lock)
         if not inplace:
+            if not ignore_lock:  # a locked tensordict only takes in-place writes
+                for target, key, _ in plan:
+                    if target._is_locked:
+                        raise lock_error(key, "replace")
             for target, key, value in plan:
                 target._tensordict[key] = value
             return self
@@ -101,6 +106,16 @@ class DictOps:
         nb = len(bs)
         dev = self._device
         refuse_new = self._is_locked and not ignore_lock
+        if isinstance(source, TensorDictBase):
+            sbs = source.batch_size
+            n = min(nb, len(sbs))
+            if sbs[:n] != bs[:n]:
+                where = f" at {unravel_key(prefix)!r}" if prefix else ""
+                raise RuntimeError(
+                    f"update(){where}: the source has batch_size={tuple(sbs)}, which does not "
+                    f"agree with the destination's batch_size={tuple(bs)}. Pass "
+                    "update_batch_size=True to give the destination the source's batch size."
+                )
         if isinstance(source, _kinds.Dense):
             items: Any = source._tensordict.items()
             # the leaves of a dense source of this batch size (and device) are valid here
@@ -153,6 +168,43 @@ class DictOps:
                 raise lock_error(unravel_key(prefix + _key_tuple(key)))
             plan.append((target, last, target._validate_value(key, value, prefix=prefix)))
 
+    def _update_batch_size(
+        self,
+        source: TensorDictBase,
+        clone: bool,
+        inplace: bool,
+        non_blocking: bool,
+        keys_to_update: Sequence[NestedKey] | None,
+        ignore_lock: bool,
+    ) -> TensorDict:
+        """``update(source, update_batch_size=True)``: every (nested) tensordict that
+        ``source`` writes into takes the source's batch size. Built on a structural copy
+        and adopted at the end, so that a failure leaves this tensordict unchanged."""
+        if keys_to_update is not None:
+            raise RuntimeError(
+                "update(update_batch_size=True) cannot be combined with keys_to_update: the "
+                "batch size of a tensordict is shared by all of its entries."
+            )
+        changes = _batch_size_changes(self, source, ())
+        if changes and inplace:
+            raise RuntimeError(
+                f"update(update_batch_size=True, inplace=True): the batch size changes at "
+                f"{[unravel_key(p) if p else '<root>' for p, _ in changes]}, which cannot be done "
+                "in place (the entries get new shapes); pass inplace=False."
+            )
+        for path, node in changes:
+            if node._is_locked and not ignore_lock:
+                raise RuntimeError(
+                    f"update(update_batch_size=True): the tensordict at "
+                    f"{unravel_key(path) if path else '<root>'!r} is locked, so its batch size "
+                    "cannot change; unlock it first (td.unlock_())."
+                )
+        work = self._shallow_copy()
+        _take_batch_sizes(work, source)
+        work.update(source, clone, inplace, non_blocking=non_blocking, ignore_lock=ignore_lock)
+        _check_leaf_shapes(work, ())
+        return adopt(self, work, "update", keeps_structure=True)  # type: ignore[no-any-return]
+
     def update_(
         self,
         input_dict_or_td: Any = None,
@@ -184,13 +236,13 @@ class DictOps:
         pairs = []
         for key in keys:
             path = _key_tuple(key)
-            if wanted is not None and path not in wanted:
+            if wanted is not None and not any(path[: len(w)] == w for w in wanted):
                 continue
             target = self._get_tuple(path, None)
             if target is None:
                 raise KeyError(
-                    f"update_() writes in place, but key {unravel_key(path)!r} is not in the "
-                    f"tensordict (keys: {sorted(map(str, self.keys(True, True)))})."
+                    f"update_() writes in place, but key {unravel_key(path)!r} was not found in "
+                    f"the tensordict (keys: {sorted(map(str, self.keys(True, True)))})."
                 )
             value = (  # the stored entry: a non-tensor stack must stay a stack
                 source._get_tuple(path, NO_DEFAULT)
@@ -336,8 +388,12 @@ class DictOps:
         value = self._get_tuple(old, NO_DEFAULT)
         if safe and self._get_tuple(new, None) is not None:
             raise KeyError(f"rename_key_(safe=True): key {unravel_key(new)!r} already exists.")
+        if old == new:
+            return self
+        if new[: len(old)] == old:  # moved inside itself: take it out first
+            self.del_(old)
         self._set_tuple(new, value, inplace=False, validated=True)
-        if old != new:
+        if old[: len(new)] != new and new[: len(old)] != old:  # else already gone
             self.del_(old)
         return self
 
@@ -542,6 +598,50 @@ def _single_value(key: Any, value: Any) -> Any:
             "stack with td.set(key, value) instead (not in place)."
         )
     return value
+
+
+def _batch_size_changes(td: Any, source: Any, path: tuple) -> list[tuple[tuple, Any]]:
+    """The (path, dense tensordict) pairs whose batch size ``update`` from ``source``
+    changes (``update_batch_size=True``)."""
+    out = [] if td._batch_size == source.batch_size else [(path, td)]
+    for key, value in source.items():
+        mine = td._tensordict.get(key) if isinstance(key, str) else None
+        if isinstance(value, TensorDictBase) and isinstance(mine, _kinds.Dense):
+            out.extend(_batch_size_changes(mine, value, path + (key,)))
+    return out
+
+
+def _take_batch_sizes(td: Any, source: Any) -> None:
+    """Give the dense ``td`` (a structural copy) and its nested tensordicts the batch
+    sizes of ``source``'s, where ``source`` has a tensordict."""
+    bs = source.batch_size
+    if td._batch_size != bs:
+        if td._names is not None and len(td._names) != len(bs):
+            td._names = None
+        td._batch_size = bs
+    for key, value in source.items():
+        mine = td._tensordict.get(key) if isinstance(key, str) else None
+        if isinstance(value, TensorDictBase) and isinstance(mine, _kinds.Dense):
+            _take_batch_sizes(mine, value)
+
+
+def _check_leaf_shapes(td: Any, path: tuple) -> None:
+    """Raise if an entry of the dense ``td`` no longer starts with its batch size."""
+    bs = td._batch_size
+    nb = len(bs)
+    for key, value in td._tensordict.items():
+        if isinstance(value, _kinds.Dense):
+            _check_leaf_shapes(value, path + (key,))
+        elif isinstance(value, NonTensorData):  # one value for the batch: takes any size
+            td._tensordict[key] = value._with(bs)
+            continue
+        shape = value.shape if isinstance(value, _Tensor) else getattr(value, "batch_size", None)
+        if shape is not None and tuple(shape[:nb]) != tuple(bs):
+            raise RuntimeError(
+                f"update(update_batch_size=True): the entry {unravel_key(path + (key,))!r} of "
+                f"shape {tuple(shape)} is not replaced by the source and does not fit the new "
+                f"batch_size={tuple(bs)}."
+            )
 
 
 def _dict_leaf_keys(source: dict, prefix: tuple = ()) -> list:

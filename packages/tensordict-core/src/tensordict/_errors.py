@@ -19,6 +19,11 @@ class KeyThroughLeafError(KeyError, ValueError):
         return str(self.args[0]) if self.args else ""
 
 
+class EllipsisError(IndexError, RuntimeError):
+    """An index with more than one ellipsis: an ``IndexError`` (as torch raises) and a
+    ``RuntimeError`` (what the reference raises)."""
+
+
 def lock_error(key: object, what: str = "add") -> RuntimeError:
     """The error for adding/removing keys of a locked tensordict."""
     return RuntimeError(

@@ -144,7 +144,7 @@ def _combine(
             out[key] = _combine(sub, op, tensor_fn, dim, sub_bs, prefix + (key,))
             if inner is not None:
                 out[key] = inner[1](out[key])
-    return _kinds.Dense._new_unsafe(out, new_bs, device)
+    return type(first)._new_unsafe(out, new_bs, device)
 
 
 def _combine_all(list_of_tensordicts: Sequence[TensorDictBase], op: str, dim: int, out: Any) -> Any:

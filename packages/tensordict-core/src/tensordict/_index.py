@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from tensordict._errors import EllipsisError
+
 _Tensor = torch.Tensor
 
 
@@ -69,7 +71,9 @@ def normalize_index(index: Any, batch_size: torch.Size) -> Any:
             pass
         elif item is Ellipsis:
             if ellipsis_at is not None:
-                raise IndexError("an index can only have a single ellipsis ('...').")
+                raise EllipsisError(
+                    f"an index can only have a single ellipsis ('...'), got {index!r}."
+                )
             ellipsis_at = len(items)
             dim += max(elided, 0)
         elif isinstance(item, _Tensor):

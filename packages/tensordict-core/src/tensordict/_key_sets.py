@@ -128,13 +128,14 @@ class KeySetOps(_kinds.SharedMixin):
 
     @property
     def depth(self) -> int:
-        """How many levels of nested tensordicts there are (``0`` for a flat tensordict).
+        """How many levels of nested tensordicts hold the deepest leaf (``0`` for a flat
+        tensordict; nested tensordicts without leaves do not count).
 
         >>> from tensordict import TensorDict
         >>> TensorDict({"a": {"b": {"c": 0}}, "d": 1}).depth
         2
         """
-        return _depth(self)
+        return max(_depth(self), 0)
 
     # ------------------------------------------------------------------ key sets
     def separates(
@@ -167,8 +168,7 @@ class KeySetOps(_kinds.SharedMixin):
             path = _key_tuple(key)
             if not _has_entry(self, path):
                 if default is not NO_DEFAULT:
-                    if default is not None:
-                        out.set(path, default)
+                    out.set(path, default)
                     continue
                 if strict:
                     raise KeyError(
@@ -248,6 +248,12 @@ class KeySetOps(_kinds.SharedMixin):
         if inplace and self._is_locked and taken:
             raise lock_error(unravel_key(taken[0]), "remove")
         rest = self.exclude(*taken, inplace=inplace)
+        for path in taken:  # nested tensordicts emptied by the split go too
+            for depth in range(len(path) - 1, 0, -1):
+                parent = rest._get_tuple(path[:depth], None)
+                if parent is None or not _no_entries(parent):
+                    break
+                rest.exclude(path[:depth], inplace=True)
         return (*outs, rest)
 
     def create_nested(self, key: NestedKey) -> Self:
@@ -312,14 +318,18 @@ class KeySetOps(_kinds.SharedMixin):
 
 
 def _depth(td: Any) -> int:
+    """The number of nested levels above the deepest leaf (``-1`` without any leaf):
+    empty nested tensordicts do not count."""
     store = td._tensordict if isinstance(td, _kinds.Dense) else None
-    if store is None:  # a lazy stack: from its keys, without stacking any entry
-        nested = set(td.keys(True)) - set(td.keys(True, True))
-        return max((len(k) if type(k) is tuple else 1 for k in nested), default=0)
-    deepest = 0
+    if store is None:  # a lazy stack: from its leaf keys, without stacking any entry
+        leaves = td.keys(True, True)
+        return max((len(k) - 1 if type(k) is tuple else 0 for k in leaves), default=-1)
+    deepest = -1
     for value in store.values():
-        if is_nested(value):
-            deepest = max(deepest, 1 + _depth(value))
+        if not is_nested(value):
+            deepest = max(deepest, 0)
+        elif (sub := _depth(value)) >= 0:
+            deepest = max(deepest, 1 + sub)
     return deepest
 
 
@@ -354,7 +364,7 @@ def merge_tensordicts(
             raise TypeError(
                 f"merge_tensordicts: argument {i} is a {type(td).__name__}, not a tensordict."
             )
-    return _merge(list(tensordicts), callback_exist, ())
+    return _merge(list(tensordicts), callback_exist, (), len(tensordicts))
 
 
 def _common_batch_size(tds: Sequence[Any]) -> torch.Size:
@@ -369,7 +379,8 @@ def _common_batch_size(tds: Sequence[Any]) -> torch.Size:
     return torch.Size(common)
 
 
-def _merge(tds: list[Any], callback: Any, prefix: tuple[str, ...]) -> TensorDict:
+def _merge(tds: list[Any], callback: Any, prefix: tuple[str, ...], total: int) -> TensorDict:
+    """Merge ``tds`` (those of the ``total`` inputs that hold ``prefix``)."""
     batch_size = _common_batch_size(tds)
     device = tds[0].device if all(td.device == tds[0].device for td in tds) else None
     keys: dict[str, None] = {}
@@ -382,13 +393,13 @@ def _merge(tds: list[Any], callback: Any, prefix: tuple[str, ...]) -> TensorDict
         cb = callback.get(key) if isinstance(callback, Mapping) else callback
         nested = [is_nested(v) for v in values]
         if all(nested):
-            merged: Any = _merge(values, cb, path) if len(values) > 1 else values[0].copy()
+            merged: Any = _merge(values, cb, path, total) if len(values) > 1 else values[0].copy()
         elif any(nested):
             raise TypeError(
                 f"merge_tensordicts: the entry {unravel_key(path)!r} is a tensordict in some "
                 "inputs and not in others."
             )
-        elif len(values) == len(tds) and callable(cb):
+        elif len(values) == total and callable(cb):
             raw = [unwrap_non_tensor(v) for v in values]
             merged = cb(*raw)
         else:

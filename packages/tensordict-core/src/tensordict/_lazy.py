@@ -566,11 +566,14 @@ class LazyStackedTensorDict(
             return list(value.unbind(sd))
         return [value] * n  # one non-tensor value for every member
 
-    def _check_writable(self, key: tuple[Any, ...]) -> None:
-        """Refuse (before writing anything) a new key in a locked member."""
+    def _check_writable(self, key: tuple[Any, ...], inplace: bool = False) -> None:
+        """Refuse (before writing anything) a write that a locked member would refuse: a
+        new key, or one replaced other than in place."""
         for i, td in enumerate(self.tensordicts):
-            if td.is_locked and td._get_tuple(key, _MISSING) is _MISSING:
-                raise lock_error(_fmt(key))
+            if td.is_locked:
+                missing = td._get_tuple(key, _MISSING) is _MISSING
+                if missing or not inplace:
+                    raise lock_error(_fmt(key), "add" if missing else "replace")
             if len(key) > 1:
                 parent = td._get_tuple(key[:-1], None)
                 if parent is not None and not isinstance(parent, TensorDictBase):
@@ -592,7 +595,7 @@ class LazyStackedTensorDict(
         if self.hook_in is not None:
             value = self.hook_in(value)
         parts = self._split_value(key, value)
-        self._check_writable(key)
+        self._check_writable(key, inplace)
         for td, part in zip(self.tensordicts, parts, strict=True):
             td._set_tuple(key, part, inplace=inplace, validated=False, non_blocking=non_blocking)
         return self

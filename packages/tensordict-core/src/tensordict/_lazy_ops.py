@@ -462,6 +462,8 @@ class LazyMemberOps(_kinds.LazyMixin):
         source = input_dict_or_td
         if not isinstance(source, TensorDictBase):
             source = _kinds.Dense(source, batch_size=self._batch_size)
+        elif update_batch_size and source.batch_size != self._batch_size:
+            return self._update_batch_size(source, clone, inplace, keys_to_update, ignore_lock)
         parts = self._unbind_like(source, "update")
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
         plans: list[tuple[TensorDictBase, Any, list[Any] | None]] = []
@@ -485,6 +487,28 @@ class LazyMemberOps(_kinds.LazyMixin):
                     target._tensordict[key] = value
         return self
 
+    def _update_batch_size(
+        self, source: Any, clone: bool, inplace: bool, keys: Any, ignore_lock: bool
+    ) -> Any:
+        """``update(source, update_batch_size=True)`` with a source of another batch size:
+        each member takes its slice of ``source`` (and its batch size)."""
+        sd, n, sbs = self.stack_dim, len(self.tensordicts), source.batch_size
+        if self.is_locked and not ignore_lock:
+            raise RuntimeError(
+                "update(update_batch_size=True): the LazyStackedTensorDict is locked, so its "
+                "batch size cannot change; unlock it first (td.unlock_())."
+            )
+        if len(sbs) <= sd or sbs[sd] != n or inplace or keys is not None:
+            raise RuntimeError(
+                f"update(update_batch_size=True): cannot give a LazyStackedTensorDict of {n} "
+                f"tensordicts at stack_dim={sd} the batch_size={tuple(sbs)} (the stack dimension "
+                "must keep its size, and inplace/keys_to_update cannot change a batch size)."
+            )
+        for td, part in zip(self.tensordicts, source.unbind(sd), strict=True):
+            td.update(part, clone, update_batch_size=True, ignore_lock=ignore_lock)
+        self._batch_size = sbs
+        return self
+
     def update_(
         self,
         input_dict_or_td: Any = None,
@@ -504,13 +528,13 @@ class LazyMemberOps(_kinds.LazyMixin):
         for i, (td, part) in enumerate(zip(self.tensordicts, parts, strict=True)):
             for key, value in part.items(True, True):
                 path = _key_tuple(key)
-                if wanted is not None and path not in wanted:
+                if wanted is not None and not any(path[: len(w)] == w for w in wanted):
                     continue
                 target = td._get_tuple(path, None)
                 if target is None:
                     raise KeyError(
-                        f"update_() writes in place, but key {unravel_key(path)!r} is not in "
-                        f"tensordict {i} of the stack."
+                        f"update_() writes in place, but key {unravel_key(path)!r} was not found "
+                        f"in tensordict {i} of the stack."
                     )
                 if isinstance(target, _Tensor) and isinstance(value, _Tensor):
                     if not broadcastable_to(value.shape, target.shape):

@@ -82,8 +82,11 @@ class MemoryOps(_kinds.SharedMixin):
     def bytes(self, *, count_duplicates: bool = False) -> int:
         """The number of bytes of all tensor leaves (``numel() * element_size()``).
 
-        With ``count_duplicates=False`` (the default) a tensor stored under several keys
-        is counted once. A lazy stack counts its members' tensors (as :meth:`param_count`).
+        A leaf's gradient counts too, and a jagged nested tensor counts its values,
+        offsets and lengths. With ``count_duplicates=False`` (the default) memory reached
+        more than once (the same tensor under several keys, nested tensors sharing their
+        offsets) is counted once. A lazy stack counts its members' tensors (as
+        :meth:`param_count`).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -92,7 +95,10 @@ class MemoryOps(_kinds.SharedMixin):
         >>> td.bytes(), td.bytes(count_duplicates=True)
         (26, 50)
         """
-        return sum(t.numel() * t.element_size() for t in self._tensor_leaves(count_duplicates))
+        pieces = [p for t in self._tensor_leaves(True) for p in _memory_pieces(t)]
+        if not count_duplicates:
+            pieces = list({_memory_key(p): p for p in reversed(pieces)}.values())
+        return sum(p.numel() * p.element_size() for p in pieces)
 
     def _tensor_leaves(self, count_duplicates: bool) -> list[_Tensor]:
         leaves = [v for _, v in leaf_items(self) if isinstance(v, _Tensor)]
@@ -129,3 +135,23 @@ class MemoryOps(_kinds.SharedMixin):
         for _, leaf in leaves:
             leaf.record_stream(stream)
         return self
+
+
+def _memory_pieces(t: _Tensor) -> list[_Tensor]:
+    """The tensors holding the memory of the leaf ``t``: itself (or the parts of a
+    jagged nested tensor) and its gradient."""
+    if t.is_nested and t.layout is torch.jagged:
+        parts = [t.values(), t.offsets(), t.lengths()]
+        return [p for p in parts if p is not None]
+    if t.is_nested:  # a strided nested tensor: its buffer
+        return [t.values()] if hasattr(t, "values") else []
+    grad = t.grad if t.is_leaf else None
+    return [t] if grad is None else [t, grad]
+
+
+def _memory_key(t: _Tensor) -> tuple[Any, ...]:
+    """What tells two tensors viewing the same memory apart from distinct ones."""
+    try:
+        return (t.data_ptr(), t.numel(), t.dtype, t.device)
+    except RuntimeError:  # no storage (meta, fake): by identity
+        return (id(t),)

@@ -15,7 +15,7 @@ from tensordict._functional import stack
 from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
 from tensordict._keys import NestedKey, key_as_tuple, unravel_key
-from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._nontensor import MetaData, NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._tree import leaf_items
 from tensordict.base import TensorDictBase
 
@@ -25,29 +25,56 @@ if TYPE_CHECKING:  # pragma: no cover
 _Tensor = torch.Tensor
 
 
-def _pad_tensor(t: _Tensor, widths: Sequence[tuple[int, int]], value: float) -> _Tensor:
-    """``t`` with ``widths[d] = (before, after)`` elements of ``value`` added on dim ``d``."""
+def _pad_tensor(t: _Tensor, widths: Sequence[tuple[int, int]], value: Any) -> _Tensor:
+    """``t`` with ``widths[d] = (before, after)`` elements of ``value`` added on dim ``d``
+    (a negative amount crops)."""
     if not any(b or a for b, a in widths):
         return t
     shape = list(t.shape)
-    index = []
+    src, dst = [], []
     for d, (before, after) in enumerate(widths):
-        index.append(slice(before, before + shape[d]))
-        shape[d] += before + after
+        size = shape[d]
+        lo, hi = max(0, -before), size - max(0, -after)
+        src.append(slice(lo, max(lo, hi)))
+        dst.append(slice(max(0, before), max(0, before) + max(0, hi - lo)))
+        shape[d] = size + before + after
     out = torch.full(shape, value, dtype=t.dtype, device=t.device)
-    out[tuple(index)] = t
+    out[tuple(dst)] = t[tuple(src)]
     return out
 
 
+def _pad_stack(
+    stack: Any, widths: Sequence[tuple[int, int]], inplace: bool = False
+) -> NonTensorStack:
+    """A :class:`NonTensorStack` (or the values of a ``NonTensorData``, one per element)
+    padded with ``None`` by ``widths``; ``inplace`` changes ``stack`` itself."""
+    if isinstance(stack, NonTensorData):
+        index = torch.zeros(stack.batch_size, dtype=torch.long)
+        values = [stack.data, None]
+    else:
+        index, values = stack._index, [*stack._values, None]
+    new_index = _pad_tensor(index, widths, len(values) - 1)
+    if not inplace:
+        return NonTensorStack._from_parts(values, new_index, stack.device)
+    stack._values, stack._index = values, new_index
+    return stack  # type: ignore[no-any-return]
+
+
 def _pad_td(
-    td: Any, widths: Sequence[tuple[int, int]], value: Any, prefix: tuple[str, ...] = ()
+    td: Any,
+    widths: Sequence[tuple[int, int]],
+    value: Any,
+    prefix: tuple[str, ...] = (),
+    inplace: bool = False,
 ) -> TensorDict:
     """``td`` padded by ``widths``; ``value`` is a number or a ``{key tuple: number}``
-    mapping (entries it does not name get 0)."""
+    mapping (entries it does not name get 0). Non-tensor entries get ``None``; with
+    ``inplace`` the non-tensor stacks are padded in place (the caller adopts the rest)."""
     bs = list(td.batch_size)
     for d, (before, after) in enumerate(widths):
         bs[d] += before + after
     new_bs = torch.Size(bs)
+    padding = any(b or a for b, a in widths)
     out: dict[str, Any] = {}
     store = td._tensordict if isinstance(td, _kinds.Dense) else None
     items = store.items() if store is not None else td.items()
@@ -55,13 +82,12 @@ def _pad_td(
         if isinstance(entry, _Tensor):
             fill = value.get(prefix + (key,), 0.0) if isinstance(value, dict) else value
             out[key] = _pad_tensor(entry, widths, fill)
-        elif isinstance(entry, NonTensorData):
+        elif isinstance(entry, MetaData) or (isinstance(entry, NonTensorData) and not padding):
             out[key] = entry._with(new_bs)
-        elif is_non_tensor(entry):  # a stack: pad its values with None
-            values = _pad_list(entry.tolist(), widths, new_bs)
-            out[key] = type(entry).from_list(values, device=entry.device, ndim=len(new_bs))
+        elif is_non_tensor(entry):  # values per element: the new ones are None
+            out[key] = _pad_stack(entry, widths, inplace and not isinstance(entry, NonTensorData))
         elif isinstance(entry, TensorDictBase):
-            out[key] = _pad_td(entry, widths, value, prefix + (key,))
+            out[key] = _pad_td(entry, widths, value, prefix + (key,), inplace)
         else:  # pragma: no cover - non-dense containers yield unwrapped values
             out[key] = NonTensorData._make(entry, new_bs, td.device)
     return _kinds.Dense._new_unsafe(
@@ -69,22 +95,26 @@ def _pad_td(
     )
 
 
-def _nones(shape: Sequence[int]) -> Any:
-    return [_nones(shape[1:]) for _ in range(shape[0])] if shape else None
-
-
-def _pad_list(values: Any, widths: Sequence[tuple[int, int]], shape: Sequence[int]) -> Any:
-    """Nested lists (of the padded batch ``shape``) padded with ``None`` as
-    :func:`_pad_tensor` pads a tensor."""
-    if not widths:
-        return values
-    (before, after), rest = widths[0], widths[1:]
-    inner = [_pad_list(v, rest, shape[1:]) for v in values]
-    return (
-        [_nones(shape[1:]) for _ in range(before)]
-        + inner
-        + [_nones(shape[1:]) for _ in range(after)]
-    )
+def _widths(what: str, batch_size: torch.Size, pad_size: Sequence[int]) -> list[tuple[int, int]]:
+    """``pad_size`` as ``(before, after)`` pairs, checked against ``batch_size``."""
+    sizes = list(pad_size)
+    nb = len(batch_size)
+    if len(sizes) % 2 or len(sizes) > 2 * nb:
+        raise ValueError(
+            f"{what}: pad_size must hold (before, after) pairs for at most the {nb} batch "
+            f"dimension(s) of batch size {tuple(batch_size)}; got {sizes}."
+        )
+    if any(not isinstance(s, int) or isinstance(s, bool) for s in sizes):
+        raise ValueError(f"{what}: pad_size must hold integers, got {sizes}.")
+    widths = [(sizes[i], sizes[i + 1]) for i in range(0, len(sizes), 2)]
+    for d, (before, after) in enumerate(widths):
+        if batch_size[d] + before + after < 0:
+            raise RuntimeError(
+                f"{what}: pad_size {sizes} gives a negative output size "
+                f"{batch_size[d] + before + after} for batch dimension {d} of size "
+                f"{batch_size[d]} (negative amounts crop; they cannot remove more than there is)."
+            )
+    return widths
 
 
 def pad(
@@ -94,14 +124,19 @@ def pad(
     inplace: bool = False,
     safe: bool = True,
 ) -> TensorDict:
-    """Pad the batch dimensions of every entry with ``value``.
+    """Pad the batch dimensions of every entry with ``value`` (negative amounts crop).
 
     ``pad_size`` lists ``(before, after)`` amounts from the *first* batch dimension on:
     ``[dim0_before, dim0_after, dim1_before, dim1_after, ...]``; trailing batch
     dimensions it does not cover are not padded. Feature dimensions are never padded.
-    With ``inplace=True`` the tensordict itself holds the result (its nested tensordicts
-    keep their identity). The arguments are always checked before anything is built,
-    so ``safe`` (kept for compatibility) changes nothing.
+    Non-tensor entries become :class:`~tensordict.NonTensorStack` entries padded with
+    ``None``; a ``NonTensorStack`` can be padded directly too.
+
+    With ``inplace=True`` the tensordict itself holds the result: its nested tensordicts
+    and non-tensor stacks keep their identity; the members of a lazy stack are padded in
+    place (and members are added or removed along its stack dimension). The arguments
+    are always checked before anything changes (a crop past the size raises
+    ``RuntimeError``), so ``safe`` (kept for compatibility) changes nothing.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -109,23 +144,80 @@ def pad(
     >>> out = pad(td, [0, 1, 2, 0], value=-1.0)
     >>> out.batch_size, out["b", "c"][:, 0].tolist()
     (torch.Size([4, 6]), [-1.0, -1.0, -1.0, -1.0])
+    >>> pad(td, [-1, 0]).batch_size
+    torch.Size([2, 4])
     """
+    if is_non_tensor(tensordict):
+        widths = _widths("pad", tensordict.batch_size, pad_size)
+        if inplace and isinstance(tensordict, NonTensorData):
+            raise RuntimeError(
+                "pad(inplace=True) cannot preserve the identity of a NonTensorData: padding "
+                "makes it a NonTensorStack (one value per element); use inplace=False."
+            )
+        return _pad_stack(tensordict, widths, inplace)
     if not isinstance(tensordict, TensorDictBase):
         raise TypeError(f"pad expects a tensordict, got {type(tensordict).__name__}.")
-    sizes = list(pad_size)
-    nb = tensordict.batch_dims
-    if len(sizes) % 2 or len(sizes) > 2 * nb:
-        raise ValueError(
-            f"pad: pad_size must hold (before, after) pairs for at most the {nb} batch "
-            f"dimension(s) of batch size {tuple(tensordict.batch_size)}; got {sizes}."
-        )
-    if any(not isinstance(s, int) or s < 0 for s in sizes):
-        raise ValueError(f"pad: pad_size must hold non-negative integers, got {sizes}.")
-    widths = [(sizes[i], sizes[i + 1]) for i in range(0, len(sizes), 2)]
+    widths = _widths("pad", tensordict.batch_size, pad_size)
+    if inplace and isinstance(tensordict, _kinds.Lazy):
+        return _pad_lazy_(tensordict, widths, value)  # type: ignore[no-any-return]
     if inplace:
         check_inplace(tensordict, "pad")
-        return adopt(tensordict, _pad_td(tensordict, widths, value), "pad")  # type: ignore[no-any-return]
+        result = _pad_td(tensordict, widths, value, inplace=True)
+        return adopt(tensordict, result, "pad")  # type: ignore[no-any-return]
     return _pad_td(tensordict, widths, value)
+
+
+def _pad_lazy_(lazy: Any, widths: list[tuple[int, int]], value: Any) -> Any:
+    """``pad(lazy, ..., inplace=True)``: pad the members in place along their dims, add
+    (filled) or remove members along the stack dimension."""
+    if lazy.is_locked:
+        raise RuntimeError(
+            "pad(inplace=True) would change the batch size of a locked LazyStackedTensorDict; "
+            "unlock it first (td.unlock_()) or use inplace=False."
+        )
+    sd = lazy.stack_dim
+    member_widths = [w for d, w in enumerate(widths) if d != sd]
+    for member in lazy.tensordicts:
+        if not isinstance(member, (_kinds.Dense, _kinds.Lazy)):
+            check_inplace(member, "pad")
+    for member in lazy.tensordicts:
+        if any(b or a for b, a in member_widths):
+            pad(member, [x for w in member_widths for x in w], value, inplace=True)
+    before, after = widths[sd] if sd < len(widths) else (0, 0)
+    members = list(lazy.tensordicts)
+    if before < 0:
+        del members[:-before]
+    if after < 0:
+        del members[len(members) + after :]
+    if before > 0 or after > 0:
+        filler = _filled(lazy.tensordicts[0], value)
+        members = (
+            [filler.clone() for _ in range(max(before, 0))]
+            + members
+            + [filler.clone() for _ in range(max(after, 0))]
+        )
+    lazy.tensordicts[:] = members
+    bs = list(lazy.batch_size)
+    for d, (b, a) in enumerate(widths):
+        bs[d] += b + a
+    lazy._batch_size = torch.Size(bs)
+    return lazy
+
+
+def _filled(td: Any, value: Any, prefix: tuple[str, ...] = ()) -> TensorDict:
+    """A dense tensordict shaped like ``td`` whose tensors hold ``value`` (``None`` for
+    non-tensor entries): a new member added by padding a lazy stack."""
+    widths = [(0, 0)] * td.batch_dims
+    out = _pad_td(td, widths, value, prefix) if isinstance(td, _kinds.Dense) else td.to_tensordict()
+    for key, entry in list(out._tensordict.items()):
+        if isinstance(entry, _Tensor):
+            fill = value.get(prefix + (key,), 0.0) if isinstance(value, dict) else value
+            out._tensordict[key] = torch.full_like(entry, fill)
+        elif isinstance(entry, _kinds.Dense):
+            out._tensordict[key] = _filled(entry, value, prefix + (key,))
+        elif is_non_tensor(entry) and not isinstance(entry, MetaData):
+            out._tensordict[key] = NonTensorData._make(None, entry.batch_size, entry.device)
+    return out
 
 
 def pad_sequence(

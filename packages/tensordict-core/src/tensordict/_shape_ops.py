@@ -340,10 +340,11 @@ class DenseShapeOps:
             feat = (x.ndim if isinstance(x, _Tensor) else x.batch_dims) - nb
             return x.repeat(*repeats, *([1] * feat))
 
+        names = None if self._names is None else [None] * extra + list(self._names)
         if inplace:
             check_inplace(self, "repeat")
-            return adopt(self, self._map_batch(fn, new), "repeat")
-        return self._map_batch(fn, new)
+            return adopt(self, self._map_batch(fn, new, names), "repeat")
+        return self._map_batch(fn, new, names)
 
     def flip(self, dims: int | Sequence[int], *more_dims: int) -> TensorDict:
         """Reverse the order along the given batch dimensions (one int or sequence, or
@@ -424,7 +425,9 @@ class DenseShapeOps:
                 )
         shapes = [bs[:d] + torch.Size([s]) + bs[d + 1 :] for s in sizes]
         arg = split_size if isinstance(split_size, int) else sizes
-        return self._split_entries(lambda x: x.split(arg, d), len(sizes), shapes, self._names)
+        return self._split_entries(
+            lambda x: _split_leaf(x, arg, sizes, d), len(sizes), shapes, self._names
+        )
 
     def chunk(self, chunks: int, dim: int = 0) -> tuple[TensorDict, ...]:
         """Split into ``chunks`` nearly equal parts along batch dimension ``dim``.
@@ -466,3 +469,18 @@ class DenseShapeOps:
             cls._new_unsafe(parts[i], torch.Size(shapes[i]), dev, names and list(names))
             for i in range(n)
         )
+
+
+def _split_leaf(x: Any, arg: Any, sizes: list[int], d: int) -> Any:
+    """``x.split(arg, d)``; a nested tensor, which cannot be split along its batch dim
+    0, is regrouped from its components."""
+    if isinstance(x, _Tensor) and x.is_nested and d == 0:
+        parts = x.unbind(0)
+        out, start = [], 0
+        for size in sizes:
+            out.append(
+                torch.nested.as_nested_tensor(list(parts[start : start + size]), layout=x.layout)
+            )
+            start += size
+        return tuple(out)
+    return x.split(arg, d)

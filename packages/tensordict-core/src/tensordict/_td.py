@@ -522,8 +522,8 @@ class TensorDict(
             if current is not None:
                 write_inplace(key, current, value, non_blocking)
                 return self
-        if self._is_locked and not ignore_lock and key not in store:
-            raise lock_error(key)
+        if self._is_locked and not ignore_lock:  # only in-place writes reach a locked one
+            raise lock_error(key, "replace" if key in store else "add")
         store[key] = value
         return self
 
@@ -585,8 +585,8 @@ class TensorDict(
                 if value.shape[: len(bs)] != bs:
                     raise self._shape_error(index, value)
                 store = self._tensordict
-                if self._is_locked and index not in store:
-                    raise lock_error(index)
+                if self._is_locked:
+                    raise lock_error(index, "replace" if index in store else "add")
                 store[index] = value
             else:
                 self._set_str(index, value, inplace=False, validated=False)
@@ -602,8 +602,8 @@ class TensorDict(
                 return
             if type(last) is str and type(parent) is TensorDict:
                 value = parent._validate_value(index, value)
-                if parent._is_locked and last not in store:
-                    raise lock_error(index)
+                if parent._is_locked:
+                    raise lock_error(index, "replace" if last in store else "add")
                 store[last] = value
             else:
                 self._set_tuple(_key_tuple(index), value, inplace=False, validated=False)
@@ -861,7 +861,7 @@ class TensorDict(
         names = index_names(idx, self._names, len(new_bs)) if self._names is not None else None
         if names is not None and all(n is None for n in names):
             names = None
-        return TensorDict._new_unsafe(out, new_bs, self._device, names)
+        return self._new_unsafe(out, new_bs, self._device, names)
 
     # ------------------------------------------------------------------ tree map
     @property

@@ -9,7 +9,9 @@ from typing import Any, Literal, overload
 
 import torch
 
+from tensordict._errors import EllipsisError
 from tensordict._futures import TensorDictFuture
+from tensordict._index import _dims_consumed
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
 from tensordict._kinds import is_tensorclass
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
@@ -25,6 +27,7 @@ __all__ = [
     "TensorDictFuture",
     "assert_allclose_td",
     "assert_close",
+    "convert_ellipsis_to_idx",
     "expand_as_right",
     "expand_right",
     "get_printoptions",
@@ -270,6 +273,29 @@ def remove_duplicates(
     index = (slice(None),) * dim + (keep,)
     out = input[index]
     return (out, keep) if return_indices else out
+
+
+def convert_ellipsis_to_idx(
+    idx: tuple[Any, ...] | Any, batch_size: Sequence[int]
+) -> tuple[Any, ...]:
+    """``idx`` as a tuple with its ellipsis replaced by the full slices it stands for.
+
+    The other elements are kept as they are. An index with more than one ellipsis raises
+    an error that is both a ``RuntimeError`` and an ``IndexError``.
+
+    >>> convert_ellipsis_to_idx((0, ..., 0), [3, 4, 5, 6])
+    (0, slice(None, None, None), slice(None, None, None), 0)
+    >>> convert_ellipsis_to_idx(..., [2])
+    (slice(None, None, None),)
+    """
+    items = idx if isinstance(idx, tuple) else (idx,)
+    at = [i for i, item in enumerate(items) if item is Ellipsis]
+    if len(at) > 1:
+        raise EllipsisError(f"an index can only have a single ellipsis ('...'), got {idx!r}.")
+    if not at:
+        return items
+    elided = max(len(batch_size) - sum(map(_dims_consumed, items)), 0)
+    return items[: at[0]] + (slice(None),) * elided + items[at[0] + 1 :]
 
 
 def is_batchedtensor(tensor: object) -> bool:
