@@ -104,11 +104,20 @@ def _install_key(torch: str | None, requirements: tuple[str, ...]) -> str:
     return digest.hexdigest()
 
 
+#: Extras left out of the shared environments: tensordict-memmap[mds] brings
+#: mosaicml-streaming, which pins torchvision/transformers and numpy<2.2 (torchvision from
+#: PyPI does not import beside the pinned torch CPU wheel, and letting pip choose a torch
+#: downloads CUDA). `to_mds` is tested with a writer of our own instead.
+NOT_IN_WORKSPACE = {("tensordict-memmap", "mds")}
+
+
 def workspace() -> list[str]:
-    """pip arguments installing all five distributions, editable, with all their extras."""
+    """pip arguments installing all five distributions, editable, with their extras (but
+    those of NOT_IN_WORKSPACE)."""
     args: list[str] = []
     for dist in DISTS:
-        args += ["-e", dist.rel() + (f"[{','.join(dist.extras)}]" if dist.extras else "")]
+        extras = [e for e in dist.extras if (dist.name, e) not in NOT_IN_WORKSPACE]
+        args += ["-e", dist.rel() + (f"[{','.join(extras)}]" if extras else "")]
     return args
 
 

@@ -101,8 +101,8 @@ def to_arrow(td: TensorDictBase) -> pyarrow.Table:
     names: list[str] = []
     arrays: list[Any] = []
     for name, value in td.items():
-        names.append(name)
-        arrays.append(entry_to_arrow(pa, value, (name,), n, "to_arrow"))
+        names.append(str(name))
+        arrays.append(entry_to_arrow(pa, value, (str(name),), n, "to_arrow"))
     return pa.Table.from_arrays(arrays, names=names)
 
 
@@ -114,8 +114,8 @@ def entry_to_arrow(pa: Any, value: Any, key: tuple[str, ...], n: int, what: str)
         items = list(value.items())
         if not items:
             return pa.StructArray.from_buffers(pa.struct([]), n, [None])
-        children = [entry_to_arrow(pa, v, (*key, k), n, what) for k, v in items]
-        return pa.StructArray.from_arrays(children, names=[k for k, _ in items])
+        children = [entry_to_arrow(pa, v, (*key, str(k)), n, what) for k, v in items]
+        return pa.StructArray.from_arrays(children, names=[str(k) for k, _ in items])
     if isinstance(value, torch.Tensor):
         return tensor_to_arrow(pa, value, key, what)
     if isinstance(value, (NonTensorData, NonTensorStack)):
@@ -160,7 +160,8 @@ def _jagged_to_arrow(pa: Any, tensor: torch.Tensor, key: tuple[str, ...], what: 
             "(layout=torch.jagged) with its ragged dimension right after the batch one."
         )
     values = tensor_to_arrow(pa, tensor.values(), key, what)
-    offsets = _tabular.plain_tensor(tensor.offsets()).to(torch.int64).numpy()
+    offsets = tensor.offsets()  # type: ignore[attr-defined]
+    offsets = _tabular.plain_tensor(offsets).to(torch.int64).numpy()
     return pa.LargeListArray.from_arrays(pa.array(offsets), values)
 
 
@@ -279,7 +280,7 @@ class ArrowReader:
             self._nulls(key, int((~valid).sum()))
             tensor = tensor.clone()
             tensor[~torch.from_numpy(np.ascontiguousarray(valid))] = _fill(tensor.dtype)
-            self._mask(key, valid.reshape(len(arr), -1).all(1))
+            self._mask(key, np.asarray(valid.reshape(len(arr), -1).all(1)))
             return tensor
         kind = arr.type
         if pa.types.is_list(kind) or pa.types.is_large_list(kind):

@@ -141,8 +141,11 @@ class CompatOps:
 
         ``storage`` picks where the zeros live: ``None`` (plain tensors), ``"shared"``
         (shared memory), ``"memmap"`` (memory-mapped files, ``prefix=`` and the other
-        arguments of ``memmap_like``; needs ``tensordict-memmap``). The HDF5, zarr and
-        Redis storages of the reference are not provided here.
+        arguments of ``memmap_like``), ``"zarr"`` (a zarr store at ``filename=``, whose
+        chunked arrays are allocated without writing any data; other keywords go to
+        ``zarr.Group.create_array``) or ``"h5"`` (an HDF5 file at ``filename=``); the
+        last three need ``tensordict-memmap`` (with its ``zarr``/``h5`` extra). The Redis
+        storages of the reference are not provided here.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -156,14 +159,23 @@ class CompatOps:
                 f"from_schema: unknown storage {storage!r}; expected None, 'memmap', 'shared', "
                 "'h5', 'zarr', 'redis' or 'dragonfly'."
             )
-        if storage in ("h5", "zarr", "redis", "dragonfly"):
+        if storage in ("redis", "dragonfly"):
             raise NotImplementedError(
                 f"from_schema(storage={storage!r}) is not provided; build the tensordict with "
                 "storage=None and convert it with the sibling distribution's API."
             )
-        if kwargs and storage != "memmap":
+        if storage == "zarr":
+            if "filename" not in kwargs:
+                raise TypeError("from_schema(storage='zarr') needs filename=<path or store>.")
+            hook = sibling_attr(
+                "memmap", "zarr_from_schema", "TensorDict.from_schema(storage='zarr')"
+            )
+            return hook(schema, bs, **kwargs)  # type: ignore[no-any-return]
+        if storage == "h5" and "filename" not in kwargs:
+            raise TypeError("from_schema(storage='h5') needs filename=<path>.")
+        if kwargs and storage not in ("memmap", "h5"):
             raise TypeError(f"from_schema() got unexpected keyword arguments {sorted(kwargs)}.")
-        out = _kinds.Dense(batch_size=bs, device=None if storage == "memmap" else device)
+        out = _kinds.Dense(batch_size=bs, device=None if storage in ("memmap", "h5") else device)
         for key, spec in schema.items():
             try:
                 shape, dtype = spec
@@ -172,8 +184,11 @@ class CompatOps:
                     f"from_schema: the schema of {key!r} must be (element_shape, dtype), got "
                     f"{spec!r}."
                 ) from None
-            tensor_device = None if storage == "memmap" else device
+            tensor_device = None if storage in ("memmap", "h5") else device
             out.set(key, torch.zeros((*bs, *shape), dtype=dtype, device=tensor_device))
+        if storage == "h5":
+            sibling_attr("memmap", "td_to_h5", "TensorDict.from_schema(storage='h5')")
+            return out.to_h5(**kwargs)  # type: ignore[attr-defined,no-any-return]
         if storage == "shared":
             out.share_memory_()
         elif storage == "memmap":

@@ -70,7 +70,9 @@ def dataframe(pd: Any, td: Any, separator: str | None, what: str) -> Any:
     for column, key, value in _tabular.flat_columns(td, separator, what):
         values = column_values(value, key, n, what, "a DataFrame column")
         # an empty list would make a float column: keep it an object one
-        data[column] = pd.Series(values, dtype=object) if isinstance(values, list) and not n else values
+        data[column] = (
+            pd.Series(values, dtype=object) if isinstance(values, list) and not n else values
+        )
     if not data:
         return pd.DataFrame(index=pd.RangeIndex(n))
     return pd.DataFrame(data)

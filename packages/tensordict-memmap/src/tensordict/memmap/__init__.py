@@ -12,7 +12,12 @@
   :func:`append_memmap`, :func:`is_memmap_archive`, :func:`refresh_archive_checksums`),
   safetensors files (:func:`to_safetensors`, :func:`from_safetensors`, extra
   ``safetensors``) and :class:`PersistentTensorDict`, a tensordict view of an HDF5 file
-  (extra ``h5``). ``h5py`` and ``safetensors`` are imported only when used.
+  (extra ``h5``). ``h5py`` and ``safetensors`` are imported only when used;
+* the file formats of pipelines: Parquet (``to_parquet``/:func:`from_parquet`, extra
+  ``parquet``), CSV (``to_csv``/:func:`from_csv`, extra ``csv``), JSON
+  (``to_json``/:func:`from_json`), zarr (``to_zarr``/:func:`from_zarr`,
+  :class:`ZarrTensorDict`, extra ``zarr``) and MosaicML Streaming shards (``to_mds``,
+  extra ``mds``); each format library is imported on first use.
 
 It depends on ``tensordict-core`` (and ``tqdm`` for progress bars) only.
 
@@ -80,13 +85,25 @@ from tensordict.memmap._archive import (
     unpack_memmap,
 )
 from tensordict.memmap._classes import register_class
+from tensordict.memmap._csv import from_csv
+from tensordict.memmap._csv import td_to_csv as td_to_csv
+from tensordict.memmap._json import from_json
+from tensordict.memmap._json import td_to_json as td_to_json
+from tensordict.memmap._mds import td_to_mds as td_to_mds
+from tensordict.memmap._parquet import from_parquet
+from tensordict.memmap._parquet import td_to_parquet as td_to_parquet
 from tensordict.memmap._persistent import PersistentTensorDict, from_h5
 from tensordict.memmap._persistent import td_to_h5 as td_to_h5
 from tensordict.memmap._safetensors import from_safetensors, to_safetensors
 from tensordict.memmap._tensor import MemoryMappedTensor
+from tensordict.memmap._zarr import ZarrTensorDict, from_zarr
+from tensordict.memmap._zarr import td_from_zarr as td_from_zarr
+from tensordict.memmap._zarr import td_to_zarr as td_to_zarr
+from tensordict.memmap._zarr import zarr_from_schema as zarr_from_schema
 
 MemoryMappedTensor.__module__ = __name__
 PersistentTensorDict.__module__ = __name__
+ZarrTensorDict.__module__ = __name__
 
 __version__ = "0.1.0"
 
@@ -109,6 +126,11 @@ __all__ = [
     "save",
     "to_safetensors",
     "from_safetensors",
+    "ZarrTensorDict",
+    "from_csv",
+    "from_json",
+    "from_parquet",
+    "from_zarr",
 ]
 
 

@@ -1,0 +1,800 @@
+"""Zarr stores: :class:`ZarrTensorDict`, ``TensorDict.to_zarr``/``from_zarr``, the
+top-level :func:`from_zarr` and ``TensorDict.from_schema(storage="zarr")`` (extra
+``zarr``: ``pip install tensordict-memmap[zarr]``; ``zarr`` is imported on first use).
+
+A tensordict is a zarr group: tensors are chunked arrays, nested tensordicts are
+subgroups, a :class:`~tensordict.NonTensorStack` of strings is a string array, and other
+non-tensor values are JSON bytes in a ``uint8`` array (pickle only with
+``allow_pickle=True``, on writing and again on reading). Each group's batch size, names
+and key order are in its ``"__tensordict__"`` attribute, as the reference library writes
+them, so stores move between the two. Nothing is read until asked for: ``ztd["key"]``
+reads one array, ``ztd[rows]`` reads only the chunks holding the rows into an in-memory
+:class:`~tensordict.TensorDict`; writes (``set``, ``ztd[rows] = td``) go to the store.
+bfloat16 (which zarr has no type for) is refused with a :class:`TypeError` naming the key.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from tensordict import NonTensorData, NonTensorStack, TensorDict, _kinds, _tabular
+from tensordict._keys import unravel_key
+from tensordict._siblings import import_extra
+from tensordict.base import NO_DEFAULT, TensorDictBase
+from tensordict.memmap import _codec, _fs
+
+ZARR_INSTALL = "tensordict-memmap[zarr]"
+ATTR = "__tensordict__"
+STACK_ATTR = "__tensordict_stack__"
+NON_TENSOR_ATTR = "__tensordict_non_tensor__"
+
+
+def zarr_module(what: str) -> Any:
+    """``zarr``, or the :class:`ModuleNotFoundError` naming ``tensordict-memmap[zarr]``."""
+    return import_extra("zarr", ZARR_INSTALL, what)
+
+
+def _node_name(key: str) -> str:
+    """The zarr node name storing ``key`` (keys that are not plain names are hex-encoded)."""
+    if _fs.is_plain_name(key) and not key.startswith(("__", "%")) and key != "zarr.json":
+        return key
+    return "%" + key.encode("utf-8").hex()
+
+
+def _is_string(array: Any) -> bool:
+    kind = np.dtype(array.dtype).kind if isinstance(array.dtype, np.dtype) else None
+    return kind in ("U", "S", "O", "T") or kind is None
+
+
+def _common_leading(shapes: list[tuple[int, ...]], limit: int | None) -> list[int]:
+    common: list[int] | None = None
+    for shape in shapes:
+        if common is None:
+            common = list(shape)
+            continue
+        n = 0
+        for a, b in zip(common, shape):
+            if a != b:
+                break
+            n += 1
+        common = common[:n]
+    common = common or []
+    return common[:limit] if limit is not None else common
+
+
+class _Keys:
+    """The keys of a :class:`ZarrTensorDict`, read from the store (no data is read)."""
+
+    def __init__(self, td: ZarrTensorDict, nested: bool, leaves: bool, is_leaf: Any, sort: bool):
+        self._td, self._nested, self._leaves, self._is_leaf, self._sort = (
+            td,
+            nested,
+            leaves,
+            is_leaf,
+            sort,
+        )
+
+    def _walk(self, td: ZarrTensorDict, prefix: tuple[str, ...]) -> Iterator[Any]:
+        for key, kind in td._entries():
+            full = (*prefix, key) if prefix else key
+            if kind == "group":
+                leaf = self._is_leaf is not None and self._is_leaf(ZarrTensorDict)
+                if not self._leaves or leaf:
+                    yield full
+                if self._nested and not leaf:
+                    yield from self._walk(td._child(key), (*prefix, key))
+            else:
+                yield full
+
+    def __iter__(self) -> Iterator[Any]:
+        keys = self._walk(self._td, ())
+        if self._sort:
+            return iter(sorted(keys, key=lambda k: k if isinstance(k, tuple) else (k,)))
+        return keys
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __contains__(self, key: Any) -> bool:
+        return unravel_key(key) in set(self)
+
+    def __repr__(self) -> str:
+        return f"_Keys({list(self)})"
+
+
+class ZarrTensorDict(TensorDictBase):
+    """A tensordict stored in a zarr group, read lazily and written through.
+
+    Build it with :func:`from_zarr` (open a store) or ``TensorDict.to_zarr`` (write one).
+
+    >>> import os, tempfile, torch
+    >>> from tensordict import TensorDict
+    >>> td = TensorDict(obs=torch.arange(12.0).view(6, 2), info=TensorDict(r=torch.ones(6), batch_size=[6]),
+    ...                 batch_size=[6])
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = td.to_zarr(os.path.join(tmp, "data.zarr"), chunks=(2,))
+    ...     z = TensorDict.from_zarr(os.path.join(tmp, "data.zarr"))
+    ...     print(type(z).__name__, z.batch_size, z[4:]["obs"])
+    ZarrTensorDict torch.Size([6]) tensor([[ 8.,  9.],
+            [10., 11.]])
+    """
+
+    def __init__(
+        self,
+        *,
+        group: Any,
+        batch_size: Sequence[int] | torch.Size | None = None,
+        device: torch.device | str | None = None,
+        non_tensor_as_stack: bool = False,
+        allow_pickle: bool | None = None,
+        array_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self._group = group
+        self._device = None if device is None else torch.device(device)
+        self._non_tensor_as_stack = non_tensor_as_stack
+        self._allow_pickle = _codec.check_allow_pickle(allow_pickle)
+        self._array_kwargs = dict(array_kwargs or {})
+        self._children: dict[str, ZarrTensorDict] = {}
+        meta = self._meta()
+        if batch_size is None:
+            stored = meta.get("batch_size")
+            batch_size = stored if isinstance(stored, list) else []
+        self._batch_size = torch.Size(batch_size)
+        self._check_batch(self._batch_size)
+
+    # ------------------------------------------------------------------ store access
+    @property
+    def group(self) -> Any:
+        """The zarr group."""
+        return self._group
+
+    def _where(self) -> str:
+        return f"{self._group.store}{self._group.path and '/' + self._group.path}"
+
+    def _meta(self) -> dict[str, Any]:
+        meta = self._group.attrs.get(ATTR)
+        return dict(meta) if isinstance(meta, dict) else {}
+
+    def _set_meta(self, **changes: Any) -> None:
+        meta = self._meta()
+        meta.update(changes)
+        meta.setdefault("version", 1)
+        self._group.attrs[ATTR] = meta
+
+    def _writable(self) -> None:
+        if self._group.read_only:
+            raise RuntimeError(
+                f"the zarr store {self._where()!r} is open read-only (mode='r'); open it with "
+                "mode='r+' or 'a' to write."
+            )
+
+    def _entries(self) -> Iterator[tuple[str, str]]:
+        """``(key, "group" | "array")`` in the stored key order (then any other node)."""
+        zarr = zarr_module("ZarrTensorDict")
+        names = {name: node for name, node in self._group.members()}
+        meta = self._meta()
+        keys_of = dict(meta.get("keys", {}))
+        order = [_node_name(k) for k in meta.get("order", []) if _node_name(k) in names]
+        order += sorted(n for n in names if n not in set(order))
+        for name in order:
+            kind = "group" if isinstance(names[name], zarr.Group) else "array"
+            yield keys_of.get(name, name), kind
+
+    def _shapes(self) -> list[tuple[int, ...]]:
+        zarr = zarr_module("ZarrTensorDict")
+        shapes = []
+        for _, node in self._group.members(max_depth=None):
+            if isinstance(node, zarr.Array) and not _is_string(node) and not _is_encoded(node):
+                shapes.append(tuple(node.shape))
+        return shapes
+
+    def _check_batch(self, batch: torch.Size) -> None:
+        zarr = zarr_module("ZarrTensorDict")
+        n = len(batch)
+        for name, node in self._group.members():
+            if isinstance(node, zarr.Array) and not _is_encoded(node):
+                if tuple(node.shape[:n]) != tuple(batch):
+                    raise RuntimeError(
+                        f"the batch size {list(batch)} does not match the array {name!r} of "
+                        f"shape {list(node.shape)} in {self._where()!r}: its leading dimensions "
+                        "must equal the batch size."
+                    )
+
+    def _child(self, key: str) -> ZarrTensorDict:
+        child = self._children.get(key)
+        if child is None:
+            group = self._group[_node_name(key)]
+            stored = group.attrs.get(ATTR)
+            child = ZarrTensorDict(
+                group=group,
+                batch_size=None if isinstance(stored, dict) else self._batch_size,
+                device=self._device,
+                non_tensor_as_stack=self._non_tensor_as_stack,
+                allow_pickle=self._allow_pickle,
+                array_kwargs=self._array_kwargs,
+            )
+            self._children[key] = child
+        return child
+
+    def _read(self, key: str, array: Any, index: Any = None) -> Any:
+        if _is_encoded(array):
+            value = self._decode(key, array)
+            if index is None:
+                return value
+            return value[index] if isinstance(value, NonTensorStack) else value
+        data = array[...] if index is None else _read_rows(array, index)
+        if _is_string(array):
+            values = np.asarray(data).tolist()
+            batch = (
+                self._batch_size if index is None else torch.zeros(self._batch_size)[index].shape
+            )
+            if STACK_ATTR in array.attrs or self._non_tensor_as_stack:
+                stack = NonTensorStack.from_list(values, ndim=max(np.ndim(data), 0) or None)
+                # rows that all hold one value read as one NonTensorData, as indexing a stack does
+                return stack if index is None or not stack.batch_dims else stack[...]
+            return NonTensorData(values, batch_size=batch)
+        tensor = torch.from_numpy(np.ascontiguousarray(data))
+        return tensor if self._device is None else tensor.to(self._device)
+
+    def _decode(self, key: str, array: Any) -> Any:
+        spec = dict(array.attrs[NON_TENSOR_ATTR])
+        raw = bytes(np.asarray(array[...], dtype=np.uint8).tobytes())
+        if spec.get("encoding") == "pickle":
+            value = _codec.unpickle_or_refuse(
+                Path(f"{self._where()}/{key}"), self._allow_pickle, read=lambda: raw
+            )
+        else:
+            value = json.loads(raw.decode("utf-8"))
+        if spec.get("stack"):
+            return NonTensorStack.from_list(value, ndim=len(self._batch_size) or None)
+        return NonTensorData(value, batch_size=self._batch_size)
+
+    # ------------------------------------------------------------------ primitives
+    @property
+    def batch_size(self) -> torch.Size:
+        """The batch size (settable; checked against the arrays)."""
+        return self._batch_size
+
+    @batch_size.setter
+    def batch_size(self, value: Sequence[int]) -> None:
+        batch = torch.Size(value)
+        self._check_batch(batch)
+        self._batch_size = batch
+        if not self._group.read_only:
+            self._set_meta(batch_size=list(batch))
+
+    @property
+    def names(self) -> list[str | None]:
+        names = self._meta().get("names")
+        if not isinstance(names, list) or len(names) != len(self._batch_size):
+            return [None] * len(self._batch_size)
+        return list(names)
+
+    @names.setter
+    def names(self, value: Sequence[str | None] | None) -> None:
+        self._writable()
+        self._set_meta(names=None if value is None else list(value))
+
+    @property
+    def device(self) -> torch.device | None:
+        return self._device
+
+    def keys(
+        self,
+        include_nested: bool = False,
+        leaves_only: bool = False,
+        is_leaf: Callable[[type], bool] | None = None,
+        *,
+        sort: bool = False,
+    ) -> Any:
+        return _Keys(self, include_nested, leaves_only, is_leaf, sort)
+
+    def _get_str(self, key: str, default: Any) -> Any:
+        zarr = zarr_module("ZarrTensorDict")
+        name = _node_name(key)
+        try:
+            node = self._group[name]
+        except KeyError:
+            node = None
+        if isinstance(node, zarr.Group):
+            return self._child(key)
+        if node is not None:
+            return self._read(key, node)
+        if default is NO_DEFAULT:
+            raise KeyError(f"key {key!r} not found in the zarr group {self._where()!r}")
+        return default
+
+    def _get_tuple(self, key: tuple[str, ...], default: Any) -> Any:
+        if len(key) == 1:
+            return self._get_str(key[0], default)
+        sub = self._get_str(key[0], None)
+        if not isinstance(sub, TensorDictBase):
+            if default is NO_DEFAULT:
+                raise KeyError(f"key {unravel_key(key)!r} not found")
+            return default
+        return sub._get_tuple(key[1:], default)
+
+    def _set_str(
+        self, key: str, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
+    ) -> ZarrTensorDict:
+        self._writable()
+        write_entry(
+            self._group,
+            key,
+            value,
+            self._batch_size,
+            self._allow_pickle,
+            self._array_kwargs,
+            inplace,
+        )
+        self._children.pop(key, None)
+        meta = self._meta()
+        order = list(meta.get("order", []))
+        if key not in order:
+            order.append(key)
+        keys = dict(meta.get("keys", {}))
+        if _node_name(key) != key:
+            keys[_node_name(key)] = key
+        self._set_meta(order=order, keys=keys)
+        return self
+
+    def _set_tuple(
+        self,
+        key: tuple[str, ...],
+        value: Any,
+        *,
+        inplace: bool,
+        validated: bool,
+        non_blocking: bool = False,
+    ) -> ZarrTensorDict:
+        if len(key) == 1:
+            return self._set_str(key[0], value, inplace=inplace, validated=validated)
+        sub = self._get_str(key[0], None)
+        if sub is None:
+            self._set_str(
+                key[0], TensorDict(batch_size=self._batch_size), inplace=False, validated=True
+            )
+            sub = self._get_str(key[0], None)
+        if not isinstance(sub, TensorDictBase):
+            raise KeyError(f"{key[0]!r} is not a tensordict in {self._where()!r}")
+        sub._set_tuple(key[1:], value, inplace=inplace, validated=validated)
+        return self
+
+    def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
+        return self.to_tensordict()._apply_nest(fn, *others, **kwargs)
+
+    def _map_tensors(
+        self, fn: Callable[[torch.Tensor], torch.Tensor], device: Any = NO_DEFAULT
+    ) -> Any:
+        return self.to_tensordict()._map_tensors(fn, device)
+
+    def _map_batch(
+        self, fn: Callable[[Any], Any], batch_size: torch.Size, names: Any = None
+    ) -> Any:
+        return self.to_tensordict()._map_batch(fn, batch_size, names)
+
+    def _flat_tensors(self, out: list[Any]) -> list[Any]:
+        return self.to_tensordict()._flat_tensors(out)
+
+    # ------------------------------------------------------------------ indexing
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, str) or (
+            isinstance(index, tuple) and index and all(isinstance(i, (str, tuple)) for i in index)
+        ):
+            value = self.get(index)
+            if isinstance(value, NonTensorData):
+                return value.data
+            return value.tolist() if isinstance(value, NonTensorStack) else value
+        return self._index(index)
+
+    def _index(self, index: Any) -> TensorDict:
+        """The selected rows of every array, read from the chunks that hold them."""
+        new_bs = torch.zeros(self._batch_size, dtype=torch.uint8)[index].shape
+        entries: dict[str, Any] = {}
+        for key, kind in self._entries():
+            if kind == "group":
+                entries[key] = self._child(key)._index(index)
+            else:
+                value = self._read(key, self._group[_node_name(key)], index)
+                if isinstance(value, NonTensorData):
+                    value = NonTensorData(value.data, batch_size=new_bs)
+                entries[key] = value
+        return TensorDict(entries, batch_size=new_bs, device=self._device)
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if isinstance(index, str) or (
+            isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)
+        ):
+            self.set(index, value)
+            return
+        self._writable()
+        if not isinstance(value, TensorDictBase):
+            raise TypeError("assigning rows of a ZarrTensorDict needs a tensordict of rows")
+        zarr = zarr_module("ZarrTensorDict")
+        for raw in value.keys():
+            key = str(raw)
+            item = value._get_str(key, NO_DEFAULT)
+            node = self._group.get(_node_name(key))
+            if isinstance(item, TensorDictBase):
+                self._child(key)[index] = item
+            elif isinstance(item, torch.Tensor) and isinstance(node, zarr.Array):
+                _write_rows(node, index, _numpy(item, (key,), "ZarrTensorDict"))
+            else:
+                raise KeyError(f"cannot write rows of {key!r}: no such array in {self._where()!r}")
+
+    # ------------------------------------------------------------------ conversions
+    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+        """Read everything into an in-memory :class:`~tensordict.TensorDict`."""
+        entries = {}
+        for key, kind in self._entries():
+            value = self._get_str(key, NO_DEFAULT)
+            entries[key] = value.to_tensordict() if kind == "group" else value
+        out = TensorDict(entries, batch_size=self._batch_size, device=self._device)
+        names = self._meta().get("names")
+        if isinstance(names, list) and any(n is not None for n in names):
+            out.names = names
+        return out
+
+    def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDict:  # type: ignore[override]
+        """An in-memory copy (:meth:`to_tensordict`)."""
+        return self.to_tensordict()
+
+    def is_shared(self) -> bool:
+        return False
+
+    @property  # type: ignore[misc]
+    def is_locked(self) -> bool:
+        return False
+
+    def lock_(self) -> ZarrTensorDict:
+        return self
+
+    def unlock_(self) -> ZarrTensorDict:
+        return self
+
+    def close(self) -> None:
+        """Nothing to release: zarr keeps no file open between reads."""
+
+    def __enter__(self) -> ZarrTensorDict:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        lines = []
+        for key, kind in self._entries():
+            node = self._group[_node_name(key)]
+            if kind == "group":
+                text = f"ZarrTensorDict(path={node.path!r})"
+            elif _is_encoded(node):
+                text = "NonTensorData"
+            else:
+                text = f"Array(shape={tuple(node.shape)}, dtype={node.dtype}, chunks={node.chunks})"
+            lines.append(f"        {key}: {text}")
+        body = ",\n".join(lines)
+        return (
+            f"ZarrTensorDict(\n    fields={{\n{body}}},\n    batch_size={self._batch_size},\n"
+            f"    store={self._where()!r}, read_only={self._group.read_only})"
+        )
+
+
+# ----------------------------------------------------------------------------- writing
+def _fit_chunks(shape: Sequence[int], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with ``chunks``/``shards`` given for the leading dims only (``(1024,)``)
+    completed with the whole trailing dims of ``shape``."""
+    out = dict(kwargs)
+    for name in ("chunks", "shards"):
+        value = out.get(name)
+        if isinstance(value, (tuple, list)) and len(value) < len(shape):
+            out[name] = (*value, *shape[len(value) :])
+    return out
+
+
+def _is_encoded(array: Any) -> bool:
+    return NON_TENSOR_ATTR in array.attrs
+
+
+def _numpy(value: torch.Tensor, key: tuple[str, ...], what: str) -> np.ndarray:
+    t = _tabular.plain_tensor(value)
+    if (
+        t.dtype is torch.bfloat16
+        or t.is_quantized
+        or t.dtype.itemsize == 1
+        and t.is_floating_point()
+    ):
+        _tabular.refuse_dtype(
+            what, key, t.dtype, "zarr", "bool, int8-64, uint8-64, float16-64, complex64/128"
+        )
+    if t.is_nested:
+        raise TypeError(
+            f"{what}: the jagged tensor {_tabular.key_text(key)} has no zarr array type."
+        )
+    return t.numpy()
+
+
+def _encoded(
+    value: Any, stack: bool, allow_pickle: bool, where: str
+) -> tuple[np.ndarray, dict[str, Any]]:
+    spec: dict[str, Any]
+    if _codec.is_json_exact(value):
+        raw, spec = json.dumps(value).encode("utf-8"), {"encoding": "json"}
+    else:
+        raw, spec = _codec.pickle_or_refuse(value, allow_pickle, where), {"encoding": "pickle"}
+    if stack:
+        spec["stack"] = True
+    return np.frombuffer(raw, dtype=np.uint8).copy(), spec
+
+
+def write_entry(
+    group: Any,
+    key: str,
+    value: Any,
+    batch_size: torch.Size,
+    allow_pickle: bool,
+    array_kwargs: dict[str, Any],
+    inplace: bool = False,
+) -> None:
+    """Write one entry (tensor, nested tensordict or non-tensor value) under ``group``."""
+    zarr = zarr_module("to_zarr")
+    name = _node_name(key)
+    if _kinds.is_tensorclass(value):
+        value = value._tensordict
+    if isinstance(value, dict):
+        value = TensorDict(value, batch_size=batch_size)
+    existing = group.get(name)
+    if isinstance(value, TensorDictBase):
+        if existing is not None:
+            del group[name]
+        write_group(group.create_group(name), value, allow_pickle, array_kwargs)
+        return
+    if isinstance(value, np.ndarray):
+        value = torch.from_numpy(value)
+    if isinstance(value, torch.Tensor):
+        array = _numpy(value, (key,), "to_zarr")
+        if tuple(array.shape[: len(batch_size)]) != tuple(batch_size):
+            raise RuntimeError(
+                f"batch dimension mismatch for key {key!r}: shape {list(array.shape)} does not "
+                f"start with the batch size {list(batch_size)}."
+            )
+        if inplace and isinstance(existing, zarr.Array) and tuple(existing.shape) == array.shape:
+            existing[...] = array
+            return
+        if existing is not None:
+            del group[name]
+        group.create_array(name, data=array, **_fit_chunks(array.shape, array_kwargs))
+        return
+    if existing is not None:
+        del group[name]
+    if not isinstance(value, (NonTensorData, NonTensorStack)):
+        value = NonTensorData(value, batch_size=batch_size)
+    if isinstance(value, NonTensorStack):
+        values = value.tolist()
+        flat: Any = np.asarray(values, dtype=object).reshape(-1) if value.batch_dims else []
+        if value.batch_dims and all(type(v) is str for v in flat):
+            arr = group.create_array(name, shape=tuple(value.batch_size), dtype=str)
+            arr[...] = np.asarray(values, dtype=object)
+            arr.attrs[STACK_ATTR] = list(value.batch_size)
+            return
+        data, spec = _encoded(values, True, allow_pickle, f"to_zarr: the entry {key!r}")
+    else:
+        data, spec = _encoded(value.data, False, allow_pickle, f"to_zarr: the entry {key!r}")
+    arr = group.create_array(name, data=data)
+    arr.attrs[NON_TENSOR_ATTR] = spec
+
+
+def write_group(group: Any, td: Any, allow_pickle: bool, array_kwargs: dict[str, Any]) -> None:
+    """Write every entry of ``td`` into ``group``, with its batch size, names and key order."""
+    names = None
+    try:
+        names = list(td.names)
+    except (AttributeError, RuntimeError):
+        names = None
+    if names is not None and all(n is None for n in names):
+        names = None
+    keys = list(td.keys())
+    group.attrs[ATTR] = {
+        "batch_size": list(td.batch_size),
+        "names": names,
+        "order": keys,
+        "keys": {_node_name(k): k for k in keys if _node_name(k) != k},
+        "version": 1,
+    }
+    for key in keys:
+        write_entry(
+            group, key, td._get_str(key, NO_DEFAULT), td.batch_size, allow_pickle, array_kwargs
+        )
+
+
+def _read_rows(array: Any, index: Any) -> np.ndarray:
+    """``array[index]`` reading only the chunks of the selected rows where zarr can."""
+    idx = index if isinstance(index, tuple) else (index,)
+    if all(isinstance(i, (int, slice)) or i is Ellipsis for i in idx) and all(
+        not isinstance(i, slice) or i.step is None or i.step > 0 for i in idx
+    ):
+        return np.asarray(array[idx])
+    first, rest = idx[0], idx[1:]
+    if isinstance(first, (list, np.ndarray, torch.Tensor)) and all(
+        isinstance(i, slice) and i == slice(None) for i in rest
+    ):
+        ids = torch.as_tensor(first)
+        if ids.dtype == torch.bool:
+            ids = ids.nonzero().squeeze(-1)
+        ids_np = ids.numpy().astype(np.int64)
+        ids_np = np.where(ids_np < 0, ids_np + array.shape[0], ids_np)
+        return np.asarray(array.oindex[(ids_np,)])
+    out: np.ndarray = torch.from_numpy(np.asarray(array[...]))[index].numpy()
+    return out
+
+
+def _write_rows(array: Any, index: Any, data: np.ndarray) -> None:
+    if isinstance(index, torch.Tensor):
+        index = index.numpy()
+    if isinstance(index, np.ndarray) or isinstance(index, list):
+        ids = np.asarray(index)
+        if ids.dtype == np.bool_:
+            ids = ids.nonzero()[0]
+        array.oindex[(ids,)] = data
+    else:
+        array[index] = data
+
+
+# ----------------------------------------------------------------------------- API
+def _open(zarr_file: Any, mode: str, what: str) -> Any:
+    zarr = zarr_module(what)
+    if isinstance(zarr_file, zarr.Group):
+        return zarr_file
+    if isinstance(zarr_file, (str, Path)):
+        return zarr.open_group(str(zarr_file), mode=mode)
+    return zarr.open_group(store=zarr_file, mode=mode)
+
+
+def from_zarr(
+    zarr_file: Any,
+    *,
+    mode: str = "r",
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+    batch_size: torch.Size | None = None,
+    non_tensor_as_stack: bool = False,
+    allow_pickle: bool | None = None,
+) -> ZarrTensorDict:
+    """Open a zarr store as a :class:`ZarrTensorDict` (read lazily).
+
+    Args:
+        zarr_file: a path (a directory), a zarr store (``zarr.storage.ZipStore`` …) or an
+            open ``zarr.Group``.
+
+    Keyword Args:
+        mode: as in :func:`zarr.open_group` (``"r"``, ``"r+"``, ``"a"`` …).
+        auto_batch_size: set the batch size to the leading dims every array shares (at
+            most ``batch_dims``) instead of the stored one.
+        batch_dims: the most batch dims ``auto_batch_size`` keeps.
+        batch_size: the batch size (default: the stored one, else ``[]``).
+        non_tensor_as_stack: read string arrays that ``to_zarr`` did not write as a
+            :class:`~tensordict.NonTensorStack` (default: one
+            :class:`~tensordict.NonTensorData` holding the list).
+        allow_pickle: read pickled non-tensor values (never by default: a
+            :class:`RuntimeError` names the entry).
+
+    >>> import os, tempfile, torch
+    >>> from tensordict import TensorDict, from_zarr
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     _ = TensorDict(a=torch.arange(4), batch_size=[4]).to_zarr(os.path.join(tmp, "s.zarr"))
+    ...     z = from_zarr(os.path.join(tmp, "s.zarr"))
+    ...     print(z["a"], z.batch_size)
+    tensor([0, 1, 2, 3]) torch.Size([4])
+    """
+    group = _open(zarr_file, mode, "from_zarr")
+    out = ZarrTensorDict(
+        group=group,
+        batch_size=batch_size if batch_size is not None else ([] if auto_batch_size else None),
+        non_tensor_as_stack=non_tensor_as_stack,
+        allow_pickle=allow_pickle,
+    )
+    if batch_size is None and auto_batch_size:
+        out._batch_size = torch.Size(_common_leading(out._shapes(), batch_dims))
+        out._check_batch(out._batch_size)
+    return out
+
+
+def td_from_zarr(
+    filename: Any,
+    *,
+    mode: str = "r",
+    auto_batch_size: bool = False,
+    batch_dims: int | None = None,
+    batch_size: torch.Size | None = None,
+    non_tensor_as_stack: bool = False,
+    allow_pickle: bool | None = None,
+) -> ZarrTensorDict:
+    """``TensorDict.from_zarr``: :func:`from_zarr` (whose first parameter is named
+    ``zarr_file``)."""
+    return from_zarr(
+        filename,
+        mode=mode,
+        auto_batch_size=auto_batch_size,
+        batch_dims=batch_dims,
+        batch_size=batch_size,
+        non_tensor_as_stack=non_tensor_as_stack,
+        allow_pickle=allow_pickle,
+    )
+
+
+def td_to_zarr(
+    td: Any, filename: Any, *, allow_pickle: bool | None = None, **kwargs: Any
+) -> ZarrTensorDict:
+    """Write ``td`` to a zarr store (a new one by default) and return it opened
+    (:class:`ZarrTensorDict`, ``mode="r+"``).
+
+    Args:
+        filename: a path, a zarr store or an open ``zarr.Group``.
+
+    Keyword Args:
+        allow_pickle: store non-tensor values that are not JSON with pickle (reading them
+            back needs ``allow_pickle=True`` too); without it they raise a
+            :class:`TypeError` naming the key.
+        **kwargs: ``mode`` for :func:`zarr.open_group` (default ``"w"``: replace the
+            store); the rest go to ``zarr.Group.create_array`` for every tensor
+            (``chunks=(1024,)``, ``compressors=...``, ``shards=...``; chunks are chosen by
+            zarr by default).
+    """
+    mode = kwargs.pop("mode", "w")
+    pickle_ok = _codec.check_allow_pickle(allow_pickle)
+    data = td._tensordict if _kinds.is_tensorclass(td) else td
+    if isinstance(data, _kinds.Lazy):
+        data = data.to_tensordict()
+    group = _open(filename, mode, "to_zarr")
+    write_group(group, data, pickle_ok, kwargs)
+    return ZarrTensorDict(group=group, allow_pickle=pickle_ok, array_kwargs=kwargs)
+
+
+def zarr_from_schema(
+    schema: dict[Any, tuple[Sequence[int] | torch.Size, torch.dtype]],
+    batch_size: torch.Size,
+    *,
+    filename: Any,
+    **kwargs: Any,
+) -> ZarrTensorDict:
+    """``TensorDict.from_schema(storage="zarr", filename=...)``: a store of zero-filled
+    chunked arrays (nothing is written but the metadata: zarr's fill value is 0)."""
+    zarr = zarr_module("from_schema(storage='zarr')")
+    mode = kwargs.pop("mode", "w")
+    root = _open(filename, mode, "from_schema(storage='zarr')")
+    groups: dict[tuple[str, ...], Any] = {(): root}
+    orders: dict[tuple[str, ...], list[str]] = {(): []}
+    for raw_key, (shape, dtype) in schema.items():
+        key = raw_key if isinstance(raw_key, tuple) else (raw_key,)
+        for cut in range(1, len(key)):
+            if key[:cut] not in groups:
+                groups[key[:cut]] = groups[key[: cut - 1]].create_group(_node_name(key[cut - 1]))
+                orders[key[:cut]] = []
+                orders[key[: cut - 1]].append(key[cut - 1])
+        probe = torch.zeros((), dtype=dtype)
+        np_dtype = _numpy(probe, key, "from_schema(storage='zarr')").dtype
+        full = (*batch_size, *shape)
+        groups[key[:-1]].create_array(
+            _node_name(key[-1]),
+            shape=full,
+            dtype=np_dtype,
+            fill_value=0,
+            **_fit_chunks(full, kwargs),
+        )
+        orders[key[:-1]].append(key[-1])
+    for path, group in groups.items():
+        order = orders[path]
+        group.attrs[ATTR] = {
+            "batch_size": list(batch_size),
+            "names": None,
+            "order": order,
+            "keys": {_node_name(k): k for k in order if _node_name(k) != k},
+            "version": 1,
+        }
+    del zarr
+    return ZarrTensorDict(group=root, array_kwargs=kwargs)
