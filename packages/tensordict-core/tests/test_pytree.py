@@ -191,6 +191,41 @@ def test_tree_map_returns_tensordict():
     assert summed.batch_size == () and summed["a"].item() == 15.0
 
 
+def test_tree_map_to_python_numbers_gives_0_dim_tensors():
+    # vmap rebuilds trees of in_dims this way; each number is stored as torch.as_tensor
+    # stores it, so the levels lose their batch dims
+    td = TensorDict({"a": torch.zeros(3, 2), "b": {"c": torch.ones(3), "d": torch.ones(3)}}, [3])
+    for number in (0, -7, 2**62, -(2**63), True, 1.5, 2j):
+        out = pytree.tree_map(lambda x, number=number: number, td)
+        expected = torch.as_tensor(number)
+        assert out.batch_size == () and out["b"].batch_size == ()
+        for key in ("a", ("b", "c"), ("b", "d")):
+            assert out[key].dtype == expected.dtype and out[key].shape == ()
+            assert out[key].item() == number
+    mixed = pytree.tree_map(lambda x: 1 if x.ndim == 1 else x, td)  # numbers beside tensors
+    assert mixed.batch_size == () and mixed["a"].shape == (3, 2) and mixed["b", "c"].item() == 1
+
+
+def test_vmap_levels_keep_non_tensor_entries_and_drop_the_device():
+    td = TensorDict(
+        {"a": torch.arange(6.0).view(3, 2), "n": {"b": torch.ones(3), "s": "text"}},
+        [3],
+        device="cpu",
+    )
+    plain = TensorDict({"a": torch.arange(6.0).view(3, 2), "n": {"b": torch.ones(3)}}, [3], "cpu")
+    seen = []
+
+    def f(t):
+        n = t["n"]
+        seen.append((t.batch_size, n.batch_size, t.device, n.device, n["s"] if "s" in n else None))
+        return t["a"].sum() + n["b"]
+
+    assert torch.vmap(f)(td).tolist() == [2.0, 6.0, 10.0]
+    assert seen[-1] == ((), (), None, None, "text")
+    assert torch.vmap(f)(plain).tolist() == [2.0, 6.0, 10.0]
+    assert seen[-1] == ((), (), None, None, None)  # as the reference: no device inside vmap
+
+
 def test_flatten_unflatten_round_trip():
     td = _td()
     leaves, spec = pytree.tree_flatten(td)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import collections
 import json
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
@@ -39,6 +39,17 @@ _functorch = torch._C._functorch
 
 #: The key of the non-tensor entry recording what each level of a pytree was.
 PYTREE_KEY = "_pytree_type"
+
+#: Python scalars a tensordict stores as 0-dim tensors (``vmap``'s ``in_dims`` trees hold them).
+_SCALARS = frozenset((bool, int, float, complex))
+_INT64 = torch.zeros((), dtype=torch.int64)
+
+
+def _scalar_tensor(value: Any) -> torch.Tensor:
+    """``torch.as_tensor(value)`` for a Python number (an int in a quarter of the time)."""
+    if type(value) is int and -(2**63) <= value < 2**63:
+        return _INT64.new_full((), value)
+    return torch.as_tensor(value)
 
 
 class PytreeNode:
@@ -199,6 +210,21 @@ def to_pytree(td: Any) -> Any:
 
 
 # ---------------------------------------------------------------------- pytree node
+def _same_non_tensor(v1: Any, v2: Any) -> bool:
+    """Whether two non-tensor entries hold equal data (``==`` between them is elementwise)."""
+    if v1 is v2:
+        return True
+    if type(v1) is not type(v2):
+        return False
+    a, b = (v1.data, v2.data) if type(v1) in DATA_TYPES else (v1.tolist(), v2.tolist())
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError, RuntimeError):
+        return False
+
+
 class _NonTensorEntries(tuple[Any, ...]):
     """The non-tensor ``(key, value)`` entries of a flattened tensordict.
 
@@ -215,14 +241,7 @@ class _NonTensorEntries(tuple[Any, ...]):
         if not isinstance(other, tuple) or len(other) != len(self):
             return False
         for (k1, v1), (k2, v2) in zip(self, other, strict=True):
-            if k1 != k2:
-                return False
-            if v1 is v2:
-                continue
-            try:
-                if not (v1 == v2):
-                    return False
-            except (ValueError, TypeError, RuntimeError):
+            if k1 != k2 or not _same_non_tensor(v1, v2):
                 return False
         return True
 
@@ -250,6 +269,17 @@ class _Level(int):
         return 0
 
 
+_LEVELS: dict[int, _Level] = {}
+
+
+def _level_hint(value: int) -> _Level:
+    """The (shared) :class:`_Level` for ``value``."""
+    level = _LEVELS.get(value)
+    if level is None:
+        level = _LEVELS[value] = _Level(value)
+    return level
+
+
 def _vmap_level(value: Any) -> int:
     """The ``torch.vmap`` level of a batched tensor, ``-1`` for any other tensor."""
     return _functorch.maybe_get_level(value) if _functorch.is_batchedtensor(value) else -1
@@ -259,9 +289,12 @@ def _first_leaf(values: Iterable[Any]) -> Any:
     """A tensor leaf among ``values`` or, failing that, inside the tensordicts among them."""
     nested = []
     for value in values:
-        if isinstance(value, _Tensor):
+        if isinstance(value, _kinds.Base):  # first: isinstance(td, Tensor) is slow
+            if type(value) not in NON_TENSOR_TYPES:
+                nested.append(value)
+        elif isinstance(value, _Tensor):
             return value
-        if type(value) not in NON_TENSOR_TYPES and hasattr(value, "batch_size"):
+        elif type(value) not in NON_TENSOR_TYPES and hasattr(value, "batch_size"):
             nested.append(value)
     for value in nested:
         store = value._tensordict if isinstance(value, _kinds.Dense) else None
@@ -281,7 +314,7 @@ def _flatten(td: Any) -> tuple[list[Any], tuple[Any, ...]]:
                 non_tensor = []
             non_tensor.append((key, value))
         else:
-            if level is None and isinstance(value, _Tensor):
+            if level is None and not isinstance(value, _kinds.Base) and isinstance(value, _Tensor):
                 level = _vmap_level(value)
             children.append(value)
     if level is None and children:  # only nested tensordicts: look inside them
@@ -294,7 +327,7 @@ def _flatten(td: Any) -> tuple[list[Any], tuple[Any, ...]]:
         td._device,
         None if names is None else tuple(names),
         None if non_tensor is None else _NonTensorEntries(non_tensor),
-        _Level(-1 if level is None else level),
+        _level_hint(-1 if level is None else level),
     )
     return children, context
 
@@ -352,7 +385,60 @@ def _unflatten(cls: Any, values: Iterable[Any], context: tuple[Any, ...]) -> Any
         ok = leaf is None or _vmap_level(leaf) == level
     if ok:
         return cls._new_unsafe(source, bs, device, None if names is None else list(names))
+    if non_tensor is None and names is None:
+        entered = _entered(children, bs, level)
+        if entered is not None:  # torch.vmap entering over a batch dim: the common case
+            return cls._new_unsafe(source, entered, None, None)
     return _unflatten_reshaped(cls, source, children, bs, names, level)
+
+
+def _entered(children: list[Any], bs: torch.Size, level: int) -> torch.Size | None:
+    """The batch size of a level whose leaves entered a ``torch.vmap`` level over one of
+    its batch dims, when every child shows it; ``None`` otherwise.
+
+    The leaves are batched at one new level along one batch dim ``d`` < ``len(bs)``, and
+    their unwrapped tensors start with ``bs``: the new batch size is ``bs`` without ``d``.
+    """
+    nb = len(bs)
+    new = None
+    lvl = bdim = -1
+    nested = False
+    for value in children:
+        if isinstance(value, _kinds.Base):
+            nested = True
+        elif isinstance(value, _Tensor):
+            if not _functorch.is_batchedtensor(value):
+                return None
+            if new is None:
+                lvl = _functorch.maybe_get_level(value)
+                bdim = _functorch.maybe_get_bdim(value)
+                if lvl <= level or bdim >= nb:
+                    return None
+                new = bs[:bdim] + bs[bdim + 1 :]
+            elif (
+                _functorch.maybe_get_level(value) != lvl or _functorch.maybe_get_bdim(value) != bdim
+            ):
+                return None
+            if _functorch.get_unwrapped(value).shape[:nb] != bs:
+                return None
+        else:
+            return None
+    if new is None:  # only nested tensordicts: their leaves tell
+        leaf = _first_leaf(children)
+        if leaf is None or not _functorch.is_batchedtensor(leaf):
+            return None
+        bdim = _functorch.maybe_get_bdim(leaf)
+        if _functorch.maybe_get_level(leaf) <= level or bdim >= nb:
+            return None
+        if _functorch.get_unwrapped(leaf).shape[:nb] != bs:
+            return None
+        new = bs[:bdim] + bs[bdim + 1 :]
+    if nested:
+        n = nb - 1
+        for value in children:
+            if isinstance(value, _kinds.Base) and value.batch_size[:n] != new:
+                return None
+    return new
 
 
 def _unflatten_reshaped(
@@ -370,53 +456,42 @@ def _unflatten_reshaped(
     put back. Otherwise the batch size is kept if the leaves allow it, else it becomes
     the old one with one dimension inserted (as in Jacobians), else the old one without
     some leading dimensions, else the longest prefix of the old one that every leaf still
-    has.
+    has. Python numbers (``vmap`` rebuilds trees of ``in_dims`` this way) become 0-dim
+    tensors, so they leave an empty batch size.
     """
     shapes = []
     reps = []  # the tensors telling which vmap level the leaves are at
+    others = 0  # children that are neither tensors, tensordicts nor Python numbers
+    scalars = False
     for value in children:
         if isinstance(value, _Tensor):
             shapes.append(tuple(value.shape))
             reps.append(value)
         elif isinstance(value, _kinds.Base):
             shapes.append(tuple(value.batch_size))
-    if not reps:
-        leaf = _first_leaf(children)
-        reps = [] if leaf is None else [leaf]
-    levels = {_vmap_level(t) for t in reps}
-    bdims = {_functorch.maybe_get_bdim(t) if _vmap_level(t) >= 0 else None for t in reps}
-    nb = len(bs)
-    old = tuple(bs)
-    old_names = list(names) if names is not None else [None] * nb
-    candidates: list[tuple[tuple[Any, ...], list[Any]]] = []
-    inserted = []
-    if shapes:
-        ref = shapes[0]
-        for d in range(min(nb, len(ref) - 1) + 1):
-            inserted.append((old[:d] + (ref[d],) + old[d:], old_names[:d] + [None] + old_names[d:]))
-    entering = len(levels) == 1 and next(iter(levels)) > level
-    if entering and len(bdims) == 1:
-        bdim = next(iter(bdims))
-        # vmapped over a batch dimension: the unwrapped leaves still start with the batch
-        # size (a vmap over something else, e.g. jacfwd's basis, puts a new dim in front).
-        physical = all(tuple(_functorch.get_unwrapped(t).shape[:nb]) == old for t in reps)
-        if bdim is not None and bdim < nb and physical:
-            candidates.append(
-                (old[:bdim] + old[bdim + 1 :], old_names[:bdim] + old_names[bdim + 1 :])
+        elif type(value) in _SCALARS:
+            scalars = True
+        else:
+            others += 1
+    # The constructor has nothing left to check when every child is a tensor or a
+    # tensordict whose shape fits, no non-tensor entry needs the new batch size and no
+    # name needs propagating.
+    unchecked = not others and len(source) == len(children) and names is None
+    if scalars:
+        if unchecked and all(not s for s in shapes):
+            items = source.items()
+            return cls._new_unsafe(
+                {k: _scalar_tensor(v) if type(v) in _SCALARS else v for k, v in items},
+                torch.Size(()),
+                None,
+                None,
             )
-    leaving = level >= 0 and levels and max(levels) < level
-    if leaving:
-        candidates += inserted
-    candidates.append((old, old_names))
-    if not leaving:
-        candidates += inserted
-    # leading dims dropped (a spec recorded with a vmapped dimension in front, as
-    # ``jacfwd`` records its output spec), then the longest prefix the leaves still have
-    candidates += [(old[k:], old_names[k:]) for k in range(1, nb)]
-    candidates += [(old[:k], old_names[:k]) for k in range(nb - 1, -1, -1)]
-    for candidate, cand_names in candidates:
+        return cls(source, batch_size=[])
+    for candidate, cand_names in _batch_candidates(children, shapes, reps, bs, names, level):
         n = len(candidate)
         if all(s[:n] == candidate for s in shapes):
+            if unchecked:
+                return cls._new_unsafe(source, torch.Size(candidate), None, None)
             try:
                 return cls(
                     source,
@@ -426,6 +501,52 @@ def _unflatten_reshaped(
             except (RuntimeError, ValueError):
                 continue
     return cls(source, batch_size=[])
+
+
+def _batch_candidates(
+    children: list[Any],
+    shapes: list[tuple[int, ...]],
+    reps: list[Any],
+    bs: torch.Size,
+    names: tuple[Any, ...] | None,
+    level: int,
+) -> Iterator[tuple[tuple[int, ...], list[Any]]]:
+    """The batch sizes (and names) :func:`_unflatten_reshaped` tries, most likely first."""
+    if not reps:
+        leaf = _first_leaf(children)
+        reps = [] if leaf is None else [leaf]
+    levels = {_vmap_level(t) for t in reps}
+    nb = len(bs)
+    old = tuple(bs)
+    old_names = list(names) if names is not None else [None] * nb
+    if len(levels) == 1 and next(iter(levels)) > level:  # entering a vmap level
+        bdims = {_functorch.maybe_get_bdim(t) for t in reps}
+        bdim = next(iter(bdims))
+        # vmapped over a batch dimension: the unwrapped leaves still start with the batch
+        # size (a vmap over something else, e.g. jacfwd's basis, puts a new dim in front).
+        if (
+            len(bdims) == 1
+            and bdim < nb
+            and all(tuple(_functorch.get_unwrapped(t).shape[:nb]) == old for t in reps)
+        ):
+            yield old[:bdim] + old[bdim + 1 :], old_names[:bdim] + old_names[bdim + 1 :]
+    inserted = []
+    if shapes:
+        ref = shapes[0]
+        for d in range(min(nb, len(ref) - 1) + 1):
+            inserted.append((old[:d] + (ref[d],) + old[d:], old_names[:d] + [None] + old_names[d:]))
+    leaving = level >= 0 and levels and max(levels) < level
+    if leaving:
+        yield from inserted
+    yield old, old_names
+    if not leaving:
+        yield from inserted
+    # leading dims dropped (a spec recorded with a vmapped dimension in front, as
+    # ``jacfwd`` records its output spec), then the longest prefix the leaves still have
+    for k in range(1, nb):
+        yield old[k:], old_names[k:]
+    for k in range(nb - 1, -1, -1):
+        yield old[:k], old_names[:k]
 
 
 def _to_dumpable_context(context: tuple[Any, ...]) -> str:
@@ -482,7 +603,7 @@ def _lazy_flatten(lazy: Any) -> tuple[list[Any], tuple[Any, ...]]:
         lazy._td_dim_name,
         lazy.batch_size,
         member_bs,
-        _Level(-1 if leaf is None else _vmap_level(leaf)),
+        _level_hint(-1 if leaf is None else _vmap_level(leaf)),
     )
     return members, context
 

@@ -29,6 +29,7 @@ calls its ``memmap`` attribute.
 
 from __future__ import annotations
 
+import inspect
 import sys
 import types
 from typing import Any
@@ -135,7 +136,12 @@ __all__ = [
 
 
 class _CallableModule(types.ModuleType):
-    """A module that forwards calls to its ``memmap`` attribute (the function)."""
+    """A module that forwards calls to its ``memmap`` attribute (the function), and shows
+    that function's signature to :func:`inspect.signature`."""
+
+    @property
+    def __signature__(self) -> inspect.Signature:
+        return inspect.signature(self.__dict__["memmap"])
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:

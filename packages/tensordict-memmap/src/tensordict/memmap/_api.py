@@ -236,18 +236,9 @@ def is_memmap(obj: Any) -> bool:
 # --------------------------------------------------------------------------- hooks
 
 
-def td_memmap(
-    td: Any, prefix: str | Path | None = None, copy_existing: bool = False, **kwargs: Any
-) -> Any:
-    """``TensorDict.memmap``: a memory-mapped copy (see :func:`memmap`)."""
-    return memmap(td, prefix, copy_existing, **kwargs)
-
-
-def td_save(
-    td: Any, prefix: str | Path | None = None, copy_existing: bool = False, **kwargs: Any
-) -> Any:
-    """``TensorDict.save``/``dumps`` (see :func:`save`)."""
-    return save(td, prefix, copy_existing, **kwargs)
+#: ``TensorDict.memmap``/``save``/``dumps`` take the tensordict first, as these functions do
+td_memmap = memmap
+td_save = save
 
 
 def td_memmap_(

@@ -287,8 +287,18 @@ class MemoryMappedTensor(torch.Tensor):
             out = cls.from_tensor(tensor)
         return out[index] if index is not None else out
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        pass
+    def __init__(
+        self,
+        source: Any,
+        *,
+        handler: _SharedMemoryHandler | None = None,
+        dtype: torch.dtype | None = None,
+        shape: Any = None,
+        index: Any = None,
+        device: Any = None,
+        filename: str | Path | None = None,
+    ) -> None:
+        pass  # everything happens in __new__
 
     # ------------------------------------------------------------------ construction
     @classmethod
