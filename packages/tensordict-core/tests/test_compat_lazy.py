@@ -166,3 +166,135 @@ def test_assert_allclose_compares_lazy_stacks_member_by_member() -> None:
         assert_allclose_td(het, other, prefix="root")
     small = TensorDict(a=torch.zeros(2), b=torch.ones(2), batch_size=[2])
     assert assert_allclose_td(small, small.exclude("b"), intersection=True)
+
+
+def test_empty_stack_with_the_members_batch_size_and_device() -> None:
+    lazy = LazyStackedTensorDict(stack_dim=1, batch_size=[1, 2], device="cpu")
+    assert lazy.batch_size == torch.Size([1, 0, 2]) and lazy.device == torch.device("cpu")
+    lazy.append(TensorDict(a=torch.zeros(1, 2, 3), batch_size=[1, 2], device="cpu"))
+    assert lazy.batch_size == torch.Size([1, 1, 2])
+    with pytest.raises(ValueError, match="batch_size"):
+        lazy.append(TensorDict(batch_size=[2, 2], device="cpu"))
+    assert LazyStackedTensorDict(stack_dim=-1, batch_size=[3]).batch_size == torch.Size([3, 0])
+
+
+def test_membership_of_a_member_is_identity() -> None:
+    td = TensorDict(a=torch.zeros(2), batch_size=[2])
+    lazy = lazy_stack([td, td.clone()])
+    assert td in lazy and lazy.tensordicts[1] in lazy
+    assert td.clone() not in lazy
+    assert "a" in lazy and "b" not in lazy
+
+
+@pytest.mark.parametrize("stack_dim", [0, 1])
+def test_view_splits_and_merges_the_stack_dimension_lazily(stack_dim: int) -> None:
+    n = 12
+    members = [TensorDict(a=torch.full((2,), float(i)), batch_size=[2]) for i in range(n)]
+    lazy = lazy_stack(members, stack_dim)
+    dense = torch.stack(members, stack_dim)
+    shape = [3, 4, 2] if stack_dim == 0 else [2, 3, 4]
+    view = lazy.view(*shape)
+    assert isinstance(view, LazyStackedTensorDict) and view.batch_size == torch.Size(shape)
+    assert torch.equal(view["a"], dense.view(*shape)["a"])
+    assert isinstance(view[0], LazyStackedTensorDict)
+    assert isinstance(view[(slice(None),) * stack_dim + (0,)], LazyStackedTensorDict)
+    group = view.tensordicts[1]  # the members themselves, regrouped
+    assert all(x is y for x, y in zip(group.tensordicts, members[4:8], strict=True))
+    back = view.view(lazy.batch_size)
+    assert isinstance(back, LazyStackedTensorDict)
+    assert all(x is y for x, y in zip(back.tensordicts, members, strict=True))
+    assert (view.flatten(stack_dim, stack_dim + 1) == lazy).all()
+    assert (lazy.unflatten(stack_dim, (3, 4)) == view).all()
+
+
+@pytest.mark.parametrize("stack_dim", [0, 1, 2])
+@pytest.mark.parametrize("mask_dim", [0, 1])
+def test_write_through_a_mask_spanning_the_stack_dimension(stack_dim: int, mask_dim: int) -> None:
+    base = TensorDict(a=torch.arange(60.0).view(3, 4, 5), batch_size=[3, 4, 5])
+    dense = torch.stack([base + i for i in range(4)], stack_dim)
+    lazy = lazy_stack([base + i for i in range(4)], stack_dim)
+    gen = torch.Generator().manual_seed(stack_dim * 3 + mask_dim)
+    mask = torch.rand(dense.shape[mask_dim : mask_dim + 2], generator=gen) > 0.5
+    mask.view(-1)[0] = True
+    index = (slice(None),) * mask_dim + (mask,)
+    shape = dense["a"][index].shape
+    value = TensorDict(a=-torch.arange(float(shape.numel())).view(shape), batch_size=shape)
+    dense[index] = value
+    lazy[index] = value
+    assert torch.equal(lazy["a"], dense["a"])
+    lazy[index] = 7.0
+    dense[index] = 7.0
+    assert torch.equal(lazy["a"], dense["a"])
+
+
+def test_bad_write_through_a_mask_changes_no_member() -> None:
+    lazy = lazy_stack([TensorDict(a=torch.zeros(3), batch_size=[3]) for _ in range(2)])
+    mask = torch.tensor([[True, False, True], [False, True, True]])
+    bad = TensorDict(a=torch.ones(4, 2), batch_size=[4])  # the entry has no feature dim
+    with pytest.raises(RuntimeError):
+        lazy[mask] = bad
+    assert torch.equal(lazy["a"], torch.zeros(2, 3))
+
+
+def test_update_in_place_reaches_a_nested_lazy_stack() -> None:
+    inner = lazy_stack([TensorDict(a=torch.zeros(3)), TensorDict(a=torch.zeros(3))])
+    td = TensorDict(n=inner, batch_size=[2])
+    td.update_({"n": {"a": torch.ones(2, 3)}})
+    assert inner.tensordicts[0]["a"].tolist() == [1.0] * 3  # not a stacked copy
+    ragged = lazy_stack([TensorDict(x=torch.zeros(2)), TensorDict(x=torch.zeros(3))])
+    holder = TensorDict(n=ragged, batch_size=[2])
+    holder.update_({"n": lazy_stack([TensorDict(x=torch.ones(2)), TensorDict(x=torch.ones(3))])})
+    assert [t["x"].tolist() for t in ragged.tensordicts] == [[1.0] * 2, [1.0] * 3]
+
+
+def test_update_in_place_checks_every_write_first() -> None:
+    grad = torch.zeros(2, requires_grad=True)
+    td = TensorDict(a=torch.zeros(2), g=grad, n={"x": torch.zeros(2)}, batch_size=[2])
+    before = {k: v.clone() for k, v in td.detach().items(True, True)}
+    cases = [
+        ({"a": torch.ones(2), "g": torch.ones(2)}, RuntimeError, "'g'"),  # a leaf requiring grad
+        ({"a": torch.ones(2), "n": torch.ones(2)}, TypeError, "'n'"),
+        ({"a": torch.ones(2), "missing": torch.ones(2)}, KeyError, "missing"),
+        ({"a": torch.ones(2), "n": {"x": torch.ones(3)}}, RuntimeError, "'n', 'x'"),
+    ]
+    for source, error, text in cases:
+        with pytest.raises(error, match=text):
+            td.update_(source)
+        assert all(torch.equal(td.detach()[k], v) for k, v in before.items())
+
+
+def test_update_with_a_lazy_stack_makes_the_entry_lazy() -> None:
+    # a dense entry updated (not in place) by a lazy stack becomes a lazy stack of its
+    # slices, each updated by its member: entries of different shapes are kept
+    td0 = TensorDict({("b", "c"): torch.ones(3, 4), "common": torch.ones(3)}, [3])
+    td1 = TensorDict({("b", "c"): torch.full((3, 5), 2.0), "common": torch.full((3,), 2.0)}, [3])
+    td = TensorDict(parent=lazy_stack([td0, td1]), batch_size=[2])
+    void = TensorDict(
+        {("parent", "b", "c"): torch.zeros(2, 3, 4), ("parent", "b", "e"): torch.zeros(2, 3)},
+        [2],
+    )
+    void.update(td)
+    parent = void["parent"]
+    assert isinstance(parent, LazyStackedTensorDict) and parent.stack_dim == 0
+    assert parent[0]["b", "c"].shape == (3, 4) and parent[1]["b", "c"].shape == (3, 5)
+    assert parent[1]["b", "c"].eq(2).all() and parent["b", "e"].eq(0).all()
+    assert torch.equal(parent["common"], torch.stack([td0["common"], td1["common"]]))
+
+
+@pytest.mark.parametrize("source_is_lazy", [True, False])
+def test_update_batch_size_changes_the_number_of_members(source_is_lazy: bool) -> None:
+    lazy = TensorDict(a=torch.zeros(3, 4), batch_size=[3, 4]).to_lazystack(0)
+    first = lazy.tensordicts[0]
+    fewer = TensorDict(a=torch.ones(2, 4), batch_size=[2, 4])
+    more = TensorDict(a=torch.full((5, 4), 2.0), batch_size=[5, 4])
+    if source_is_lazy:
+        fewer, more = fewer.to_lazystack(0), more.to_lazystack(0)
+    lazy.update(fewer, update_batch_size=True)
+    assert lazy.batch_size == (2, 4) and lazy.tensordicts[0] is first
+    assert torch.equal(lazy["a"], torch.ones(2, 4))
+    lazy.update(more, update_batch_size=True)
+    assert lazy.batch_size == (5, 4) and torch.equal(lazy["a"], torch.full((5, 4), 2.0))
+    lazy["b"] = torch.zeros(5, 4)
+    with pytest.raises(RuntimeError, match="'b'"):  # b would be lost
+        lazy.update(fewer, update_batch_size=True)
+    assert lazy.batch_size == (5, 4) and len(lazy.tensordicts) == 5

@@ -74,7 +74,7 @@ def test_empty_stack_without_batch_size_grows():
     assert lazy.batch_size == torch.Size([0])
     lazy.append(TensorDict(a=torch.zeros(2), batch_size=[2]))
     assert lazy.batch_size == torch.Size([1, 2])
-    empty = LazyStackedTensorDict(batch_size=[0, 3])
+    empty = LazyStackedTensorDict(batch_size=[3])  # the members' batch size, as the reference
     assert empty.batch_size == torch.Size([0, 3])
     assert list(empty.keys()) == []
 
@@ -238,11 +238,21 @@ def test_bad_index_write_leaves_every_member_unchanged():
     assert_same(torch.stack(tds), before)
 
 
-def test_mixed_advanced_index_write_is_refused_clearly():
-    lazy = lazy_stack(members(3))
-    mask = torch.ones(3, 3, dtype=torch.bool)
-    with pytest.raises(IndexError, match="stack dimension"):
-        lazy[mask] = 0.0
+def test_advanced_index_writes_spanning_the_stack_dimension_match_dense():
+    gen = torch.Generator().manual_seed(0)
+    for index in (
+        torch.rand(3, 3, generator=gen) > 0.5,
+        (torch.tensor([0, 2, 1]), torch.tensor([1, 1, 0])),
+        (slice(None), torch.tensor([0, 2]), None),
+    ):
+        lazy, dense = lazy_stack(members(3)), torch.stack(members(3))
+        value = dense[index].apply(lambda x: -x - 1)
+        lazy[index] = value
+        dense[index] = value
+        assert_same(lazy.to_tensordict(), dense)
+        lazy[index] = 0.5
+        dense[index] = 0.5
+        assert_same(lazy.to_tensordict(), dense)
 
 
 # ---------------------------------------------------------------- exclusive keys
@@ -526,11 +536,27 @@ def test_torch_stack_follows_lazy_legacy():
         set_lazy_legacy(False).set()
 
 
-def test_torch_stack_of_lazy_stacks_is_dense():
+def test_torch_stack_of_lazy_stacks_stacks_their_members():
+    # as the reference: member i of the result is the dense stack of the inputs' members i
     tds = members(4)
     out = torch.stack([lazy_stack(tds[:2]), lazy_stack(tds[2:])])
-    assert type(out) is TensorDict
-    assert_same(out, torch.stack([torch.stack(tds[:2]), torch.stack(tds[2:])]))
+    assert type(out) is LazyStackedTensorDict and out.stack_dim == 1
+    assert all(type(m) is TensorDict for m in out.tensordicts)
+    assert_same(out.tensordicts[1], torch.stack([tds[1], tds[3]]))
+    assert_same(out.to_tensordict(), torch.stack([torch.stack(tds[:2]), torch.stack(tds[2:])]))
+
+
+def test_stack_of_lazy_stacks_with_ragged_members():
+    # members whose entries differ in shape are never read as one tensor
+    a = lazy_stack([TensorDict(x=torch.zeros(2)), TensorDict(x=torch.zeros(3))])
+    b = a.clone().apply_(lambda t: t + 1)
+    for dim in (0, 1):
+        out = torch.stack([a, b], dim)
+        assert out.batch_size == (2, 2) and out.stack_dim == 1 - dim
+        for i in range(2):
+            assert_same(out.tensordicts[i], torch.stack([a[i], b[i]]))
+    lazy_of_lazies = TensorDict.maybe_dense_stack([a, b.exclude("x")])  # keys differ
+    assert lazy_of_lazies.tensordicts[0] is a
 
 
 # ---------------------------------------------------------------- DataLoader

@@ -76,7 +76,7 @@ class DictOps:
             )
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
         plan: list[Any] = []
-        self._plan_update(input_dict_or_td, clone, wanted, (), plan, ignore_lock)
+        self._plan_update(input_dict_or_td, clone, wanted, (), plan, ignore_lock, not inplace)
         if not inplace:
             if not ignore_lock:  # a locked tensordict only takes in-place writes
                 for target, key, _ in plan:
@@ -100,7 +100,11 @@ class DictOps:
         prefix: tuple,
         plan: list,
         ignore_lock: bool,
+        restack: bool = True,
     ) -> None:
+        """Collect (and check) the writes of ``update(source)`` into ``plan``. With
+        ``restack`` (not in place), a dense entry that a lazy stack updates becomes a lazy
+        stack of its slices along the source's stack dimension, updated member by member."""
         store = self._tensordict
         bs = self._batch_size
         nb = len(bs)
@@ -160,8 +164,13 @@ class DictOps:
                 and type(value) is not NonTensorData
                 and isinstance(current, _kinds.Dense)
             ):
-                current._plan_update(value, clone, wanted, prefix + (key,), plan, ignore_lock)
-                continue
+                if restack and isinstance(value, _kinds.Lazy):
+                    value = _restacked(current, value, wanted, prefix + (key,))
+                else:
+                    current._plan_update(
+                        value, clone, wanted, prefix + (key,), plan, ignore_lock, restack
+                    )
+                    continue
             if clone and isinstance(value, (_Tensor, TensorDictBase)):
                 value = value.clone()
             if target._is_locked and not ignore_lock and current is None:
@@ -227,43 +236,10 @@ class DictOps:
         source = input_dict_or_td
         if source is self:  # every entry already holds itself
             return self
-        keys = (
-            source.keys(True, True)
-            if isinstance(source, TensorDictBase)
-            else _dict_leaf_keys(source)
-        )
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
-        pairs = []
-        for key in keys:
-            path = _key_tuple(key)
-            if wanted is not None and not any(path[: len(w)] == w for w in wanted):
-                continue
-            target = self._get_tuple(path, None)
-            if target is None:
-                raise KeyError(
-                    f"update_() writes in place, but key {unravel_key(path)!r} was not found in "
-                    f"the tensordict (keys: {sorted(map(str, self.keys(True, True)))})."
-                )
-            value = (  # the stored entry: a non-tensor stack must stay a stack
-                source._get_tuple(path, NO_DEFAULT)
-                if isinstance(source, TensorDictBase)
-                else _dict_get(source, path)
-            )
-            pairs.append((path, target, value))
-        for path, target, value in pairs:
-            if isinstance(target, _Tensor):
-                value = torch.as_tensor(value) if not isinstance(value, _Tensor) else value
-                try:
-                    torch.broadcast_shapes(value.shape, target.shape)
-                except RuntimeError:
-                    raise RuntimeError(
-                        f"update_(): value for {unravel_key(path)!r} has shape {tuple(value.shape)}, "
-                        f"which cannot be written into the entry of shape {tuple(target.shape)}."
-                    ) from None
-        for path, target, value in pairs:
-            if clone and isinstance(value, _Tensor):
-                value = value.clone()
-            write_inplace(unravel_key(path), target, value, non_blocking)
+        pairs: list[tuple[tuple, Any, Any]] = []
+        plan_update_(self, source, wanted, (), pairs)
+        commit_in_place(pairs, clone, non_blocking)
         return self
 
     def select(
@@ -644,18 +620,123 @@ def _check_leaf_shapes(td: Any, path: tuple) -> None:
             )
 
 
-def _dict_leaf_keys(source: dict, prefix: tuple = ()) -> list:
-    keys = []
-    for key, value in source.items():
-        path = prefix + _key_tuple(key)
-        if isinstance(value, dict):
-            keys.extend(_dict_leaf_keys(value, path))
-        else:
-            keys.append(path)
-    return keys
+def plan_update_(
+    td: Any, source: Any, wanted: set | None, prefix: tuple, pairs: list[tuple[tuple, Any, Any]]
+) -> None:
+    """Collect and check the in-place writes of ``td.update_(source)`` into ``pairs``:
+    ``(path, stored entry, value)`` per leaf, nothing written yet.
+
+    It walks the destination's own structure: a lazy stack (at the root or nested) hands
+    each member its part of ``source``, so every write lands in a stored entry, never in a
+    stacked copy, and leaves whose shapes differ across members are never read stacked.
+    """
+    td, source = data_of(td), data_of(source)
+    if isinstance(td, _kinds.Lazy):
+        if not isinstance(source, TensorDictBase):
+            source = _kinds.Dense(source, batch_size=td.batch_size)
+        for member, part in zip(td.tensordicts, td._unbind_like(source, "update_"), strict=True):
+            plan_update_(member, part, wanted, prefix, pairs)
+        return
+    if not isinstance(td, _kinds.Dense):  # another kind (a sibling's): it writes itself
+        pairs.append((prefix, td, source))
+        return
+    if isinstance(source, _kinds.Dense):
+        entries: Any = source._tensordict.items()
+    elif isinstance(source, _kinds.Lazy):  # its stored entries, read one key at a time
+        entries = [(key, source._get_str(key, NO_DEFAULT)) for key in source.keys()]
+    else:
+        entries = source.items()
+    store = td._tensordict
+    for key, value in entries:
+        sub = _key_tuple(key)
+        path = prefix + sub
+        if wanted is not None and not any(
+            w[: len(path)] == path or path[: len(w)] == w for w in wanted
+        ):
+            continue
+        if len(sub) > 1:  # a nested key of a dict source: go down to its holder
+            holder = td._get_tuple(sub[:-1], None)
+            if holder is None:
+                raise _missing_in_place(path, td)
+            plan_update_(holder, {sub[-1]: value}, wanted, path[:-1], pairs)
+            continue
+        current = store.get(sub[0], _MISSING)
+        if current is _MISSING:
+            raise _missing_in_place(path, td)
+        nested = isinstance(data_of(value), (dict, TensorDictBase))
+        if isinstance(data_of(current), TensorDictBase):
+            if not nested:
+                raise TypeError(
+                    f"update_(): entry {unravel_key(path)!r} is a tensordict, but the value "
+                    f"written into it is a {type(value).__name__}; pass a tensordict or a dict."
+                )
+            plan_update_(current, value, wanted, path, pairs)
+            continue
+        if wanted is not None and not any(path[: len(w)] == w for w in wanted):
+            continue
+        if nested:
+            raise TypeError(
+                f"update_(): entry {unravel_key(path)!r} is a {type(current).__name__}, which "
+                f"a {type(value).__name__} cannot be written into in place."
+            )
+        if isinstance(current, _Tensor):
+            if not isinstance(value, _Tensor):
+                try:
+                    value = torch.as_tensor(value)
+                except (TypeError, RuntimeError, ValueError):
+                    raise TypeError(
+                        f"update_(): entry {unravel_key(path)!r} is a tensor, but the value "
+                        f"written into it is a {type(value).__name__}, not a number or tensor."
+                    ) from None
+            _check_in_place_write(path, current, value)
+        pairs.append((path, current, value))
 
 
-def _dict_get(source: dict, path: tuple) -> Any:
-    for part in path:
-        source = source[part]
-    return source
+def _restacked(current: Any, value: Any, wanted: set | None, path: tuple) -> Any:
+    """The dense ``current`` as a lazy stack of its slices along ``value``'s stack
+    dimension, updated (not in place) by the lazy stack ``value``: members whose entries
+    differ in shape each keep their own."""
+    if current._is_locked:
+        raise lock_error(unravel_key(path), "replace the tensordict at")
+    keys = None
+    if wanted is not None:
+        keys = [w[len(path) :] for w in wanted if w[: len(path)] == path and len(w) > len(path)]
+        if any(path[: len(w)] == w for w in wanted):
+            keys = None  # the whole entry is wanted
+    sd = value.stack_dim
+    out = _kinds.Lazy(*current.unbind(sd), stack_dim=sd)
+    return out.update(value, keys_to_update=keys)  # the caller clones the result if asked
+
+
+def commit_in_place(pairs: list[tuple[tuple, Any, Any]], clone: bool, non_blocking: bool) -> None:
+    """Make the writes that :func:`plan_update_` collected."""
+    for path, target, value in pairs:
+        if clone and isinstance(value, _Tensor):
+            value = value.clone()
+        write_inplace(unravel_key(path), target, value, non_blocking)
+
+
+def _missing_in_place(path: tuple, td: Any) -> KeyError:
+    return KeyError(
+        f"update_() writes in place, but key {unravel_key(path)!r} was not found in the "
+        f"tensordict (keys there: {sorted(map(str, td.keys()))})."
+    )
+
+
+def _check_in_place_write(path: tuple, current: _Tensor, value: _Tensor) -> None:
+    """Raise, naming the key, if ``value`` cannot be copied into the stored ``current``."""
+    try:
+        ok = torch.broadcast_shapes(value.shape, current.shape) == current.shape
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise RuntimeError(
+            f"update_(): value for {unravel_key(path)!r} has shape {tuple(value.shape)}, "
+            f"which cannot be written into the entry of shape {tuple(current.shape)}."
+        )
+    if current.requires_grad and current.is_leaf and torch.is_grad_enabled():
+        raise RuntimeError(
+            f"update_(): entry {unravel_key(path)!r} is a leaf tensor that requires grad, "
+            "which cannot be written in place; write under torch.no_grad() or replace it "
+            "with update()."
+        )

@@ -216,7 +216,37 @@ def stack(
     """
     if _legacy.LAZY_LEGACY or not contiguous:
         return lazy_stack(input, dim, out=out)
+    lazy = _stack_member_wise(input, dim, stack, out)
+    if lazy is not None:
+        return lazy
     return _combine_all(input, "stack", dim, out)
+
+
+def _stack_member_wise(items: Sequence[Any], dim: int, combine: Callable, out: Any) -> Any:
+    """Stack lazy stacks of one layout (stack dimension, batch size) member by member: a
+    lazy stack along the same dimension whose member ``i`` combines member ``i`` of every
+    input, so members whose entries differ in shape never need to be read as one tensor.
+    ``None`` when the inputs are not such lazy stacks."""
+    items = list(items)
+    first = items[0] if items else None
+    if not isinstance(first, _kinds.Lazy) or not first.tensordicts:
+        return None
+    s, bs = first.stack_dim, first.batch_size
+    if not all(
+        isinstance(td, _kinds.Lazy) and td.stack_dim == s and td.batch_size == bs for td in items
+    ):
+        return None
+    d = normalize_dim(dim, len(bs), extra=1)
+    member_dim, new_s = (d, s + 1) if d <= s else (d - 1, s)
+    members = [
+        combine([td.tensordicts[i] for td in items], member_dim)
+        for i in range(len(first.tensordicts))
+    ]
+    result = _kinds.Lazy(*members, stack_dim=new_s)
+    if out is not None:
+        out.update_(result)
+        return out
+    return result
 
 
 @overload
@@ -602,6 +632,12 @@ def maybe_dense_stack(
         return inner[1](maybe_dense_stack(inner[0], dim, out=target, **kwargs))
     if items and _same_structure(items):
         return _combine_all(items, "stack", dim, out)  # type: ignore[no-any-return]
+    if items and all(isinstance(td, _kinds.Lazy) for td in items):
+        keys = set(items[0].keys(True))
+        if all(set(td.keys(True)) == keys for td in items[1:]):  # else: a stack of the stacks
+            lazy = _stack_member_wise(items, dim, maybe_dense_stack, out)
+            if lazy is not None:
+                return lazy  # type: ignore[no-any-return]
     return lazy_stack(items, dim, out=out, **kwargs)  # type: ignore[no-any-return]
 
 

@@ -51,7 +51,7 @@ from tensordict._nontensor import (
 )
 from tensordict._pad import PadOps
 from tensordict._ragged import LazyRaggedOps
-from tensordict._shape import common_shape, normalize_dim, parse_batch_size
+from tensordict._shape import common_shape, normalize_dim, parse_batch_size, parse_device
 from tensordict._state_dict import StateDictOps
 from tensordict._td import TensorDict
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
@@ -111,9 +111,10 @@ class LazyStackedTensorDict(
         stack_dim: the position of the new dimension in the batch size.
         hook_out, hook_in: callables applied to the tensors read with :meth:`get` and to
             the values written with :meth:`set` (kept for compatibility).
-        batch_size: for an empty stack, its batch size (size 0 at ``stack_dim``);
-            without it the first member added sets it.
-        device: if given, the members are moved there first.
+        batch_size: with tensordicts, the stacked batch size (checked); for an empty
+            stack, the batch size of the members to come (the stack's gets size 0 inserted
+            at ``stack_dim``); without it the first member added sets it.
+        device: if given, the members are moved there first (an empty stack reports it).
         names: names of the batch dimensions.
         stack_dim_name: the name of the stack dimension only.
         strict_shape: require the members' batch sizes to be equal.
@@ -132,6 +133,7 @@ class LazyStackedTensorDict(
     hook_out: Callable[[Any], Any] | None = None
     hook_in: Callable[[Any], Any] | None = None
     _open_batch = False
+    _empty_device: torch.device | None = None  # the device asked for while empty
 
     def __init__(
         self,
@@ -176,16 +178,14 @@ class LazyStackedTensorDict(
             sd = stack_dim
             full = torch.Size([0] * (sd + 1))
             open_batch = True
-        else:
-            full = parse_batch_size(batch_size)
-            sd = normalize_dim(stack_dim, len(full), "stack_dim")
-            if full[sd] != 0:
-                raise RuntimeError(
-                    f"LazyStackedTensorDict: without tensordicts, batch_size={tuple(full)} must "
-                    f"have size 0 at stack_dim={sd}."
-                )
+        else:  # an empty stack of members of this batch size
+            member_bs = parse_batch_size(batch_size)
+            nb = len(member_bs)
+            sd = min(stack_dim, nb) if stack_dim >= 0 else normalize_dim(stack_dim, nb, extra=1)
+            full = torch.Size((*member_bs[:sd], 0, *member_bs[sd:]))
         if device is not None:
             members = [td.to(device) for td in members]
+            self._empty_device = parse_device(device)
         self.tensordicts: list[TensorDictBase] = members
         self.stack_dim: int = sd
         self._batch_size = full
@@ -262,6 +262,8 @@ class LazyStackedTensorDict(
     @property
     def device(self) -> torch.device | None:
         """The device all members share, or ``None``."""
+        if not self.tensordicts:
+            return self._empty_device
         devices = {td.device for td in self.tensordicts}
         return devices.pop() if len(devices) == 1 else None
 

@@ -6,7 +6,8 @@ position of the stack dimension in the result. Reads then index the members and 
 them (an int along the stack dimension returns the member itself); writes split the
 value along the stack dimension and write each part into its member, checking every
 member first so that bad input leaves the stack unchanged. Indices that mix the stack
-dimension into a multi-dimensional advanced index are read from a dense copy.
+dimension into a multi-dimensional advanced index are read from a dense copy, and written
+element by element into the members that hold them.
 """
 
 from __future__ import annotations
@@ -113,30 +114,71 @@ class LazyIndexOps(_kinds.LazyMixin):
     def _set_at_index(self, index: Any, value: Any) -> None:
         dec = self._decompose(index)
         if dec is None:
-            raise IndexError(
-                f"cannot write into a LazyStackedTensorDict at index {index!r}: it mixes the "
-                f"stack dimension ({self.stack_dim}) into a multi-dimensional advanced index. "
-                "Write through lazy_td.tensordicts[i], or use an index that selects along the "
-                "stack dimension with an int, a slice or a 1-d tensor."
-            )
-        selector, member_index, pos = dec
-        tds = self.tensordicts
-        key = Ellipsis if member_index is _MISSING else member_index
-        if type(selector) is int:
-            tds[selector][key] = value
-            return
-        bs = self._batch_size
-        idx_bs = indexed_batch_size(normalize_index(index, bs), bs)
-        parts = _split_at(value, idx_bs, pos, len(selector), index)
-        targets = [tds[j] for j in selector]
-        for td, part in zip(targets, parts, strict=True):  # validate every member first
+            writes = self._scatter_writes(index, value)
+        else:
+            selector, member_index, pos = dec
+            tds = self.tensordicts
+            key = Ellipsis if member_index is _MISSING else member_index
+            if type(selector) is int:
+                tds[selector][key] = value
+                return
+            bs = self._batch_size
+            idx_bs = indexed_batch_size(normalize_index(index, bs), bs)
+            parts = _split_at(value, idx_bs, pos, len(selector), index)
+            writes = [(tds[j], key, part) for j, part in zip(selector, parts, strict=True)]
+        for td, key, part in writes:  # validate every member first
             if isinstance(td, _kinds.Dense) and isinstance(part, TensorDictBase):
                 m_idx = normalize_index(key, td.batch_size)
                 m_bs = indexed_batch_size(m_idx, td.batch_size)
                 if part.batch_size == m_bs:
                     td._check_set_at(m_idx, m_bs, part, ())
-        for td, part in zip(targets, parts, strict=True):
+        for td, key, part in writes:
             td[key] = part
+
+    def _scatter_writes(self, index: Any, value: Any) -> list[tuple[Any, Any, Any]]:
+        """The (member, index in it, value part) writes of ``lazy[index] = value`` for an
+        index that mixes the stack dimension into an advanced index (a boolean mask over
+        several dimensions, tensors indexing several dimensions): every element the index
+        selects is located (member, coordinates in it), and each member receives its
+        elements, in order, through an index of one coordinate tensor per dimension."""
+        bs, sd = self._batch_size, self.stack_dim
+        ids = torch.arange(bs.numel()).view(bs)[index]  # the selected elements, laid out
+        idx_bs = ids.shape
+        flat_ids = ids.reshape(-1)
+        coords = list(torch.unravel_index(flat_ids, bs))
+        owner = coords.pop(sd)
+        if isinstance(value, dict):
+            value = _kinds.Dense(value, batch_size=idx_bs)
+        if isinstance(value, TensorDictBase):
+            if value.batch_size != idx_bs:
+                try:
+                    value = value.expand(idx_bs)
+                except RuntimeError:
+                    raise RuntimeError(
+                        f"cannot write a tensordict of batch_size={tuple(value.batch_size)} at "
+                        f"index {index!r}, which selects a batch of shape {tuple(idx_bs)}."
+                    ) from None
+            flat: Any = value.reshape(-1)
+        elif isinstance(value, (_Tensor, *_NUMBERS)):
+            t = torch.as_tensor(value)
+            nb = len(idx_bs)
+            flat = t.reshape(-1, *t.shape[nb:]) if t.shape[:nb] == idx_bs and nb else None
+            value = t
+        else:
+            flat = None
+        writes = []
+        for j, td in enumerate(self.tensordicts):
+            chosen = (owner == j).nonzero().squeeze(-1)
+            if not chosen.numel():
+                continue
+            part = value if flat is None else flat[chosen]
+            if coords:
+                key: Any = tuple(c[chosen] for c in coords)
+            else:  # members without batch dimensions: the last write of the element wins
+                key = Ellipsis
+                part = part if flat is None else part[-1]
+            writes.append((td, key, part))
+        return writes
 
     def _plan_at(
         self,

@@ -1,4 +1,5 @@
-"""Growing a ``LazyStackedTensorDict`` like a list: ``append``, ``insert``, ``extend``.
+"""A ``LazyStackedTensorDict`` as a list of tensordicts: ``append``, ``insert``, ``extend``
+and membership of a member (``td in lazy``).
 
 A stack can start empty (``LazyStackedTensorDict(stack_dim=0)``): its first member then
 sets the members' batch size. Every check runs before the stack changes, so a bad member
@@ -23,6 +24,21 @@ class LazyListOps:
     stack_dim: int
     _batch_size: torch.Size
     _open_batch: bool  # an empty stack whose members' batch size is not known yet
+
+    def __contains__(self, item: object) -> bool:
+        """``key in lazy`` for a key (see :meth:`keys`); for a tensordict, whether it is
+        one of the members (the object itself, not an equal copy).
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> td = TensorDict(a=torch.zeros(2), batch_size=[2])
+        >>> lazy = lazy_stack([td, td.clone()])
+        >>> td in lazy, td.clone() in lazy, "a" in lazy
+        (True, False, True)
+        """
+        if isinstance(item, TensorDictBase):
+            return any(item is td for td in self.tensordicts)
+        return item in self.keys(include_nested=True)  # type: ignore[attr-defined]
 
     def _check_member(self, td: Any, shape: torch.Size | None) -> torch.Size:
         """Check that ``td`` can join the stack; return the members' batch size."""

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,12 +19,12 @@ import torch
 
 from tensordict import _kinds
 from tensordict._consolidate import consolidated_to
-from tensordict._dict_ops import with_entries, write_inplace
+from tensordict._dict_ops import commit_in_place, plan_update_, with_entries, write_inplace
 from tensordict._errors import lock_error
+from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
 from tensordict._keys import unravel_key
 from tensordict._shape import (
-    broadcastable_to,
     infer_shape,
     movedim_order,
     normalize_dim,
@@ -273,6 +274,46 @@ class LazyShapeOps(_kinds.LazyMixin):
         sd = self.stack_dim
         return len(shape) > sd and shape[: sd + 1] == self._batch_size[: sd + 1]
 
+    def _lazy_reshape(self, new: torch.Size) -> Any:
+        """``new`` as lazy stacks when it splits the stack dimension (nested lazy stacks,
+        one per new dimension) or merges it with the dimensions after it that nested lazy
+        stacks hold; ``None`` otherwise."""
+        bs, sd = self._batch_size, self.stack_dim
+        n, tail = len(self.tensordicts), bs[sd + 1 :]
+        if len(new) > len(bs) and new[:sd] == bs[:sd] and (not tail or new[-len(tail) :] == tail):
+            sizes = list(new[sd : len(new) - len(tail)])
+            if n and all(sizes) and math.prod(sizes) == n:
+                return self._split_stack(list(self.tensordicts), sizes)
+        if len(new) < len(bs) and new[:sd] == bs[:sd]:
+            end = sd + len(bs) - len(new)
+            if new[sd + 1 :] == bs[end + 1 :] and new[sd] == math.prod(bs[sd : end + 1]):
+                return self._merge_stack(end)
+        return None
+
+    def _split_stack(self, members: list[Any], sizes: list[int]) -> Any:
+        sd = self.stack_dim
+        if len(sizes) == 1:
+            return _kinds.Lazy._new(members, sd)
+        step = len(members) // sizes[0]
+        groups = [members[i * step : (i + 1) * step] for i in range(sizes[0])]
+        return _kinds.Lazy._new([self._split_stack(g, sizes[1:]) for g in groups], sd)
+
+    def _merge_stack(self, end: int) -> Any:
+        """The stack dimension merged with the dimensions up to ``end`` when the members
+        are lazy stacks along the same dimension (recursively); ``None`` otherwise."""
+        sd = self.stack_dim
+        if end == sd:
+            return self
+        flat: list[Any] = []
+        for td in self.tensordicts:
+            if not isinstance(td, _kinds.Lazy) or td.stack_dim != sd:
+                return None
+            merged = td._merge_stack(end - 1)
+            if merged is None:
+                return None
+            flat.extend(merged.tensordicts)
+        return _kinds.Lazy._new(flat, sd) if flat else None
+
     @undoable(inverse_view)
     def view(self, *shape: Any, size: Any = None, batch_size: Any = None) -> Any:
         """View with a new batch shape; lazy when the dimensions up to the stack dimension
@@ -292,7 +333,8 @@ class LazyShapeOps(_kinds.LazyMixin):
             sd = self.stack_dim
             member = new[:sd] + new[sd + 1 :]
             return self._restack([td.view(member) for td in self.tensordicts], sd)
-        return self.contiguous().view(new)
+        lazy = self._lazy_reshape(new)
+        return lazy if lazy is not None else self.contiguous().view(new)
 
     @keeps_lock
     def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> Any:
@@ -313,7 +355,8 @@ class LazyShapeOps(_kinds.LazyMixin):
             sd = self.stack_dim
             member = new[:sd] + new[sd + 1 :]
             return self._restack([td.reshape(member) for td in self.tensordicts], sd)
-        return self.contiguous().reshape(new)
+        lazy = self._lazy_reshape(new)
+        return lazy if lazy is not None else self.contiguous().reshape(new)
 
     @undoable(inverse_flatten)
     def flatten(
@@ -333,7 +376,8 @@ class LazyShapeOps(_kinds.LazyMixin):
         if start == end:
             return self
         if start <= sd <= end:
-            return self.contiguous().flatten(start, end)
+            merged = self._merge_stack(end) if start == sd else None
+            return merged if merged is not None else self.contiguous().flatten(start, end)
         members = [
             td.flatten(_member_dim(start, sd), _member_dim(end, sd)) for td in self.tensordicts
         ]
@@ -346,9 +390,11 @@ class LazyShapeOps(_kinds.LazyMixin):
             check_inplace(self, "unflatten")
         nb, sd = len(self._batch_size), self.stack_dim
         d = normalize_dim(dim, nb)
-        if d == sd:
-            return self.contiguous().unflatten(d, unflattened_size)
         sizes = list(unflattened_size)
+        if d == sd:
+            new = infer_shape(sizes, self._batch_size[sd])
+            lazy = self._lazy_reshape(self._batch_size[:sd] + new + self._batch_size[sd + 1 :])
+            return lazy if lazy is not None else self.contiguous().unflatten(d, sizes)
         members = [td.unflatten(_member_dim(d, sd), sizes) for td in self.tensordicts]
         return self._restack(members, sd + (len(sizes) - 1 if d < sd else 0))
 
@@ -470,7 +516,7 @@ class LazyMemberOps(_kinds.LazyMixin):
         for td, part in zip(self.tensordicts, parts, strict=True):
             if isinstance(td, _kinds.Dense):
                 plan: list[Any] = []
-                td._plan_update(part, clone, wanted, (), plan, ignore_lock)
+                td._plan_update(part, clone, wanted, (), plan, ignore_lock, not inplace)
                 plans.append((td, part, plan))
             else:
                 plans.append((td, part, None))
@@ -491,22 +537,52 @@ class LazyMemberOps(_kinds.LazyMixin):
         self, source: Any, clone: bool, inplace: bool, keys: Any, ignore_lock: bool
     ) -> Any:
         """``update(source, update_batch_size=True)`` with a source of another batch size:
-        each member takes its slice of ``source`` (and its batch size)."""
+        each member takes its slice of ``source`` (and its batch size). When the stack
+        dimension changes size, the stack keeps as many members as ``source`` has slices
+        there (new ones are shallow copies of the extra slices), so every entry of the stack
+        must be in ``source``. The new members are computed before any is changed."""
         sd, n, sbs = self.stack_dim, len(self.tensordicts), source.batch_size
         if self.is_locked and not ignore_lock:
             raise RuntimeError(
                 "update(update_batch_size=True): the LazyStackedTensorDict is locked, so its "
                 "batch size cannot change; unlock it first (td.unlock_())."
             )
-        if len(sbs) <= sd or sbs[sd] != n or inplace or keys is not None:
+        if len(sbs) <= sd:
             raise RuntimeError(
-                f"update(update_batch_size=True): cannot give a LazyStackedTensorDict of {n} "
-                f"tensordicts at stack_dim={sd} the batch_size={tuple(sbs)} (the stack dimension "
-                "must keep its size, and inplace/keys_to_update cannot change a batch size)."
+                f"update(update_batch_size=True): the source has batch_size={tuple(sbs)}, which "
+                f"has no dimension {sd}, the stack dimension of the LazyStackedTensorDict."
             )
-        for td, part in zip(self.tensordicts, source.unbind(sd), strict=True):
-            td.update(part, clone, update_batch_size=True, ignore_lock=ignore_lock)
-        self._batch_size = sbs
+        if isinstance(source, _kinds.Lazy) and source.stack_dim == sd:
+            parts = list(source.tensordicts)
+        else:
+            parts = list(source.unbind(sd))
+        if len(parts) != n:
+            if inplace or keys is not None:
+                raise RuntimeError(
+                    f"update(update_batch_size=True): the stack dimension changes size ({n} -> "
+                    f"{len(parts)}), which inplace=True or keys_to_update cannot do."
+                )
+            missing = set(self.keys(True)) - set(source.keys(True))
+            if missing:
+                raise RuntimeError(
+                    f"update(update_batch_size=True): the stack dimension changes size ({n} -> "
+                    f"{len(parts)}), so every entry must come from the source, but "
+                    f"{sorted(map(str, missing))} are not in it."
+                )
+        updated = []
+        for td, part in zip(self.tensordicts, parts):
+            work = td._shallow_copy() if isinstance(td, _kinds.Dense) else td.copy()
+            work.update(part, clone, inplace, update_batch_size=True, ignore_lock=ignore_lock)
+            updated.append(work)
+        extra = [part.clone() if clone else part.copy() for part in parts[n:]]
+        members = [
+            adopt(td, work, "update", keeps_structure=True)
+            if isinstance(td, _kinds.Dense)
+            else work
+            for td, work in zip(self.tensordicts, updated)
+        ]
+        self.tensordicts[:] = members + extra
+        self._batch_size = torch.Size(sbs)
         return self
 
     def update_(
@@ -518,33 +594,21 @@ class LazyMemberOps(_kinds.LazyMixin):
         keys_to_update: Sequence[Any] | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Copy every entry of ``input_dict_or_td`` in place into the members' entries."""
-        input_dict_or_td = with_entries(input_dict_or_td, kwargs)
-        source = input_dict_or_td
-        if not isinstance(source, TensorDictBase):
-            source = _kinds.Dense(source, batch_size=self._batch_size)
-        parts = self._unbind_like(source, "update_")
+        """Copy every entry of ``input_dict_or_td`` in place into the members' entries;
+        every write is checked before any is made.
+
+        >>> import torch
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy = lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.zeros(3))])
+        >>> _ = lazy.update_(lazy_stack([TensorDict(a=torch.ones(2)), TensorDict(a=torch.ones(3))]))
+        >>> lazy[1]["a"]
+        tensor([1., 1., 1.])
+        """
+        source = with_entries(input_dict_or_td, kwargs)
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
-        for i, (td, part) in enumerate(zip(self.tensordicts, parts, strict=True)):
-            for key, value in part.items(True, True):
-                path = _key_tuple(key)
-                if wanted is not None and not any(path[: len(w)] == w for w in wanted):
-                    continue
-                target = td._get_tuple(path, None)
-                if target is None:
-                    raise KeyError(
-                        f"update_() writes in place, but key {unravel_key(path)!r} was not found "
-                        f"in tensordict {i} of the stack."
-                    )
-                if isinstance(target, _Tensor) and isinstance(value, _Tensor):
-                    if not broadcastable_to(value.shape, target.shape):
-                        raise RuntimeError(
-                            f"update_(): value for {unravel_key(path)!r} has shape "
-                            f"{tuple(value.shape)} in tensordict {i} of the stack, which cannot "
-                            f"be written into the entry of shape {tuple(target.shape)}."
-                        )
-        for td, part in zip(self.tensordicts, parts, strict=True):
-            td.update_(part, clone, non_blocking=non_blocking, keys_to_update=keys_to_update)
+        pairs: list[tuple[tuple[Any, ...], Any, Any]] = []
+        plan_update_(self, source, wanted, (), pairs)
+        commit_in_place(pairs, clone, non_blocking)
         return self
 
     def select(
