@@ -255,3 +255,24 @@ def test_terminate_kills_workers_when_the_result_handler_died():
     _terminate(pool)
     assert not any(w.is_alive() for w in workers)
     assert [p for p in multiprocessing.active_children() if p in workers] == []
+
+
+def memmap_view(td):
+    """Whether the chunk arrived memory-mapped (not copied), beside the usual result."""
+    out = square_plus_one(td)
+    out.set("mapped", torch.full(td.shape, td.is_memmap()))
+    return out
+
+
+def test_memory_mapped_input_and_out(tmp_path):
+    pytest.importorskip(
+        "tensordict.memmap", reason="memory-mapped chunks need tensordict-memmap (extra memmap)"
+    )
+    td = dataset(300).memmap(tmp_path / "in")
+    out = memmap_view(dataset(300)).zero_().memmap(tmp_path / "out")
+    result = td.map(memmap_view, num_workers=2, chunksize=50, out=out)
+    assert result is out
+    assert out["mapped"].all()  # workers read the files, no copy was sent
+    on_disk = TensorDict.load_memmap(tmp_path / "out")  # the workers wrote the files
+    assert torch.equal(on_disk["x"], dataset(300)["x"] ** 2 + 1)
+    assert torch.equal(on_disk["n", "y"], torch.full((300, 2), 2.0))
