@@ -118,3 +118,16 @@ def test_top_level_exports():
         "set_printoptions",
     ):
         assert name in tensordict.__all__ and callable(getattr(tensordict, name))
+
+
+def test_jagged_entries_compare_component_by_component():
+    def njt(values):
+        return torch.nested.nested_tensor_from_jagged(values, offsets=torch.tensor([0, 2, 5]))
+
+    a = TensorDict(x=njt(torch.arange(5.0)), batch_size=[2])
+    b = TensorDict(x=njt(torch.arange(5.0)), batch_size=[2])  # its own ragged size symbol
+    assert a["x"].shape != b["x"].shape  # what a plain assert_close would trip on
+    assert assert_allclose_td(a, b)
+    c = TensorDict(x=njt(torch.arange(5.0) + 1), batch_size=[2])
+    with pytest.raises(AssertionError, match="'x'"):
+        assert_allclose_td(a, c)

@@ -62,7 +62,7 @@ def assert_allclose_td(
     :class:`KeyMismatchError`, both an ``AssertionError`` and a ``KeyError``), then each
     leaf in order with :func:`torch.testing.assert_close` (dtypes and shapes must match,
     values within ``atol + rtol * |expected|``; ``None`` takes torch's defaults for the
-    dtype); non-tensor values must be equal. With ``intersection=True`` only the keys
+    dtype; nested tensors component by component); non-tensor values must be equal. With ``intersection=True`` only the keys
     both hold are compared. Lazy stacks are compared member by member, so entries whose
     shape differs across members are compared too. The error names the first differing
     key (under ``prefix``); ``msg`` is appended to it.
@@ -131,7 +131,15 @@ def assert_allclose_td(
                     f"a tensor.{suffix}"
                 )
             try:
-                torch.testing.assert_close(act, exp, rtol=rtol, atol=atol, equal_nan=equal_nan)
+                if act.is_nested and exp.is_nested:  # ragged dims: compare the components
+                    if act.size(0) != exp.size(0):
+                        raise AssertionError(
+                            f"{act.size(0)} components in actual, {exp.size(0)} expected."
+                        )
+                    for a, e in zip(act.unbind(), exp.unbind(), strict=True):
+                        torch.testing.assert_close(a, e, rtol=rtol, atol=atol, equal_nan=equal_nan)
+                else:
+                    torch.testing.assert_close(act, exp, rtol=rtol, atol=atol, equal_nan=equal_nan)
             except AssertionError as err:
                 raise AssertionError(f"key {name!r} does not match: {err}{suffix}") from None
         elif isinstance(act, torch.Tensor) or not _equal(act, exp):
