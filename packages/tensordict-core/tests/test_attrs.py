@@ -254,3 +254,11 @@ def test_to_attrs_cuda_round_trip(assert_td_equal):
     back = mixed.to(td.attrs())
     assert back.device == CPU and back["n", "c"].device == CPU
     assert_td_equal(back, td)
+
+
+def test_to_attrs_refuses_non_blocking_pin():
+    td = TensorDict({"a": torch.zeros(3)}, batch_size=[3])
+    spec = td.to(torch.int32).attrs()
+    with pytest.raises(NotImplementedError, match="non_blocking_pin"):
+        td.to(spec, non_blocking_pin=True)
+    assert td["a"].dtype == torch.float32

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tensordict import TensorDict
+from tensordict import TensorDict, lazy_stack
 
 
 def make_td(names=("x", "y", "z")):
@@ -212,3 +212,26 @@ def test_batch_size_setter_keeps_leading_names():
     assert td.names == ["x", "y"]
     td.batch_size = [2, 3, 4]
     assert td.names == ["x", "y", None]
+
+
+def test_names_reach_a_nested_lazy_stack():
+    inner = lazy_stack([TensorDict(batch_size=[2, 4]) for _ in range(3)], 1)
+    td = TensorDict(n=inner, batch_size=[2])
+    td.names = ["env"]
+    assert inner.names == ["env", None, None]
+    td.rename_(env="batch")
+    assert inner.names == ["batch", None, None]
+    td.names = None
+    assert inner.names == [None, None, None]
+
+
+def test_naming_a_stack_dimension_as_a_nested_dimension_is_refused():
+    td = TensorDict({"": TensorDict({}, [3, 4], names=["c", "d"])}, [3], names=["c"])
+    stack = lazy_stack([td, td], -1)
+    assert stack[""].names == ["c", None, "d"]
+    with pytest.raises(ValueError, match="'d'"):
+        stack.names = ["c", "d"]
+    assert stack.names == ["c", None] and td[""].names == ["c", "d"]
+    stack.names = ["c", "e"]
+    assert stack[""].names == ["c", "e", "d"]
+    assert stack[0][""].names == stack[""][0].names == ["e", "d"]

@@ -64,6 +64,11 @@ class DeviceOps:
             if args or kwargs:
                 raise TypeError("to(other_tensordict) takes no further arguments.")
             if holds_tensor_attrs(other):  # leaf by leaf, as recorded by td.attrs()
+                if pin:
+                    raise NotImplementedError(
+                        "to(attrs_tensordict) does not support non_blocking_pin=True: the "
+                        "leaves are cast one by one to their recorded device and dtype."
+                    )
                 result = to_tensor_attrs(self, other, non_blocking=non_blocking)
                 device = dtype = None
             else:

@@ -309,9 +309,26 @@ class LazyStackedTensorDict(
                 raise ValueError(f"dimension names must be unique, got {value}.")
             dim_name = value.pop(sd)
             member_names = value if any(n is not None for n in value) else None
+            if dim_name is not None:
+                self._check_dim_name_free(dim_name)
         for td in self.tensordicts:
             td.names = member_names
         self._td_dim_name = dim_name
+
+    def _check_dim_name_free(self, dim_name: str) -> None:
+        """Raise if a nested tensordict of a member names one of its own dimensions
+        ``dim_name``: naming the stack dimension so would repeat a name there."""
+        for td in self.tensordicts:
+            nb = len(td.batch_size)
+            for key in td.keys(include_nested=True):
+                if not issubclass(td.entry_class(key), TensorDictBase):
+                    continue
+                names = td._get_tuple(_key_tuple(key), NO_DEFAULT).names
+                if dim_name in names[nb:]:
+                    raise ValueError(
+                        f"cannot name the stack dimension {dim_name!r}: the nested tensordict "
+                        f"at {key!r} already names one of its dimensions so (names {names})."
+                    )
 
     def _has_names(self) -> bool:
         return self._td_dim_name is not None or any(n is not None for n in self.names)
@@ -446,7 +463,7 @@ class LazyStackedTensorDict(
                         f"size differs across the stacked tensordicts "
                         f"({[tuple(w.batch_size) for w in values]})."
                     )
-            return LazyStackedTensorDict._new(values, sd)
+            return LazyStackedTensorDict._new(values, sd, self._td_dim_name)
         if isinstance(first, NON_TENSOR):
             if not all(isinstance(v, NON_TENSOR) for v in values):
                 raise _mixed_error(key, values)

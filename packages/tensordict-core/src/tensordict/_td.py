@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from tensordict import _kinds
+from tensordict._collection import data_of
 from tensordict._consolidate import ConsolidateOps
 from tensordict._device_ops import DeviceOps
 from tensordict._dict_ops import DictOps, write_inplace
@@ -266,9 +267,8 @@ class TensorDict(
     def _set_names(self, value: Sequence[str | None] | None) -> None:
         if value is None:
             self._names = None
-            for sub in self._tensordict.values():
-                if isinstance(sub, TensorDict) and sub._names is not None:
-                    sub._set_names(None)
+            for sub in self._nested_named():
+                sub.names = None
             return
         value = list(value)
         nb = len(self._batch_size)
@@ -284,9 +284,17 @@ class TensorDict(
             if not isinstance(n, str):
                 raise TypeError(f"dimension names must be strings or None, got {n!r}.")
         self._names = value if seen else None
-        for sub in self._tensordict.values():
-            if isinstance(sub, TensorDict):
-                sub._set_names(value + sub.names[nb:])
+        for sub in self._nested_named():
+            sub.names = value + sub.names[nb:]
+
+    def _nested_named(self) -> list[Any]:
+        """The nested tensordicts (of tensorclasses too) whose leading names follow ours."""
+        out = []
+        for value in self._tensordict.values():
+            sub = data_of(value)
+            if isinstance(sub, (TensorDict, _kinds.Lazy)):
+                out.append(sub)
+        return out
 
     def _has_names(self) -> bool:
         return self._names is not None
