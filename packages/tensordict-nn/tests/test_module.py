@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from tensordict import NonTensorData, TensorDict
+from tensordict import NonTensorData, NonTensorStack, TensorDict
 from tensordict.nn import (
     TensorDictModule,
     TensorDictModuleBase,
@@ -125,6 +125,20 @@ def test_non_tensor_outputs_are_stored():
     m = TensorDictModule(lambda s: s + "!", in_keys=["s"], out_keys=["t"])
     td = TensorDict(s=NonTensorData("hi"))
     assert m(td)["t"] == "hi!"
+
+
+def test_non_tensor_inputs_arrive_as_values():
+    seen = []
+    m = TensorDictModule(
+        lambda s, n: seen.append((s, n)) or torch.zeros(2),
+        in_keys=["s", ("n", "t")],
+        out_keys=["y"],
+    )
+    td = TensorDict(s=NonTensorStack("a", "b"), n={"t": NonTensorData(3)}, batch_size=[2])
+    m(td)
+    assert seen[-1] == (["a", "b"], 3) and type(seen[-1][1]) is int
+    strict = TensorDictModule(lambda s: s.upper(), in_keys=["s"], out_keys=["t"], strict=True)
+    assert strict(TensorDict(s=NonTensorData("hi")))["t"] == "HI"
 
 
 def test_method_and_method_kwargs():

@@ -255,3 +255,42 @@ def test_deprecated_properties_warn_on_a_sequence():
     empty = TensorDictSequential(lambda td: td)
     with pytest.warns(DeprecationWarning):
         assert empty.device == torch.device("cpu")
+
+
+def test_member_hooks_and_global_hooks_fire_inside_a_sequence():
+    first = TensorDictModule(lambda x: x + 1, in_keys=["x"], out_keys=["y"])
+    second = TensorDictModule(lambda y: y * 2, in_keys=["y"], out_keys=["z"])
+    seq = TensorDictSequential(first, second)
+    calls = []
+    handle = second.register_forward_hook(lambda mod, args, out: calls.append("member"))
+    try:
+        out = seq(TensorDict(x=torch.ones(2), batch_size=[2]))
+    finally:
+        handle.remove()
+    assert calls == ["member"] and out["z"].tolist() == [4.0, 4.0]
+    handle = nn.modules.module.register_module_forward_hook(
+        lambda mod, args, out: calls.append(type(mod).__name__)
+    )
+    try:
+        seq(TensorDict(x=torch.ones(2), batch_size=[2]))
+    finally:
+        handle.remove()
+    # the sequence itself and both members went through nn.Module.__call__
+    assert calls[1:] == ["TensorDictModule", "TensorDictModule", "TensorDictSequential"]
+    seq(TensorDict(x=torch.ones(2), batch_size=[2]))
+    assert len(calls) == 4  # removed hooks stay silent
+
+
+def test_sequence_output_shape_and_lock_are_checked():
+    seq = TensorDictSequential(
+        TensorDictModule(lambda x: x.sum(), in_keys=["x"], out_keys=["y"]),
+    )
+    td = TensorDict(x=torch.ones(2), batch_size=[2])
+    with pytest.raises(RuntimeError, match="batch"):
+        seq(td)
+    assert "y" not in td
+    locked = TensorDict(x=torch.ones(2), batch_size=[2]).lock_()
+    ok = TensorDictSequential(TensorDictModule(lambda x: x + 1, in_keys=["x"], out_keys=["y"]))
+    with pytest.raises(RuntimeError, match="lock"):
+        ok(locked)
+    assert "y" not in locked

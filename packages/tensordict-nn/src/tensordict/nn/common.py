@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from torch.nn.modules import module as _torch_module
 
-from tensordict import TensorDict, TensorDictBase
+from tensordict import NonTensorStack, TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
 from tensordict._nontensor import NON_TENSOR
 from tensordict.base import NO_DEFAULT
@@ -38,24 +38,51 @@ _Tensor = torch.Tensor
 _MISS = object()
 
 
+def _non_tensor_value(value: Any) -> Any:
+    """What a module receives for a non-tensor entry: the value (a list for a stack)."""
+    if isinstance(value, NonTensorStack):
+        return value.tolist()
+    return value.data
+
+
 def _indent(text: str) -> str:
     return text.replace("\n", "\n    ")
+
+
+# torch mutates these in place (never rebinds them): bound once here.
+_GLOBAL_FORWARD_HOOKS = _torch_module._global_forward_hooks
+_GLOBAL_FORWARD_PRE_HOOKS = _torch_module._global_forward_pre_hooks
+_GLOBAL_BACKWARD_HOOKS = _torch_module._global_backward_hooks
+_GLOBAL_BACKWARD_PRE_HOOKS = _torch_module._global_backward_pre_hooks
+_tracing_state = torch._C._get_tracing_state
 
 
 def _hooks_or_tracing(module: nn.Module) -> bool:
     """Whether a call must go through ``nn.Module.__call__`` (hooks, jit tracing, or a
     ``module.compile()``-d call); otherwise ``forward`` can be called directly."""
+    return _own_hooks(module) or _global_hooks_or_tracing()
+
+
+def _own_hooks(module: nn.Module) -> bool:
+    """Whether ``module`` has hooks of its own or a ``module.compile()``-d call."""
+    d = module.__dict__
     return bool(
-        module._forward_hooks
-        or module._forward_pre_hooks
-        or module._backward_hooks
-        or module._backward_pre_hooks
-        or _torch_module._global_forward_hooks
-        or _torch_module._global_forward_pre_hooks
-        or _torch_module._global_backward_hooks
-        or _torch_module._global_backward_pre_hooks
-        or module.__dict__.get("_compiled_call_impl") is not None
-        or torch._C._get_tracing_state()
+        d["_forward_hooks"]
+        or d["_forward_pre_hooks"]
+        or d["_backward_hooks"]
+        or d["_backward_pre_hooks"]
+        or d.get("_compiled_call_impl") is not None
+    )
+
+
+def _global_hooks_or_tracing() -> bool:
+    """Whether a global module hook is registered or a jit trace is running."""
+    return bool(
+        _GLOBAL_FORWARD_HOOKS
+        or _GLOBAL_FORWARD_PRE_HOOKS
+        or _GLOBAL_BACKWARD_HOOKS
+        or _GLOBAL_BACKWARD_PRE_HOOKS
+        or _tracing_state()
     )
 
 
@@ -424,29 +451,28 @@ class TensorDictModule(_DeprecatedModuleState, TensorDictModuleBase):
 
     def _read_inputs(self, tensordict: Any) -> list[Any]:
         get_kwargs = self.__dict__["get_kwargs"]
+        keys = self._keys_attr("_in_keys")
         if self.__dict__["strict"]:
             try:
                 # a missing key must raise, whatever get()'s default-to-None mode
                 kwargs = {"default": NO_DEFAULT, **get_kwargs}
-                return [tensordict.get(key, **kwargs) for key in self._keys_attr("_in_keys")]
+                values = [tensordict.get(key, **kwargs) for key in keys]
             except KeyError as err:
                 raise KeyError(
                     f"{_MISSING_INPUTS}: {err.args[0] if err.args else err} "
                     f"(module: {self._module_name()}, strict=True)."
                 ) from None
-        if get_kwargs:
-            return [
-                tensordict.get(key, default=None, **get_kwargs)
-                for key in self._keys_attr("_in_keys")
-            ]
-        keys = self._keys_attr("_in_keys")
-        if type(tensordict) is TensorDict:
-            store = tensordict._tensordict
-            values = [store.get(key) if type(key) is str else _MISS for key in keys]
-            if all(type(v) is _Tensor for v in values):  # the hot path: plain tensors
-                return values
-        get = tensordict.get
-        return [get(key, None) for key in keys]
+        elif get_kwargs:
+            values = [tensordict.get(key, default=None, **get_kwargs) for key in keys]
+        else:
+            if type(tensordict) is TensorDict:
+                store = tensordict._tensordict
+                values = [store.get(key) if type(key) is str else _MISS for key in keys]
+                if all(type(v) is _Tensor for v in values):  # the hot path: plain tensors
+                    return values
+            get = tensordict.get
+            values = [get(key, None) for key in keys]
+        return [_non_tensor_value(v) if isinstance(v, NON_TENSOR) else v for v in values]
 
     def _module_name(self) -> str:
         module = self._modules.get("module", self.__dict__.get("module"))
@@ -557,7 +583,19 @@ class TensorDictModule(_DeprecatedModuleState, TensorDictModuleBase):
         module = self._modules.get("module")
         out = (d["module"] if module is None else module)(*tensors)
         if type(out) is _Tensor and len(d["_out_keys"]) == 1:
-            for _, key in d["_write_plan"]:
+            plan = d["_write_plan"]
+            if len(plan) == 1:  # one tensor to one key: written as td._set_str would
+                key = plan[0][1]
+                bs = td._batch_size
+                if (
+                    type(key) is str
+                    and td._device is None
+                    and not td._is_locked
+                    and out.shape[: len(bs)] == bs
+                ):
+                    store[key] = out
+                    return td
+            for _, key in plan:
                 if type(key) is str:
                     td._set_str(key, out, inplace=False, validated=False)
                 else:

@@ -16,6 +16,7 @@ from torch import distributions as D
 
 from tensordict import TensorDictBase, unravel_key
 from tensordict._keys import NestedKey
+from tensordict._nontensor import NON_TENSOR
 from tensordict.nn._interaction import (
     InteractionType,
     as_interaction_type,
@@ -25,7 +26,7 @@ from tensordict.nn._interaction import (
 )
 from tensordict.nn._interaction import set_interaction_type as set_interaction_type
 from tensordict.nn._keys import IGNORE, as_key_list
-from tensordict.nn.common import TensorDictModuleBase
+from tensordict.nn.common import TensorDictModuleBase, _non_tensor_value
 from tensordict.nn.dispatch import tensordict_entry
 from tensordict.nn.distributions.composite import (
     CompositeDistribution,
@@ -224,10 +225,10 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
     # ------------------------------------------------------------------ distribution
     def build_dist_from_params(self, tensordict: TensorDictBase) -> D.Distribution:
         """The distribution whose parameters are the entries of ``tensordict``."""
-        kwargs = {
-            name: tensordict.get(key)
-            for name, key in zip(self.__dict__["_dist_names"], self.in_keys)
-        }
+        kwargs = {}
+        for name, key in zip(self.__dict__["_dist_names"], self.in_keys):
+            value = tensordict.get(key)
+            kwargs[name] = _non_tensor_value(value) if isinstance(value, NON_TENSOR) else value
         try:
             dist: D.Distribution = self.distribution_class(**kwargs, **self.distribution_kwargs)
             return dist
@@ -277,6 +278,8 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
             with using_generator(generator):
                 return draw(dist, kind, self.n_empirical_estimate, torch.Size(shape))
         held = tensordict.get(key)
+        if isinstance(held, NON_TENSOR):  # a seed or generator stored as non-tensor data
+            held = _non_tensor_value(held)
         if isinstance(held, torch.Generator):
             with using_generator(held):
                 return draw(dist, kind, self.n_empirical_estimate, torch.Size(shape))

@@ -12,7 +12,15 @@ from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
 from tensordict.nn._keys import as_key_list, select_keys
 from tensordict.nn._wrappers import WrapModule
-from tensordict.nn.common import TensorDictModuleBase, _DeprecatedModuleState, _hooks_or_tracing
+from tensordict.nn.common import (
+    _MISS,
+    TensorDictModule,
+    TensorDictModuleBase,
+    _DeprecatedModuleState,
+    _global_hooks_or_tracing,
+    _hooks_or_tracing,
+    _own_hooks,
+)
 from tensordict.nn.dispatch import tensordict_entry
 from tensordict.nn.utils import _SKIP_EXISTING
 
@@ -306,9 +314,22 @@ class TensorDictSequential(_DeprecatedModuleState, TensorDictModuleBase):
             present = working.keys(True)
             dropped = [k for k in self.out_keys_source if k not in selected and k not in present]
         tolerant = self.partial_tolerant
+        # Plain TensorDictModules on a dense tensordict run their common case directly
+        # when nothing (global hook, tracer, skip-existing mode) could see the difference.
+        direct = (
+            not tolerant
+            and not kwargs
+            and type(working) is TensorDict
+            and not _SKIP_EXISTING.get()
+            and not _global_hooks_or_tracing()
+        )
         container: Any = self._modules["module"]
         for module in container._modules.values():
-            if tolerant:
+            if direct and type(module) is TensorDictModule and not _own_hooks(module):
+                result = module._direct(working)
+                if result is _MISS:
+                    result = module(working)
+            elif tolerant:
                 result = self._run_module(module, working, **kwargs)
             elif kwargs:
                 result = module(working, **kwargs)
