@@ -55,9 +55,7 @@ needs_pandas = pytest.mark.skipif(
     importlib.util.find_spec("pandas") is None,
     reason="pandas is not installed (extra: pip install tensordict-core[pandas])",
 )
-HYPOTHESIS = settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow]
-)
+HYPOTHESIS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @pytest.fixture
@@ -104,7 +102,10 @@ def test_import_tensordict_imports_neither_pyarrow_nor_pandas() -> None:
     [
         (lambda: to_arrow(TensorDict(a=torch.zeros(2), batch_size=[2])), "tensordict-core[arrow]"),
         (lambda: from_arrow(object()), "tensordict-core[arrow]"),
-        (lambda: TensorDict(a=torch.zeros(2), batch_size=[2]).to_pandas(), "tensordict-core[pandas]"),
+        (
+            lambda: TensorDict(a=torch.zeros(2), batch_size=[2]).to_pandas(),
+            "tensordict-core[pandas]",
+        ),
         (lambda: TensorDict.from_pandas(object()), "tensordict-core[pandas]"),
         (lambda: from_pandas(object()), "tensordict-core[pandas]"),
     ],

@@ -57,20 +57,35 @@ TORCH_TO_NUMPY: dict[torch.dtype, Any] = {
     torch.float32: np.float32,
     torch.float64: np.float64,
 }
-#: ``str(arrow type)`` -> (torch dtype, numpy dtype) of the numeric Arrow types.
-ARROW_NUMERIC: dict[str, tuple[torch.dtype, Any]] = {
-    "int8": (torch.int8, np.int8),
-    "int16": (torch.int16, np.int16),
-    "int32": (torch.int32, np.int32),
-    "int64": (torch.int64, np.int64),
-    "uint8": (torch.uint8, np.uint8),
-    "uint16": (torch.uint16, np.uint16),
-    "uint32": (torch.uint32, np.uint32),
-    "uint64": (torch.uint64, np.uint64),
-    "halffloat": (torch.float16, np.float16),
-    "float": (torch.float32, np.float32),
-    "double": (torch.float64, np.float64),
+#: ``str(arrow type)`` -> (torch dtype, numpy dtype, itemsize) of the numeric Arrow types.
+ARROW_NUMERIC: dict[str, tuple[torch.dtype, Any, int]] = {
+    "int8": (torch.int8, np.int8, 1),
+    "int16": (torch.int16, np.int16, 2),
+    "int32": (torch.int32, np.int32, 4),
+    "int64": (torch.int64, np.int64, 8),
+    "uint8": (torch.uint8, np.uint8, 1),
+    "uint16": (torch.uint16, np.uint16, 2),
+    "uint32": (torch.uint32, np.uint32, 4),
+    "uint64": (torch.uint64, np.uint64, 8),
+    "halffloat": (torch.float16, np.float16, 2),
+    "float": (torch.float32, np.float32, 4),
+    "double": (torch.float64, np.float64, 8),
 }
+#: pyarrow type factory -> (torch dtype, numpy dtype, itemsize), as ARROW_NUMERIC.
+_PA_FACTORIES: dict[str, tuple[torch.dtype, Any, int]] = {
+    "int8": ARROW_NUMERIC["int8"],
+    "int16": ARROW_NUMERIC["int16"],
+    "int32": ARROW_NUMERIC["int32"],
+    "int64": ARROW_NUMERIC["int64"],
+    "uint8": ARROW_NUMERIC["uint8"],
+    "uint16": ARROW_NUMERIC["uint16"],
+    "uint32": ARROW_NUMERIC["uint32"],
+    "uint64": ARROW_NUMERIC["uint64"],
+    "float16": ARROW_NUMERIC["halffloat"],
+    "float32": ARROW_NUMERIC["float"],
+    "float64": ARROW_NUMERIC["double"],
+}
+_NUMERIC_BY_ID: dict[int, tuple[torch.dtype, Any, int]] = {}  # filled on first use
 ARROW_HOLDS = "bool, int8 to int64, uint8 to uint64, float16, float32 and float64"
 
 
@@ -98,11 +113,24 @@ def to_arrow(td: TensorDictBase) -> pyarrow.Table:
     pa = pyarrow_module("to_arrow")
     td = _tabular.as_tensordict(td, "to_arrow")
     n = _tabular.rows(td, "to_arrow")
+    items = td._tensordict.items() if isinstance(td, _kinds.Dense) else td.items()
     names: list[str] = []
     arrays: list[Any] = []
-    for name, value in td.items():
-        names.append(str(name))
-        arrays.append(entry_to_arrow(pa, value, (str(name),), n, "to_arrow"))
+    for name, value in items:
+        names.append(name)
+        if (
+            type(value) is torch.Tensor
+            and value.ndim == 1
+            and value.device.type == "cpu"
+            and not value.requires_grad
+            and value.dtype in TORCH_TO_NUMPY
+            and value.is_contiguous()
+            and not value.is_conj()
+            and not value.is_neg()
+        ):  # the common case, without the generic walk
+            arrays.append(pa.array(value.numpy()))
+        else:
+            arrays.append(entry_to_arrow(pa, value, (str(name),), n, "to_arrow"))
     return pa.Table.from_arrays(arrays, names=names)
 
 
@@ -201,7 +229,7 @@ def from_arrow(
     >>> from tensordict import from_arrow
     >>> table = pa.table({"x": np.arange(3, dtype=np.float32), "s": ["a", "b", None]})
     >>> td = from_arrow(table, nulls="mask")
-    >>> td["x"], td["s"], td["_mask", "s"]
+    >>> td["x"], td.get("s").tolist(), td["_mask", "s"]
     (tensor([0., 1., 2.]), ['a', 'b', None], tensor([ True,  True, False]))
     >>> td["x"].data_ptr() == table.column("x").chunk(0).buffers()[1].address  # no copy
     True
@@ -245,6 +273,10 @@ class ArrowReader:
         self.copy = copy
         self.nulls = nulls
         self.masks: list[tuple[tuple[str, ...], torch.Tensor]] = []
+        #: Arrow type id -> (torch dtype, numpy dtype, itemsize) of the numeric types
+        if not _NUMERIC_BY_ID:
+            _NUMERIC_BY_ID.update({getattr(pa, n)().id: v for n, v in _PA_FACTORIES.items()})
+        self._numeric = _NUMERIC_BY_ID
 
     def read(
         self, column: Any, key: tuple[str, ...], out: list[tuple[tuple[str, ...], Any]]
@@ -255,6 +287,11 @@ class ArrowReader:
         if isinstance(arr, pa.ChunkedArray):
             arr = arr.chunk(0) if arr.num_chunks == 1 else arr.combine_chunks()
         kind = arr.type
+        numeric = self._numeric.get(kind.id)
+        if numeric is not None and not arr.null_count:  # the common case, straight to a view
+            tensor = self._view(arr, *numeric)
+            out.append((key, tensor.clone() if self.copy else tensor))
+            return None
         if pa.types.is_dictionary(kind):
             arr, kind = arr.dictionary_decode(), kind.value_type
         if isinstance(kind, pa.ExtensionType) and not isinstance(kind, pa.FixedShapeTensorType):
@@ -366,16 +403,16 @@ class ArrowReader:
         return torch.nested.nested_tensor_from_jagged(values, torch.from_numpy(offsets))
 
     # ------------------------------------------------------------------ helpers
-    def _view(self, arr: Any, dtype: torch.dtype, np_dtype: Any) -> torch.Tensor:
+    def _view(self, arr: Any, dtype: torch.dtype, np_dtype: Any, itemsize: int) -> torch.Tensor:
         """The values of a numeric array, viewed (no copy) where the policy allows."""
         n = len(arr)
         buf = arr.buffers()[1]
         if n == 0 or buf is None:
             return torch.empty(0, dtype=dtype)
-        array = np.frombuffer(
-            buf, dtype=np_dtype, count=n, offset=arr.offset * array_itemsize(np_dtype)
-        )
-        if self.copy is None and not buf.is_mutable:
+        array = np.frombuffer(buf, dtype=np_dtype, count=n, offset=arr.offset * itemsize)
+        if array.flags.writeable:
+            return torch.from_numpy(array)
+        if self.copy is None:
             return torch.from_numpy(array.copy())
         with warnings.catch_warnings():  # copy=False on a read-only buffer: viewed anyway
             warnings.simplefilter("ignore", UserWarning)
@@ -395,10 +432,6 @@ class ArrowReader:
     def _mask(self, key: tuple[str, ...], valid: np.ndarray) -> None:
         if self.nulls == "mask" and not valid.all():
             self.masks.append((key, torch.from_numpy(np.ascontiguousarray(valid))))
-
-
-def array_itemsize(np_dtype: Any) -> int:
-    return int(np.dtype(np_dtype).itemsize)
 
 
 def _fill(dtype: torch.dtype) -> float | int | bool:

@@ -138,7 +138,7 @@ def from_pandas(
     >>> from tensordict import from_pandas
     >>> df = pd.DataFrame({"obs.x": [1.0, 2.0], "obs.y": [3, 4], "name": ["a", "b"]})
     >>> td = from_pandas(df, separator=".")
-    >>> td["obs", "y"], td["name"]
+    >>> td["obs", "y"], td.get("name").tolist()
     (tensor([3, 4]), ['a', 'b'])
     """
     pd = pandas_module("from_pandas")

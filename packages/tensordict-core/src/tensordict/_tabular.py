@@ -142,8 +142,15 @@ def build(entries: Sequence[tuple[tuple[str, ...], Any]], n: int) -> Any:
     """A :class:`~tensordict.TensorDict` of batch size ``[n]`` from ``(key, value)`` pairs
     (nested keys create nested tensordicts); a key given twice, or a key through another
     entry, raises a :class:`ValueError`."""
+    if all(len(key) == 1 for key, _ in entries):
+        flat = {key[0]: value for key, value in entries}
+        if len(flat) == len(entries) and all(
+            type(v) is torch.Tensor or isinstance(v, NonTensorStack) for v in flat.values()
+        ):  # flat columns of ``n`` rows each (what a table holds): no per-entry checks
+            return _kinds.Dense._new_unsafe(flat, torch.Size([n]))
     out = _kinds.Dense(batch_size=[n])
     seen: set[tuple[str, ...]] = set()
+    prefixes: set[tuple[str, ...]] = set()  # the nested tensordicts the keys go through
     for key, value in entries:
         for cut in range(1, len(key) + 1):
             if key[:cut] in seen:
@@ -151,10 +158,11 @@ def build(entries: Sequence[tuple[tuple[str, ...], Any]], n: int) -> Any:
                     f"the column of key {key_text(key)} clashes with the column of key "
                     f"{key_text(key[:cut])}."
                 )
-        if any(other[: len(key)] == key for other in seen):
+        if key in prefixes:
             raise ValueError(f"the key {key_text(key)} is both a column and a prefix of one.")
         seen.add(key)
-        out.set(key, value)
+        prefixes.update(key[:cut] for cut in range(1, len(key)))
+        out.set(key if len(key) > 1 else key[0], value)
     return out
 
 

@@ -66,9 +66,10 @@ def from_csv(
     numeric and boolean columns become tensors, the others a
     :class:`~tensordict.NonTensorStack` of strings.
 
+    ``auto_batch_size``, ``batch_dims``, ``device``, ``batch_size``, ``separator`` and
+    ``dtype`` work as in :func:`tensordict.from_pandas`.
+
     Keyword Args:
-        auto_batch_size, batch_dims, device, batch_size, separator, dtype: as in
-            :func:`tensordict.from_pandas`.
         **kwargs: passed to ``pandas.read_csv`` (``sep=";"``, ``usecols=[...]`` …).
     """
     pd = import_extra("pandas", CSV_INSTALL, "from_csv")

@@ -153,9 +153,10 @@ def from_json(
     """Read a JSON file of records (see the module's documentation) into a tensordict of
     batch size ``[records]``.
 
+    ``auto_batch_size``, ``batch_dims``, ``device``, ``batch_size``, ``separator`` and
+    ``dtype`` work as in :func:`tensordict.from_pandas`.
+
     Keyword Args:
-        auto_batch_size, batch_dims, device, batch_size, separator, dtype: as in
-            :func:`tensordict.from_pandas`.
         lines: the file is JSON Lines (one record per line).
         **kwargs: passed to :func:`json.loads`.
 

@@ -104,11 +104,13 @@ def td_to_mds(
 ) -> None:
     """Write each row of ``td`` as one sample of an MDS dataset.
 
+    ``out``, ``keep_local``, ``compression``, ``hashes``, ``size_limit`` and the other
+    keywords are passed to ``streaming.MDSWriter`` when ``to_mds`` creates it (they are
+    ignored with ``writer``).
+
     Keyword Args:
         columns: the MDS encoding of each column (default: inferred from the first
             sample, see the module's documentation).
-        out, keep_local, compression, hashes, size_limit, **kwargs: passed to
-            ``streaming.MDSWriter`` when ``to_mds`` creates it (ignored with ``writer``).
         writer: a writer to write through (``streaming.MDSWriter`` or any object with its
             ``write(sample)``/``finish()`` methods).
         finish_writer: whether to call ``writer.finish()`` afterwards. A writer created
@@ -116,13 +118,14 @@ def td_to_mds(
             has no batch dimension (one sample: more are expected).
 
     >>> import torch
-    >>> from tensordict import TensorDict
+    >>> from tensordict import NonTensorStack, TensorDict
     >>> class Recorder:  # the MDSWriter interface
     ...     def __init__(self): self.samples, self.finished = [], False
     ...     def write(self, sample): self.samples.append(sample)
     ...     def finish(self): self.finished = True
     >>> rec = Recorder()
-    >>> TensorDict(x=torch.arange(4).view(2, 2), s=["a", "b"], batch_size=[2]).to_mds(out="unused", writer=rec)
+    >>> td = TensorDict(x=torch.arange(4).view(2, 2), s=NonTensorStack("a", "b"), batch_size=[2])
+    >>> td.to_mds(out="unused", writer=rec)
     >>> rec.samples[1]["x"], rec.samples[1]["s"], rec.finished
     (array([2, 3]), 'b', True)
     """

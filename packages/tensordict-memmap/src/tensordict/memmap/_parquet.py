@@ -14,6 +14,8 @@ float16-64) round-trips bit for bit; bfloat16, complex and float8 are refused wi
 
 from __future__ import annotations
 
+import inspect
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -47,6 +49,22 @@ def arrow_table(pa: Any, td: Any, separator: str | None, what: str) -> Any:
         names = [column for column, _, _ in flat]
     arrays = [entry_to_arrow(pa, value, key, n, what) for key, value in pairs]
     return pa.Table.from_arrays(arrays, names=names)
+
+
+def _read(pq: Any, path: Any, columns: list[str] | None, kwargs: dict[str, Any]) -> Any:
+    """The table of a Parquet file: ``ParquetFile.read`` (one chunk per row group, so
+    that single-row-group files convert without a copy) when ``path`` is one file and the
+    keywords are its own, else ``pyarrow.parquet.read_table`` (datasets, ``filters`` …)."""
+    file_kw = set(inspect.signature(pq.ParquetFile).parameters) - {"source"}
+    read_kw = set(inspect.signature(pq.ParquetFile.read).parameters) - {"self", "columns"}
+    is_dir = isinstance(path, (str, os.PathLike)) and os.path.isdir(path)
+    if is_dir or set(kwargs) - file_kw - read_kw:
+        return pq.read_table(path, columns=columns, **kwargs)
+    opened = pq.ParquetFile(path, **{k: v for k, v in kwargs.items() if k in file_kw})
+    try:
+        return opened.read(columns=columns, **{k: v for k, v in kwargs.items() if k in read_kw})
+    finally:
+        opened.close()
 
 
 def _check_no_empty_struct(td: Any, what: str) -> None:
@@ -134,7 +152,7 @@ def from_parquet(
     _, pq = _pyarrow("from_parquet")
     nulls = kwargs.pop("nulls", "raise")
     mask_key = kwargs.pop("mask_key", None)
-    table = pq.read_table(path, columns=columns, **kwargs)
+    table = _read(pq, path, columns, kwargs)
     td = from_arrow(table, nulls=nulls, mask_key=mask_key)
     if separator is not None:
         td = td.unflatten_keys(separator)
