@@ -32,16 +32,20 @@ def entries_of(td: Any) -> Mapping[str, Any]:
     return {key: td._get_str(key, None) for key in td.keys()}
 
 
-def as_param(value: _Tensor, old: Any) -> _Tensor:
+def as_param(value: _Tensor, old: Any, compiling: bool | None = None) -> _Tensor:
     """A plain value that does not require grad becomes an ``nn.Parameter`` (with the
     ``requires_grad`` of ``old``); values that require grad or are transformed by
-    ``torch.func`` are kept as they are, so gradients reach them."""
-    if isinstance(value, _Parameter) or value.requires_grad or torch.compiler.is_compiling():
+    ``torch.func`` are kept as they are, so gradients reach them. ``compiling`` is
+    ``torch.compiler.is_compiling()``, when the caller knows it."""
+    plain = type(value) is _Tensor  # tested first: isinstance(x, Parameter) is slow
+    if (not plain and isinstance(value, _Parameter)) or value.requires_grad:
+        return value
+    if torch.compiler.is_compiling() if compiling is None else compiling:
         return value
     if _is_wrapped(value):
         return value
     requires_grad = old.requires_grad if isinstance(old, _Tensor) else False
-    if type(value) is _Tensor:  # what nn.Parameter(value) does, without its checks
+    if plain:  # what nn.Parameter(value) does, without its checks
         param: _Tensor = _Tensor._make_subclass(_Parameter, value, requires_grad)
         return param
     return _Parameter(value, requires_grad=requires_grad)
@@ -61,7 +65,7 @@ def _names(target: Any) -> list[str]:
 class Swapper:
     """Write values into a module tree; keep the replaced values and an undo log."""
 
-    __slots__ = ("preserve", "inplace", "non_blocking", "undo", "seen")
+    __slots__ = ("preserve", "inplace", "non_blocking", "undo", "seen", "compiling")
 
     def __init__(
         self,
@@ -76,6 +80,7 @@ class Swapper:
         self.non_blocking = non_blocking
         self.undo: list[tuple[Any, ...]] = []
         self.seen: dict[Any, Any] = {} if memo is None else memo
+        self.compiling = torch.compiler.is_compiling()
 
     # ------------------------------------------------------------------ walking
     def write(
@@ -145,7 +150,7 @@ class Swapper:
             if not isinstance(old, _Tensor):
                 raise self._missing(target, key, path)
             if self.preserve and isinstance(old, _Parameter):
-                value = as_param(value, old)
+                value = as_param(value, old, self.compiling)
             entries[key] = value
             self.undo.append((entries, key, old))
         self.seen[slot] = old
@@ -158,7 +163,7 @@ class Swapper:
         old = params.get(key, _MISSING)
         if old is not _MISSING:
             if self.preserve:
-                params[key] = as_param(value, old)  # type: ignore[assignment]
+                params[key] = as_param(value, old, self.compiling)  # type: ignore[assignment]
             elif isinstance(value, _Parameter):
                 params[key] = value
             else:  # becomes a plain attribute: out of parameters() and state_dict()
