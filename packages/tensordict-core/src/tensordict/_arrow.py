@@ -117,7 +117,7 @@ def to_arrow(td: TensorDictBase) -> pyarrow.Table:
     names: list[str] = []
     arrays: list[Any] = []
     for name, value in items:
-        names.append(name)
+        names.append(str(name))
         if (
             type(value) is torch.Tensor
             and value.ndim == 1

@@ -71,6 +71,12 @@ def from_csv(
 
     Keyword Args:
         **kwargs: passed to ``pandas.read_csv`` (``sep=";"``, ``usecols=[...]`` …).
+
+    >>> import io
+    >>> from tensordict import from_csv
+    >>> td = from_csv(io.StringIO("step;loss\\n0;0.5\\n1;0.25\\n"), sep=";")
+    >>> td["step"], td["loss"]
+    (tensor([0, 1]), tensor([0.5000, 0.2500], dtype=torch.float64))
     """
     pd = import_extra("pandas", CSV_INSTALL, "from_csv")
     return from_pandas(

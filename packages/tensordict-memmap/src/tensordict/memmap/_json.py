@@ -162,6 +162,12 @@ def from_json(
 
     A field that is missing or ``null`` in some record raises a :class:`ValueError`
     naming it.
+
+    >>> import io
+    >>> from tensordict import from_json
+    >>> td = from_json(io.StringIO('[{"a": 1, "o": {"b": [0.5, 1.5]}}, {"a": 2, "o": {"b": [2.5, 3.5]}}]'))
+    >>> td["a"], td["o", "b"].shape
+    (tensor([1, 2]), torch.Size([2, 2]))
     """
     text = path.read() if hasattr(path, "read") else Path(path).read_text(encoding="utf-8")
     if lines:

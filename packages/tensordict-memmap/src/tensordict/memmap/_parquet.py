@@ -148,6 +148,16 @@ def from_parquet(
 
     The columns are converted as :func:`~tensordict.from_arrow` does: numeric columns
     view the memory pyarrow read them into.
+
+    >>> import os, tempfile
+    >>> import numpy as np, pyarrow as pa, pyarrow.parquet as pq
+    >>> from tensordict import from_parquet
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     pq.write_table(pa.table({"obs/x": np.arange(3.0), "done": [False, False, True]}),
+    ...                    os.path.join(tmp, "log.parquet"))
+    ...     td = from_parquet(os.path.join(tmp, "log.parquet"), separator="/")
+    >>> td["obs", "x"], td["done"]
+    (tensor([0., 1., 2.], dtype=torch.float64), tensor([False, False,  True]))
     """
     _, pq = _pyarrow("from_parquet")
     nulls = kwargs.pop("nulls", "raise")

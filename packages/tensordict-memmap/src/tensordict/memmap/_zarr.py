@@ -744,6 +744,13 @@ def td_to_zarr(
             store); the rest go to ``zarr.Group.create_array`` for every tensor
             (``chunks=(1024,)``, ``compressors=...``, ``shards=...``; chunks are chosen by
             zarr by default).
+
+    >>> import os, tempfile, torch
+    >>> from tensordict import TensorDict
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     z = TensorDict(img=torch.zeros(8, 4, 4), batch_size=[8]).to_zarr(os.path.join(tmp, "d.zarr"), chunks=(2,))
+    ...     print(z.group["img"].chunks, z.batch_size)
+    (2, 4, 4) torch.Size([8])
     """
     mode = kwargs.pop("mode", "w")
     pickle_ok = _codec.check_allow_pickle(allow_pickle)
