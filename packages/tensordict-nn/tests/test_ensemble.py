@@ -36,7 +36,10 @@ def test_forward_equals_each_copy_run_alone():
     ensemble = EnsembleModule(_module(), num_copies=4)
     td = TensorDict(x=torch.randn(5, 2), batch_size=[5])
     out = ensemble(td)
-    assert out["y"].shape == (4, 5, 1)
+    assert out["y"].shape == (4, 5, 1) and out.batch_size == (4, 5)
+    # every copy saw the same input, returned beside the outputs; the input is unchanged
+    assert out["x"].shape == (4, 5, 2) and all(torch.equal(x, td["x"]) for x in out["x"])
+    assert list(td.keys()) == ["x"] and td.batch_size == (5,)
     reference = _module(seed=1)
     for i in range(4):
         with ensemble.params_td[i].to_module(reference):

@@ -77,20 +77,21 @@ class EnsembleModule(DelegatedKeys):
 
     def forward(self, tensordict: Any) -> TensorDictBase:
         """Run every copy; the result has a leading dimension of size ``num_copies``."""
-        if self.expand_input:
-            tensordict = tensordict.expand(self.num_copies, *tensordict.batch_size)
+        if self.expand_input:  # every copy reads the same input: vmap does not split it
+            inner_batch = tensordict.batch_size
         elif tensordict.batch_size[:1] != torch.Size([self.num_copies]):
             raise RuntimeError(
                 f"EnsembleModule(expand_input=False) needs an input whose first batch "
                 f"dimension is num_copies={self.num_copies}; got batch_size "
                 f"{tuple(tensordict.batch_size)}."
             )
+        else:
+            inner_batch = tensordict.batch_size[1:]
         # torch.vmap sees nested dicts of tensors: the tensordicts are rebuilt inside
         # without validation, so nothing depends on how vmap handles tensordicts (nor on
         # tracing that), and the weights go straight into the module (no tensordict).
         params = _tensor_tree(self.params_td)
         inputs = _tensor_tree(tensordict)
-        inner_batch = tensordict.batch_size[1:]
         module = self.module
 
         def call_one(weights: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
@@ -102,7 +103,8 @@ class EnsembleModule(DelegatedKeys):
                 swapper.rollback()
             return _tensor_tree(out)
 
-        outputs = torch.vmap(call_one, (0, 0))(params, inputs)
+        in_dims = (0, None if self.expand_input else 0)
+        outputs = torch.vmap(call_one, in_dims)(params, inputs)
         return tree_to_td(outputs, torch.Size([self.num_copies, *inner_batch]))
 
     def reset_parameters_recursive(
