@@ -459,3 +459,34 @@ def test_cuda_buffer_and_one_copy_moves(td, assert_td_equal):
     assert_td_equal(moved.cpu(), td)
     pinned = td.consolidate(pin_memory=True)
     assert pinned._consolidated["storage"].is_pinned()
+
+
+def test_packing_refills_current_values_and_zeroes_every_gap():
+    from tensordict._consolidate import Packing
+
+    td = TensorDict(
+        {
+            "a": torch.arange(3, dtype=torch.float32),  # 12 bytes: a 4-byte gap after it
+            "a2": torch.arange(5, dtype=torch.float32),  # joins a's run across the gap
+            "b": torch.arange(3, dtype=torch.int16),  # 6 bytes: a gap no int16 run closes
+            "c": torch.arange(6.0).reshape(2, 3).t(),  # not contiguous: its own copy
+            "d": torch.tensor([True, False, True]),
+        },
+        [],
+    )
+    packing = Packing(td)
+    buffer = torch.full((packing.nbytes,), 0xFF, dtype=torch.uint8)  # dirty, as reused ones
+    packing.fill(lambda n, dev: buffer)
+    covered = torch.zeros(packing.nbytes, dtype=torch.bool)
+    for key, entry in packing.meta["td"]["entries"].items():
+        start, stop = entry["offset"], entry["offset"] + entry["nbytes"]
+        covered[start:stop] = True
+        got = buffer[start:stop].view(td[key].dtype)
+        assert torch.equal(got, td[key].t().reshape(-1) if key == "c" else td[key]), key
+    assert (buffer[~covered] == 0).all()  # alignment gaps and the tail are zeroed
+    td["a"].add_(10)  # the same leaves, new values: a refill copies them
+    td["c"].mul_(2)
+    again = packing.fill()
+    out = from_consolidated(again, packing.meta)
+    for key in td.keys():
+        assert torch.equal(out[key], td[key]), key

@@ -260,6 +260,7 @@ def _fill_buffer(
     share_memory: bool,
     pin_memory: bool,
     out: _Tensor | None = None,
+    program: list[_Step] | None = None,
 ) -> _Tensor:
     """A new buffer (or ``out``) with every leaf copied to its aligned place, in the leaf's
     own dtype (a byte-wise copy is several times slower); the alignment gaps are zeroed."""
@@ -279,17 +280,32 @@ def _fill_buffer(
             total, dtype=torch.uint8, device=device, pin_memory=pin_memory and device.type == "cpu"
         )
     with torch.no_grad():
-        _copy_leaves(plan, buffer)
+        _run_program(program if program is not None else _copy_program(plan, device), buffer)
     if share_memory and not shared_now:
         buffer.share_memory_()  # type: ignore[no-untyped-call]
     return buffer
 
 
 def _copy_leaves(plan: _Plan, buffer: _Tensor) -> None:
-    """Copy the plan's leaves to their aligned places in ``buffer`` (zeroing the gaps):
-    runs of contiguous leaves of one dtype that follow each other without a gap go in
-    one ``cat``; other leaves are copied through a strided view in their own dtype."""
-    bases: dict[torch.dtype, _Tensor] = {}
+    """Copy the plan's leaves to their aligned places in ``buffer``, zeroing the gaps
+    (see :func:`_copy_program`)."""
+    _run_program(_copy_program(plan, buffer.device), buffer)
+
+
+#: One step of filling a buffer: ``("cat", byte offset, dtype, sources)``: the sources
+#: (flat, of that dtype) back to back from the offset; ``("view", byte offset, dtype,
+#: shape, stride, source)``: one leaf through a strided view; ``("zero", start, stop)``.
+_Step = tuple[Any, ...]
+
+
+def _copy_program(plan: _Plan, device: torch.device) -> list[_Step]:
+    """The steps that copy the plan's leaves into a buffer on ``device``. Runs of
+    contiguous leaves of one dtype become one ``cat``, their alignment gaps included as
+    small zero tensors of that dtype: one ``cat`` copies as fast as one memcpy, where a
+    copy per leaf is much slower for many small leaves. The steps hold (views of) the
+    leaves, so running them again copies the leaves' current values."""
+    steps: list[_Step] = []
+    zeros: dict[torch.dtype, _Tensor] = {}
     pos = 0
     run: list[_Tensor] = []
     run_start = 0
@@ -297,38 +313,67 @@ def _copy_leaves(plan: _Plan, buffer: _Tensor) -> None:
 
     def flush() -> None:
         if run:
-            n = sum(t.numel() for t in run)
-            base = bases[run_dtype]  # type: ignore[index]
-            dst = base.as_strided((n,), (1,), run_start // base.element_size())
-            if len(run) == 1:
-                dst.copy_(run[0].reshape(-1))
-            else:
-                torch.cat([t.reshape(-1) for t in run], out=dst)
+            steps.append(("cat", run_start, run_dtype, list(run)))
             run.clear()
 
     for leaf, stride in zip(plan.leaves, plan.strides):
         start = -(-pos // ALIGN) * ALIGN
         nbytes = leaf.numel() * leaf.element_size()
+        size = leaf.element_size()
+        joins = bool(nbytes) and leaf.is_contiguous() and leaf.device == device
         if start > pos:
-            flush()
-            buffer[pos:start].zero_()
-        base = bases.get(leaf.dtype)
-        if base is None:
-            usable = buffer.numel() - buffer.numel() % leaf.element_size()
-            base = bases[leaf.dtype] = buffer[:usable].view(leaf.dtype)
-        if nbytes and leaf.is_contiguous() and leaf.device == buffer.device:
+            if joins and run and run_dtype == leaf.dtype and (start - pos) % size == 0:
+                pad = zeros.get(leaf.dtype)
+                if pad is None:
+                    pad = zeros[leaf.dtype] = torch.zeros(ALIGN // size, dtype=leaf.dtype)
+                run.append(pad[: (start - pos) // size].to(device))
+            else:
+                flush()
+                steps.append(("zero", pos, start))
+        if joins:
             if not run or run_dtype != leaf.dtype:
                 flush()
                 run_start, run_dtype = start, leaf.dtype
-            run.append(leaf.detach())
+            run.append(leaf.detach().reshape(-1))
         elif nbytes:
             flush()
             layout = stride if stride is not None else _contiguous_stride(leaf.shape)
-            base.as_strided(leaf.shape, layout, start // leaf.element_size()).copy_(leaf.detach())
+            steps.append(("view", start, leaf.dtype, leaf.shape, layout, leaf.detach()))
         pos = start + nbytes
     flush()
-    if pos < buffer.numel():
-        buffer[pos:].zero_()
+    steps.append(("zero", pos, None))
+    return steps
+
+
+def _run_program(steps: list[_Step], buffer: _Tensor) -> None:
+    bases: dict[torch.dtype, _Tensor] = {}
+
+    def base(dtype: torch.dtype) -> _Tensor:
+        view = bases.get(dtype)
+        if view is None:
+            size = torch.empty((), dtype=dtype).element_size()
+            view = bases[dtype] = buffer[: buffer.numel() - buffer.numel() % size].view(dtype)
+        return view
+
+    for step in steps:
+        kind = step[0]
+        if kind == "cat":
+            _, start, dtype, sources = step
+            b = base(dtype)
+            n = sum(t.numel() for t in sources)
+            dst = b.as_strided((n,), (1,), start // b.element_size())
+            if len(sources) == 1:
+                dst.copy_(sources[0])
+            else:
+                torch.cat(sources, out=dst)
+        elif kind == "view":
+            _, start, dtype, shape, layout, leaf = step
+            b = base(dtype)
+            b.as_strided(shape, layout, start // b.element_size()).copy_(leaf)
+        else:
+            _, start, stop = step
+            if start < (buffer.numel() if stop is None else stop):
+                buffer[start:stop].zero_()
 
 
 def _with_trailer(data: _Tensor, metadata: dict[str, Any]) -> _Tensor:
@@ -365,11 +410,14 @@ class Packing:
 
     def __init__(self, td: Any, device: Any = None, allow_pickle: bool = False) -> None:
         self.plan, self.meta, self.nbytes, self.device = _layout(td, device, allow_pickle)
+        self._program: list[_Step] | None = None
 
     def fill(self, out: Callable[[int, torch.device], _Tensor | None] | None = None) -> _Tensor:
         """The buffer: a new one, or the one ``out(nbytes, device)`` returns."""
         given = out(self.nbytes, self.device) if out is not None else None
-        return _fill_buffer(self.plan, self.nbytes, self.device, False, False, given)
+        if self._program is None:  # kept: filling again only runs the copies
+            self._program = _copy_program(self.plan, self.device)
+        return _fill_buffer(self.plan, self.nbytes, self.device, False, False, given, self._program)
 
 
 def pack(
