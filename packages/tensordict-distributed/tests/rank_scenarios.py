@@ -348,6 +348,11 @@ def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
         with count_messages(*collectives) as calls:
             big.all_reduce()
         res["many_calls"] = calls[0]
+        # leaves to pack, 9 MiB in all: reduced in buckets of about 4 MiB
+        wide = TensorDict({k: torch.full((3 << 18,), float(rank + i)) for i, k in enumerate("abc")})
+        with count_messages(*collectives) as calls:
+            wide.all_reduce()
+        res["wide"] = [calls[0], [wide[k].unique().tolist() for k in "abc"]]
         total = sum(range(world))
         res["many"] = all(big[f"k{i}"].eq(total + world * i).all().item() for i in range(1000))
     res["unpickled"] = hits

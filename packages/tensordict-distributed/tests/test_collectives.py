@@ -62,6 +62,10 @@ def test_collectives(run_ranks, scenarios, world):
         # 1,000 leaves of one dtype: one all_gather of a digest (the ranks hold the same
         # leaves) and one all_reduce of one bucket
         assert r["many_calls"] == 2
+        # three 3 MiB leaves to pack: one bucket each (buckets of about 4 MiB), summed
+        calls, values = r["wide"]
+        assert calls == 1 + 3
+        assert values == [[float(sum(range(world)) + world * i)] for i in range(3)]
     members = [0, world - 1]
     for rank in members:
         r = res[rank]

@@ -9,10 +9,10 @@ that cannot encode its tensordict says so in its header and every rank raises.
 leaves (keys, dtypes, numbers of elements) with one small ``all_gather``: ranks whose tensordicts
 differ would otherwise hand the backend buffers of different sizes, which gloo answers
 by aborting the process. On a mismatch every rank raises ``ValueError`` naming the
-differences. Then the leaves go in buckets, one per dtype and device by default (or of
-at most ``bucket_bytes``): leaves that sit back to back in memory (a consolidated
-tensordict) are reduced where they are, others are packed into one flat tensor and
-copied back.
+differences. Then the leaves go in buckets of one dtype and device: leaves that sit back
+to back in memory (a consolidated tensordict) are reduced where they are, in one bucket;
+others are packed into flat buckets of about 4 MiB, reduced and copied back, so that
+packing, reducing and copying overlap (``bucket_bytes`` sets the bucket size).
 """
 
 from __future__ import annotations
@@ -348,7 +348,16 @@ def _span(tensors: list[torch.Tensor]) -> torch.Tensor | None:
     return first.detach().as_strided((pos - first.storage_offset(),), (1,))
 
 
+#: Without ``bucket_bytes``, leaves that must be packed go in buckets of about this size:
+#: packing one bucket, reducing the previous one and copying back the one before overlap
+#: (and stay in cache), where one bucket of everything would do them one after the other.
+PIPELINE_BYTES = 4 << 20
+
+
 def _buckets(leaves: list[torch.Tensor], bucket_bytes: int | None) -> list[list[torch.Tensor]]:
+    """The leaves in buckets of one dtype and device: of at most ``bucket_bytes``; by
+    default one per dtype and device when its leaves are back to back in memory (a
+    consolidated tensordict, reduced where it is), else of about :data:`PIPELINE_BYTES`."""
     if bucket_bytes is not None and (isinstance(bucket_bytes, bool) or bucket_bytes <= 0):
         raise ValueError(f"bucket_bytes must be a positive number of bytes, got {bucket_bytes!r}.")
     groups: dict[tuple[torch.device, torch.dtype], list[torch.Tensor]] = {}
@@ -358,11 +367,14 @@ def _buckets(leaves: list[torch.Tensor], bucket_bytes: int | None) -> list[list[
         groups.setdefault((t.device, t.dtype), []).append(t)
     out = []
     for members in groups.values():
+        limit = bucket_bytes
+        if limit is None and _span(members) is None:
+            limit = PIPELINE_BYTES
         bucket: list[torch.Tensor] = []
         size = 0
         for t in members:
             nbytes = t.numel() * t.element_size()
-            if bucket and bucket_bytes is not None and size + nbytes > bucket_bytes:
+            if bucket and limit is not None and size + nbytes > limit:
                 out.append(bucket)
                 bucket, size = [], 0
             bucket.append(t)
@@ -461,8 +473,10 @@ def td_all_reduce(
     every rank. Every rank must hold the same tensor leaves (checked first; non-tensor
     values are left alone).
 
-    One collective per dtype and device by default, or per bucket of at most
-    ``bucket_bytes``. With ``async_op=True`` returns the works/futures to ``wait()`` on
+    By default one collective per dtype and device for leaves back to back in memory (a
+    consolidated tensordict, reduced in place), and buckets of about 4 MiB for leaves that
+    must be packed (packing, reducing and copying back then overlap); or buckets of at
+    most ``bucket_bytes``. With ``async_op=True`` returns the works/futures to ``wait()`` on
     (the leaf check before it is synchronous); otherwise returns ``None``.
     """
     dist = _dist()
