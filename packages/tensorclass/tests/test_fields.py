@@ -49,8 +49,8 @@ def test_non_tensor_values_stack_without_silent_collapse():
     a = Batch(obs=torch.zeros(2, 3), reward=torch.zeros(2, 1), info=None, label="a", batch_size=[2])
     b = a.clone()
     b.label = "b"
-    same = Batch.stack([a, a.clone()])
-    assert same.label == "a"
+    same = Batch.stack([a, a.clone()])  # identical values are stacked too, as the reference
+    assert same.label == [["a", "a"], ["a", "a"]] and same[1, 0].label == "a"
     mixed = Batch.stack([a, b])
     stored = mixed._tensordict._tensordict["label"]
     assert isinstance(stored, NonTensorStack)

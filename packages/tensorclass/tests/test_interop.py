@@ -47,9 +47,13 @@ def test_tensorclass_as_an_entry_of_a_tensordict(batch):
 
 
 def test_nested_class_survives_stack_and_cat(nested):
-    for out in (torch.stack([nested, nested]), torch.cat([nested, nested], 1)):
+    stacked, catted = torch.stack([nested, nested]), torch.cat([nested, nested], 1)
+    for out in (stacked, catted):
         assert type(out) is Nested and type(out.child) is Nested
-        assert out.z == out.child.z.replace("inner", "outer")
+    # stacking keeps one value per element (identical ones too), as the reference does;
+    # concatenating identical values keeps one value
+    assert stacked.z == [[["outer"] * 4] * 3] * 2 and stacked.child.z == [[["inner"] * 4] * 3] * 2
+    assert catted.z == "outer" and catted.child.z == "inner"
 
 
 def test_stacking_different_classes_raises_type_error(batch):

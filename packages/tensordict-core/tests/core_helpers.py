@@ -37,14 +37,24 @@ def _key(key: Any) -> tuple[str, ...]:
 
 def leaves(td: Any, *, tensors_only: bool = False) -> dict[tuple[str, ...], Any]:
     """``{key tuple: leaf}`` for every leaf of ``td`` (stacked for lazy stacks); non-tensor
-    leaves as Python values (a stack as nested lists, one value as itself)."""
+    leaves as Python values: one value as itself (a ``NonTensorData``, or a stack holding
+    the same value at every element: its ``.data``), a stack of values as nested lists."""
     out = {}
     for key, value in td.items(include_nested=True, leaves_only=True):
         if isinstance(value, torch.Tensor):
             out[_key(key)] = value
         elif not tensors_only:
-            out[_key(key)] = value.data if isinstance(value, NonTensorData) else value.tolist()
+            out[_key(key)] = _non_tensor_value(value)
     return out
+
+
+def _non_tensor_value(value: Any) -> Any:
+    if isinstance(value, NonTensorData):
+        return value.data
+    try:
+        return value.data  # a stack of one value
+    except AttributeError:
+        return value.tolist()
 
 
 def _same_value(got: Any, want: Any, key: Any, check_dtype: bool = True) -> None:

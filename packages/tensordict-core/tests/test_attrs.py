@@ -91,7 +91,7 @@ def test_attrs_default_fields_nested_structure():
 def test_attrs_values_are_tensor_attrs_stored_as_non_tensor_data():
     attrs = _td().attrs()
     assert type(attrs["a"]) is TensorAttrs
-    assert attrs.get(("n", "c")) is attrs["n", "c"]
+    assert attrs.get(("n", "c")).data is attrs["n", "c"]
     assert attrs.entry_class("a") is NonTensorData
     assert attrs.is_non_tensor("a")
 

@@ -129,8 +129,8 @@ def test_numpy_arrays_become_tensors():
 def test_non_tensor_string_reads_back():
     td = TensorDict({"s": "a string", "a": torch.zeros(2)}, [2])
     assert td["s"] == "a string"
-    assert td.get("s") == "a string"
-    assert isinstance(dict(td.items())["s"], NonTensorData)  # stored wrapped
+    assert td.get("s").data == "a string"  # get() gives the stored wrapper
+    assert isinstance(td.get("s"), NonTensorData) and td.get("s") is dict(td.items())["s"]
 
 
 def test_non_tensor_set_after_construction():

@@ -129,18 +129,19 @@ def _dump(td: Any) -> dict[str, Any]:
 
 
 def _expected(ranks: list[int]) -> dict[str, Any]:
-    """:func:`_dump` of a destination whose rows hold the tensordicts of ``ranks`` (a
-    non-tensor leaf holding one value for every row reads back as that value)."""
+    """:func:`_dump` of a destination whose rows hold the tensordicts of ``ranks`` (stacked
+    non-tensor values read back as one value per row, identical ones included, as
+    ``torch.stack`` gives them)."""
     info = [{"rank": r, "l": [1, 2.5, None, "s"]} for r in ranks]
     names = [f"r{r}" for r in ranks]
     return {
-        "info/v": ["non_tensor", info if len(ranks) > 1 else info[0]],
-        "name": ["non_tensor", names if len(ranks) > 1 else names[0]],
+        "info/v": ["non_tensor", info],
+        "name": ["non_tensor", names],
         "nested/deep/x": ["torch.int64", [[[r] * 3] * 2 for r in ranks]],
         "nested/done": ["torch.bool", [[r % 2 == 0, True] for r in ranks]],
         "obs": ["torch.float32", [[10.0 * r + i for i in range(4)] for r in ranks]],
         "step": ["torch.int64", list(ranks)],
-        "tag": ["non_tensor", "same"],
+        "tag": ["non_tensor", ["same"] * len(ranks)],
     }
 
 

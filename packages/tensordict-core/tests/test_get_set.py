@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tensordict import TensorDict, get_defaults_to_none, set_get_defaults_to_none
+from tensordict import NonTensorData, TensorDict, get_defaults_to_none, set_get_defaults_to_none
 
 
 @pytest.fixture
@@ -195,7 +195,7 @@ def test_del_(td):
 def test_non_tensor_round_trip(td):
     td["s"] = "a string"
     assert td["s"] == "a string"
-    assert td.get("s") == "a string"
+    assert isinstance(td.get("s"), NonTensorData) and td.get("s").data == "a string"
     obj = object()
     td["n", "s2"] = obj  # any Python object
     assert td["n", "s2"] is obj

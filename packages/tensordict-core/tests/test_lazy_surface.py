@@ -121,7 +121,8 @@ def test_entry_class(stack_dim):
     for key in ["a", ("n", "b"), "s", "same"]:
         assert lazy.entry_class(key) is dense.entry_class(key), key
     assert lazy.entry_class("s") is NonTensorStack
-    assert lazy.entry_class("same") is NonTensorData
+    # identical values of the members are stacked too (NonTensorStack.data reads the value)
+    assert lazy.entry_class("same") is NonTensorStack and lazy.get("same").data == "const"
     assert lazy.entry_class("n") is LazyStackedTensorDict  # a nested lazy stack is read
     hetero = lazy_stack([TensorDict({"a": torch.zeros(2)}), TensorDict({"a": torch.zeros(3)})])
     assert hetero.entry_class("a") is torch.Tensor  # without stacking

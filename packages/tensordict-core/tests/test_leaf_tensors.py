@@ -177,7 +177,7 @@ def test_missing_key_raises_and_changes_nothing(make):
 def test_non_tensor_key_raises_type_error():
     td = _nested()
     snap = snapshot(td)
-    with pytest.raises(TypeError, match="'label' is a non-tensor value of type str"):
+    with pytest.raises(TypeError, match="'label' is a non-tensor NonTensorData"):
         td.cat_tensors("a", "label", out_key="out", dim=1)
     with pytest.raises(TypeError, match="'n' is a nested TensorDict"):
         td.cat_tensors("a", "n", out_key="out")

@@ -7,6 +7,8 @@ put through the same indexing or shape operation.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -18,9 +20,11 @@ from tensordict import (
     NonTensorData,
     NonTensorStack,
     TensorDict,
+    capture_non_tensor_stack,
     is_non_tensor,
     is_tensor_collection,
     lazy_stack,
+    set_capture_non_tensor_stack,
 )
 
 
@@ -63,18 +67,40 @@ def test_stack_of_different_strings_keeps_every_value_in_order():
     assert stack.batch_size == stacked.batch_size
 
 
-def test_stack_of_identical_values_stays_one_non_tensor_data():
+def test_stack_of_identical_values_is_a_stack_whose_data_is_the_value():
     stacked = torch.stack(labelled(["a", "a"]))
-    assert stacked["s"] == "a"
-    assert type(dict(stacked.items())["s"]) is NonTensorData
-    assert dict(stacked.items())["s"].batch_size == torch.Size([2, 2])
+    stack = stacked.get("s")
+    assert type(stack) is NonTensorStack and stack.batch_size == torch.Size([2, 2])
+    assert stacked["s"] == [["a", "a"], ["a", "a"]] and stack.data == "a"
+    assert stacked[1].get("s").data == "a"
+    with pytest.raises(AttributeError, match="different values"):
+        torch.stack(labelled(["a", "b"])).get("s").data
+
+
+def test_capture_mode_stacks_identical_values_into_one():
+    assert capture_non_tensor_stack() is False
+    assert capture_non_tensor_stack(allow_none=True) is None
+    with pytest.warns(DeprecationWarning, match="set_capture_non_tensor_stack"):
+        mode = set_capture_non_tensor_stack(True)
+    with mode:
+        assert capture_non_tensor_stack() is True
+        assert os.environ["CAPTURE_NONTENSOR_STACK"] == "True"
+        stacked = torch.stack(labelled(["a", "a"]))
+        assert type(stacked.get("s")) is NonTensorData and stacked["s"] == "a"
+        assert type(torch.stack(labelled(["a", "b"])).get("s")) is NonTensorStack
+    assert capture_non_tensor_stack(allow_none=True) is None
+    assert "CAPTURE_NONTENSOR_STACK" not in os.environ
 
 
 def test_values_of_different_types_are_not_merged():
-    # [1] and (1,)... and "1" never merge; equal values of one type do
-    stacked = torch.stack([TensorDict({"v": [1]}), TensorDict({"v": (1,)})])
-    assert stacked["v"] == [[1], (1,)]
-    assert torch.stack([TensorDict({"v": [1]}), TensorDict({"v": [1]})])["v"] == [1]
+    # [1] and (1,)... and "1" never merge, even in capture mode; equal values of one type do
+    pair = [TensorDict({"v": NonTensorData([1])}), TensorDict({"v": NonTensorData((1,))})]
+    with pytest.warns(DeprecationWarning):
+        capture = set_capture_non_tensor_stack(True)
+    with capture:
+        assert torch.stack(pair)["v"] == [[1], (1,)]
+        same = [TensorDict({"v": NonTensorData([1])}), TensorDict({"v": NonTensorData([1])})]
+        assert torch.stack(same)["v"] == [1]
 
 
 def test_objects_and_arrays_stack():
@@ -190,16 +216,25 @@ def test_stacking_a_string_with_a_tensor_names_the_key():
 
 # ---------------------------------------------------------------- MetaData
 def test_metadata_is_kept_once():
-    tds = [TensorDict({"m": MetaData(f"run-{i}"), "x": torch.zeros(2)}, [2]) for i in range(3)]
+    tds = [TensorDict({"m": MetaData("run-0"), "x": torch.zeros(2)}, [2]) for i in range(3)]
     stacked = torch.stack(tds)
     assert stacked["m"] == "run-0"
-    leaf = dict(stacked.items())["m"]
+    leaf = stacked.get("m")
     assert type(leaf) is MetaData and leaf.batch_size == torch.Size([3, 2])
-    assert stacked.get("m") == "run-0" and stacked.get_non_tensor("m") == "run-0"
+    assert leaf.data == "run-0" and stacked.get_non_tensor("m") == "run-0"
     for out in (stacked[1], stacked.reshape(-1), stacked.clone(), stacked.unbind(0)[2]):
         assert type(dict(out.items())["m"]) is MetaData and out["m"] == "run-0"
+    for out in (stacked.unsqueeze(0), stacked.expand(2, 3, 2)):  # no stack of a MetaData
+        assert type(out.get("m")) is MetaData and out["m"] == "run-0"
     assert torch.cat(tds)["m"] == "run-0"
     assert isinstance(leaf, NonTensorData) and "MetaData(data=run-0" in repr(leaf)
+
+
+def test_different_metadata_values_are_stacked():
+    tds = [TensorDict({"m": MetaData(f"run-{i}")}) for i in range(3)]
+    stacked = torch.stack(tds)
+    assert type(stacked.get("m")) is NonTensorStack
+    assert stacked["m"] == ["run-0", "run-1", "run-2"]
 
 
 # ---------------------------------------------------------------- helpers and accessors
@@ -251,7 +286,7 @@ def test_non_tensor_stack_api():
     assert [item.data for item in stack.tensordicts] == ["a", "b", "c"]
     stack[0] = "z"
     assert stack.tolist() == ["z", "b", "c"]
-    assert stack.clone() == stack and sorted(stack.clone()._values) == ["b", "c", "z"]
+    assert (stack.clone() == stack).all() and sorted(stack.clone()._values) == ["b", "c", "z"]
     nested = NonTensorStack.from_list([["a", "b"], ["c", "d"]])
     assert nested.batch_size == torch.Size([2, 2])
     assert nested.transpose(0, 1).tolist() == [["a", "c"], ["b", "d"]]
@@ -286,15 +321,10 @@ def test_stack_unbind_round_trip(values, batch, dim):
     tds = [TensorDict({"s": v, "x": torch.zeros(batch)}, batch) for v in values]
     stacked = torch.stack(tds, dim)
     ref = np.moveaxis(oracle(values, tuple(batch)), 0, dim)
-    got = stacked["s"]
-    if len(set(values)) == 1:
-        assert got == values[0]
-    else:
-        assert got == ref.tolist()
+    assert stacked["s"] == ref.tolist()
     assert [t["s"] for t in stacked.unbind(dim)] == values
     assert [t["s"] for t in lazy_stack(tds, dim).unbind(dim)] == values
-    if len(set(values)) > 1:
-        assert lazy_stack(tds, dim)["s"] == ref.tolist()
+    assert lazy_stack(tds, dim)["s"] == ref.tolist()
 
 
 @settings(max_examples=40, deadline=None)

@@ -61,7 +61,7 @@ def test_pad_sequence_feature_dim():
     assert torch.equal(out["a"][1], torch.full((5, 8), 2.0))
     assert out["masks", "a"].tolist() == [[True] * 3 + [False] * 2, [True] * 5]
     assert out["masks", "b"].all() and out["masks", "b"].shape == (2, 6)
-    assert out["s"] == "x"
+    assert out["s"] == ["x", "x"]  # one value per element, as torch.stack gives them
 
 
 def test_pad_sequence_batch_dim():

@@ -51,10 +51,22 @@ from tensordict._functional import cat, dense_stack_tds, lazy_stack, maybe_dense
 from tensordict._grouping import collate, group_by
 from tensordict._key_sets import merge_tensordicts
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
-from tensordict._kinds import is_tensorclass
+from tensordict._kinds import default_is_leaf, is_leaf_nontensor, is_tensorclass
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
-from tensordict._nontensor import MetaData, NonTensorData, NonTensorStack, is_non_tensor
+from tensordict._modes import (
+    capture_non_tensor_stack,
+    list_to_stack,
+    set_capture_non_tensor_stack,
+    set_list_to_stack,
+)
+from tensordict._nontensor import (
+    MetaData,
+    NonTensorData,
+    NonTensorDataBase,
+    NonTensorStack,
+    is_non_tensor,
+)
 from tensordict._pack import PackLayout
 from tensordict._pad import pad, pad_sequence, unpad_sequence
 from tensordict._pandas import from_pandas
@@ -123,6 +135,7 @@ __all__ = [
     "LazyStackedTensorDict",
     "MetaData",
     "NestedKey",
+    "NonTensorDataBase",
     "NonTensorData",
     "NonTensorStack",
     "TensorDict",
@@ -132,8 +145,10 @@ __all__ = [
     "TensorDictBase",
     "assert_allclose_td",
     "assert_close",
+    "capture_non_tensor_stack",
     "cat",
     "collate",
+    "default_is_leaf",
     "dense_stack_tds",
     "from_any",
     "from_arrow",
@@ -153,19 +168,23 @@ __all__ = [
     "is_floating",
     "is_inexact",
     "is_integer",
+    "is_leaf_nontensor",
     "is_non_tensor",
     "is_tensor_collection",
     "is_tensorclass",
     "lazy_legacy",
     "lazy_stack",
+    "list_to_stack",
     "make_tensordict",
     "maybe_dense_stack",
     "merge_tensordicts",
     "pad",
     "pad_sequence",
     "parse_tensor_dict_string",
+    "set_capture_non_tensor_stack",
     "set_get_defaults_to_none",
     "set_lazy_legacy",
+    "set_list_to_stack",
     "set_printoptions",
     "stack",
     "to_arrow",

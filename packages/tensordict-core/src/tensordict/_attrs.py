@@ -151,7 +151,7 @@ def to_tensor_attrs(td: TensorDict, attrs: TensorDictBase, *, non_blocking: bool
     store: dict[str, Any] = {}
     changed = False
     for key, value in td._tensordict.items():
-        spec = attrs.get(key, None)
+        spec = attrs.get_non_tensor(key, None)
         new = value
         if isinstance(value, _Tensor):
             if isinstance(spec, TensorAttrs):

@@ -28,12 +28,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import torch
+
 from tensordict._collection import TensorCollection
 from tensordict._nontensor import NON_TENSOR
 
 if TYPE_CHECKING:  # pragma: no cover - the bound classes, as type checkers see them
-    import torch
-
     from tensordict._lazy import LazyStackedTensorDict as Lazy
     from tensordict._td import TensorDict as Dense
     from tensordict.base import TensorDictBase as Base
@@ -93,7 +93,9 @@ __all__ = [
     "LazyMixin",
     "SharedMixin",
     "bind",
+    "default_is_leaf",
     "is_leaf_default",
+    "is_leaf_nontensor",
     "is_nested",
     "is_tensor_collection",
     "is_tensorclass",
@@ -134,6 +136,31 @@ def is_leaf_default(cls: type) -> bool:
     (True, False)
     """
     return not issubclass(cls, Base)
+
+
+def default_is_leaf(cls: type) -> bool:
+    """Whether entries of type ``cls`` are leaves by the reference library's default rule:
+    anything but a tensor collection; non-tensor entries are not leaves either (pass
+    :func:`is_leaf_nontensor` to count them).
+
+    >>> import torch
+    >>> from tensordict import NonTensorData, TensorDict, default_is_leaf
+    >>> default_is_leaf(torch.Tensor), default_is_leaf(NonTensorData), default_is_leaf(TensorDict)
+    (True, False, False)
+    """
+    return not is_tensor_collection(cls)
+
+
+def is_leaf_nontensor(cls: type) -> bool:
+    """Whether entries of type ``cls`` are tensors or non-tensor leaves (an ``is_leaf``
+    that lists non-tensor entries with the tensors).
+
+    >>> import torch
+    >>> from tensordict import NonTensorData, TensorDict, is_leaf_nontensor
+    >>> is_leaf_nontensor(torch.Tensor), is_leaf_nontensor(NonTensorData), is_leaf_nontensor(int)
+    (True, True, False)
+    """
+    return issubclass(cls, (torch.Tensor, *NON_TENSOR))
 
 
 def lazy_members(td: Any) -> list[Any] | None:

@@ -8,39 +8,29 @@ keeps in sync so that worker processes started later see the same mode.
 
 from __future__ import annotations
 
-import functools
-import os
-from collections.abc import Callable
-from typing import Any, TypeVar
+from tensordict._modes import Mode, env_flag
 
-_F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def _from_env() -> bool:
-    return os.environ.get("LAZY_LEGACY_OP", "False").strip().lower() in ("1", "true", "yes")
-
+_STATE: list[bool | None] = [env_flag("LAZY_LEGACY_OP")]
 
 #: The current mode (read by :func:`tensordict.stack` on every call).
-LAZY_LEGACY: bool = _from_env()
+LAZY_LEGACY: bool = bool(_STATE[0])
 
 
-def lazy_legacy(allow_none: bool = False) -> bool:
+def lazy_legacy(allow_none: bool = False) -> bool | None:
     """Whether ``torch.stack`` of tensordicts returns a lazy stack (default ``False``).
+
+    ``allow_none=True`` returns ``None`` while the mode was never set.
 
     >>> from tensordict import lazy_legacy
     >>> lazy_legacy()
     False
     """
+    if _STATE[0] is None and allow_none:
+        return None
     return LAZY_LEGACY
 
 
-def _set(mode: bool) -> None:
-    global LAZY_LEGACY
-    LAZY_LEGACY = mode
-    os.environ["LAZY_LEGACY_OP"] = str(mode)
-
-
-class set_lazy_legacy:  # noqa: N801 - the reference's public name
+class set_lazy_legacy(Mode):  # noqa: N801 - the reference's public name
     """Choose what ``torch.stack`` of tensordicts returns: a ``LazyStackedTensorDict``
     (``mode=True``, the legacy behaviour) or a dense ``TensorDict`` (``False``, default).
 
@@ -62,29 +52,11 @@ class set_lazy_legacy:  # noqa: N801 - the reference's public name
     'LazyStackedTensorDict'
     """
 
-    def __init__(self, mode: bool) -> None:
-        self.mode = bool(mode)
-        self._previous: list[bool] = []
+    ENV = "LAZY_LEGACY_OP"
+    STATE = _STATE
 
-    def clone(self) -> set_lazy_legacy:
-        """A fresh manager with the same mode (each use as a decorator gets its own)."""
-        return type(self)(self.mode)
-
-    def set(self) -> None:
-        """Switch to this mode now, without restoring the previous one."""
-        _set(self.mode)
-
-    def __enter__(self) -> None:
-        self._previous.append(LAZY_LEGACY)
-        _set(self.mode)
-
-    def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
-        _set(self._previous.pop())
-
-    def __call__(self, func: _F) -> _F:
-        @functools.wraps(func)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with self.clone():
-                return func(*args, **kwargs)
-
-        return wrapper  # type: ignore[return-value]
+    @classmethod
+    def _write(cls, mode: bool | None) -> None:
+        global LAZY_LEGACY
+        super()._write(mode)
+        LAZY_LEGACY = bool(mode)

@@ -1,73 +1,145 @@
 """Non-tensor leaves: Python values carried through tensordict operations.
 
 * :class:`NonTensorData` wraps one value (a string, a number, any object) shared by every
-  element of the tensordict's batch. Shape operations change its batch size and leave the
-  value as it is.
-* :class:`MetaData` is a ``NonTensorData`` describing the tensordict as a whole: stacking
-  or concatenating keeps the first value instead of collecting one value per element.
-* :class:`NonTensorStack` holds one value per batch element. It behaves like a tensor of
-  the batch shape: a flat list of values plus an integer tensor of that shape whose
-  entries index the list, so every batch-shape operation (indexing, reshape, permute,
-  unbind, stack, cat…) is the same operation on the index tensor.
+  element of its batch. Batch-shape operations (indexing, ``reshape``, ``permute``…)
+  change its batch size and keep the value; ``expand`` and ``unsqueeze`` give a
+  :class:`NonTensorStack` of that value, as the reference library does.
+* :class:`MetaData` is a one-value leaf describing the tensordict as a whole: stacking
+  identical values keeps one ``MetaData``, and every shape operation keeps the type.
+  ``MetaData[int]`` is the subclass that accepts ``int`` values only.
+* :class:`NonTensorStack` (:mod:`tensordict._nontensor_stack`) holds one value per batch
+  element.
+
+A one-value leaf behaves like a tensor of its batch shape: ``torch.stack``/``torch.cat``
+of leaves give a leaf, comparisons give boolean tensors of the batch shape, and calling it
+calls the value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import dataclasses
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
-from tensordict._shape import normalize_dim, parse_batch_size, parse_device
+from tensordict._shape import parse_batch_size, parse_device
+
+if TYPE_CHECKING:  # pragma: no cover
+    from typing_extensions import Self
+
+_ZERO = torch.zeros((), dtype=torch.bool)
 
 
-class NonTensorData:
-    """A non-tensor value stored in a tensordict, with the batch size of its parent.
+def batch_shape_after(batch_size: torch.Size, op: Callable[[torch.Tensor], Any]) -> Any:
+    """``op`` applied to a (memory-free) tensor of shape ``batch_size``: the result's
+    shape(s) are those of the batch after the operation.
 
-    >>> from tensordict import TensorDict
-    >>> td = TensorDict({"label": "cat"}, batch_size=[3])
-    >>> td["label"]
-    'cat'
-    >>> td[1:]["label"], td.get_non_tensor("label")
-    ('cat', 'cat')
-    >>> NonTensorData("cat", batch_size=[2])
-    NonTensorData(data=cat, batch_size=torch.Size([2]), device=None)
+    >>> import torch
+    >>> batch_shape_after(torch.Size([2, 3]), lambda t: t.flatten()).shape
+    torch.Size([6])
     """
+    return op(_ZERO.expand(batch_size))
 
-    __slots__ = ("data", "_batch_size", "_device")
+
+@dataclasses.dataclass
+class _Fields:
+    """The reference's field layout of a non-tensor leaf (:meth:`NonTensorDataBase.fields`)."""
 
     data: Any
+    _metadata: dict[str, Any] | None = None
+    _is_non_tensor: bool = True
+
+
+class NonTensorDataBase:
+    """Base of the one-value non-tensor leaves, :class:`NonTensorData` and :class:`MetaData`.
+
+    >>> from tensordict import MetaData, NonTensorData, NonTensorDataBase
+    >>> isinstance(NonTensorData("a"), NonTensorDataBase), isinstance(MetaData(1), NonTensorDataBase)
+    (True, True)
+    """
+
+    _data: Any
     _batch_size: torch.Size
     _device: torch.device | None
+
+    #: the type ``MetaData[T]`` accepts (``None``: any value)
+    _value_type: ClassVar[type | None] = None
 
     def __init__(
         self,
         data: Any,
+        _metadata: dict[str, Any] | None = None,
+        _is_non_tensor: bool = True,
         *,
         batch_size: Sequence[int] | torch.Size | int | None = None,
         device: torch.device | str | int | None = None,
         names: Sequence[str | None] | None = None,
     ) -> None:
-        if isinstance(data, NonTensorData):
-            data = data.data
-        self.data = data
+        if isinstance(data, NonTensorDataBase):
+            data = data._data
+        self._check_value(data)
+        self._data = data
         self._batch_size = parse_batch_size(batch_size)
         self._device = parse_device(device)
+        if names is not None:
+            names = list(names)
+            if len(names) != len(self._batch_size):
+                raise ValueError(
+                    f"{type(self).__name__}: names={names} must have one entry per batch "
+                    f"dimension (batch_size={tuple(self._batch_size)})."
+                )
+            if any(n is not None for n in names):
+                self.__dict__["_names"] = names
 
     @classmethod
-    def _make(cls, data: Any, batch_size: torch.Size, device: torch.device | None) -> NonTensorData:
+    def _check_value(cls, data: Any) -> None:
+        expected = cls._value_type
+        if expected is not None and not isinstance(data, expected):
+            raise TypeError(
+                f"{cls.__name__}: Expected data of type {expected.__name__}, got "
+                f"{type(data).__name__}."
+            )
+
+    @classmethod
+    def _make(cls, data: Any, batch_size: torch.Size, device: torch.device | None) -> Self:
         out = cls.__new__(cls)
-        out.data = data
+        out._data = data
         out._batch_size = batch_size
         out._device = device
         return out
+
+    def _with(self, batch_size: torch.Size, device: torch.device | None = None) -> Self:
+        """The same value for a parent of ``batch_size`` (on ``device``), in a new container."""
+        return self._make(self._data, batch_size, self._device if device is None else device)
+
+    # ------------------------------------------------------------------ attributes
+    @property
+    def data(self) -> Any:
+        """The value."""
+        return self._data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        if isinstance(value, NonTensorDataBase):
+            value = value._data
+        self._check_value(value)
+        self._data = value
 
     @property
     def batch_size(self) -> torch.Size:
         """The batch size (that of the tensordict holding the value)."""
         return self._batch_size
 
-    shape = batch_size
+    @batch_size.setter
+    def batch_size(self, value: Sequence[int] | torch.Size | int) -> None:
+        self._batch_size = parse_batch_size(value)
+        self.__dict__.pop("_names", None)
+
+    @property
+    def shape(self) -> torch.Size:
+        """The batch size."""
+        return self._batch_size
 
     @property
     def device(self) -> torch.device | None:
@@ -75,78 +147,411 @@ class NonTensorData:
         return self._device
 
     @property
+    def names(self) -> list[str | None]:
+        """The names of the batch dimensions (``None`` when unnamed)."""
+        names = self.__dict__.get("_names")
+        return list(names) if names is not None else [None] * len(self._batch_size)
+
+    @property
     def batch_dims(self) -> int:
         """Number of batch dimensions."""
         return len(self._batch_size)
 
+    ndim = batch_dims
+
+    def dim(self) -> int:
+        """Number of batch dimensions."""
+        return len(self._batch_size)
+
+    def numel(self) -> int:
+        """Number of elements of the batch."""
+        return self._batch_size.numel()
+
+    def __len__(self) -> int:
+        return self._batch_size[0] if self._batch_size else 0
+
+    @property
+    def is_locked(self) -> bool:
+        """Whether :meth:`update` (not in place) is refused."""
+        return bool(self.__dict__.get("_locked", False))
+
+    def lock_(self) -> Self:
+        """Refuse out-of-place updates (:meth:`update` without ``inplace=True``)."""
+        self.__dict__["_locked"] = True
+        return self
+
+    def unlock_(self) -> Self:
+        """Accept updates again."""
+        self.__dict__.pop("_locked", None)
+        return self
+
+    # ------------------------------------------------------------------ values
     def tolist(self) -> Any:
         """The value, repeated over the batch dimensions as nested lists.
 
+        >>> from tensordict import NonTensorData
         >>> NonTensorData("x", batch_size=[2]).tolist()
         ['x', 'x']
         """
-        out = self.data
+        out = self._data
         for size in reversed(self._batch_size):
             out = [out] * size
         return out
 
-    def _with(self, batch_size: torch.Size, device: torch.device | None = None) -> NonTensorData:
-        return self._make(self.data, batch_size, self._device if device is None else device)
-
-    def clone(self, recurse: bool = True) -> NonTensorData:
-        """A new wrapper around the same value."""
+    def clone(self, recurse: bool = True) -> Self:
+        """A new container around the same value."""
         return self._with(self._batch_size)
 
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, NonTensorData):
-            return bool(self.data == other.data and self._batch_size == other._batch_size)
-        return NotImplemented
+    def copy(self) -> Self:
+        """A new container around the same value."""
+        return self._with(self._batch_size)
+
+    def to(self, *args: Any, **kwargs: Any) -> Self:
+        """The same value with another (informative) device; other arguments are ignored."""
+        device = kwargs.get("device", args[0] if args else None)
+        if isinstance(device, (str, int, torch.device)):
+            return self._with(self._batch_size, parse_device(device))
+        return self._with(self._batch_size)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the value.
+
+        >>> from tensordict import NonTensorData
+        >>> NonTensorData(lambda x: x + 1)(1)
+        2
+        """
+        return self._data(*args, **kwargs)
+
+    def maybe_to_stack(self) -> NonTensorDataBase | NonTensorStack:
+        """This value as a :class:`NonTensorStack` of the same batch size (a 0-dim leaf,
+        which has no element to stack, is returned as is).
+
+        >>> from tensordict import NonTensorData
+        >>> NonTensorData("a", batch_size=[2]).maybe_to_stack()
+        NonTensorStack(
+            ['a', 'a'],
+            batch_size=torch.Size([2]),
+            device=None)
+        """
+        if not self._batch_size:
+            return self
+        return NonTensorStack._from_parts(
+            [self._data], torch.zeros(self._batch_size, dtype=torch.long), self._device
+        )
+
+    # ------------------------------------------------------------------ writes
+    def _write(self, value: Any) -> None:
+        self._check_value(value)
+        self._data = value
+        link = self.__dict__.get("_link")
+        if link is not None:  # an element read from a stack: write it back
+            stack, index = link
+            stack[index] = value
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        """Write ``value`` (a value, a leaf or a stack of one value) over the elements at
+        ``index``: a one-value leaf can only take a new value for its whole batch.
+
+        >>> from tensordict import NonTensorData
+        >>> d = NonTensorData("a", batch_size=[2])
+        >>> d[:] = "b"
+        >>> d.data
+        'b'
+        """
+        new = _single_value(value, "write")
+        if _same_value(new, self._data):
+            return
+        selected = batch_shape_after(self._batch_size, lambda t: t[index])
+        if selected.numel() != self._batch_size.numel():
+            raise ValueError(
+                f"a {type(self).__name__} holds one value for its whole batch "
+                f"(batch_size={tuple(self._batch_size)}): it cannot take another value at "
+                f"index {index!r} only. Call maybe_to_stack() to get a NonTensorStack, "
+                "which holds one value per element."
+            )
+        self._write(new)
+
+    def update(
+        self,
+        input_dict_or_td: Any,
+        clone: bool = False,
+        inplace: bool = False,
+        *,
+        non_blocking: bool = False,
+        keys_to_update: Sequence[Any] | None = None,
+        is_leaf: Callable[[type], bool] | None = None,
+        update_batch_size: bool = False,
+        ignore_lock: bool = False,
+    ) -> Self:
+        """Take the value of ``input_dict_or_td`` (a one-value leaf, or a dict with a
+        ``"data"`` entry). A locked leaf takes it only with ``inplace=True``.
+
+        >>> from tensordict import NonTensorData
+        >>> NonTensorData(0).update(NonTensorData(1)).data
+        1
+        """
+        new = _update_value(self, input_dict_or_td)
+        if self.is_locked and not (inplace or ignore_lock):
+            raise RuntimeError(
+                f"cannot update a locked {type(self).__name__} out of place: pass "
+                "inplace=True (or use update_()) to write its value."
+            )
+        self._write(new)
+        return self
+
+    def update_(
+        self,
+        input_dict_or_td: Any,
+        clone: bool = False,
+        *,
+        non_blocking: bool = False,
+        keys_to_update: Sequence[Any] | None = None,
+    ) -> Self:
+        """Take the value of ``input_dict_or_td`` in place (locked leaves too).
+
+        >>> from tensordict import NonTensorData
+        >>> NonTensorData(0).lock_().update_(NonTensorData(1)).data
+        1
+        """
+        self._write(_update_value(self, input_dict_or_td))
+        return self
+
+    def extend(self, tensordict: Any) -> None:
+        """Grow the first batch dimension by the elements of ``tensordict`` (one-value
+        leaves, or a list of them), which must hold this same value.
+
+        >>> from tensordict import NonTensorData
+        >>> d = NonTensorData("a", batch_size=[2])
+        >>> d.extend(NonTensorData("a", batch_size=[1]))
+        >>> d.batch_size
+        torch.Size([3])
+        """
+        items = tensordict if isinstance(tensordict, (list, tuple)) else [tensordict]
+        if not self._batch_size:
+            raise RuntimeError(f"cannot extend a {type(self).__name__} without batch dimension.")
+        size = self._batch_size[0]
+        for item in items:
+            if not isinstance(item, NonTensorDataBase) or not _same_value(item._data, self._data):
+                raise ValueError(
+                    f"extend(): a {type(self).__name__} holding {self._data!r} can only be "
+                    f"extended with leaves holding the same value, got {item!r}; use "
+                    "torch.cat to build a NonTensorStack of different values."
+                )
+            if item._batch_size[1:] != self._batch_size[1:]:
+                raise RuntimeError(
+                    f"extend(): batch_size={tuple(item._batch_size)} does not match "
+                    f"{tuple(self._batch_size)} beyond the first dimension."
+                )
+            size += item._batch_size[0] if item._batch_size else 1
+        self._batch_size = torch.Size((size, *self._batch_size[1:]))
+
+    # ------------------------------------------------------------------ dataclass view
+    @classmethod
+    def fields(cls) -> tuple[dataclasses.Field[Any], ...]:
+        """The fields of the leaf, as :func:`dataclasses.fields` lists them
+        (``data`` and two private ones).
+
+        >>> from tensordict import NonTensorData
+        >>> [f.name for f in NonTensorData.fields()][:1]
+        ['data']
+        """
+        return dataclasses.fields(_Fields)
+
+    @classmethod
+    def from_tensordict(
+        cls,
+        tensordict: Any,
+        non_tensordict: dict[str, Any] | None = None,
+        safe: bool | None = None,
+    ) -> Self:
+        """A leaf with the batch size and device of ``tensordict`` and the value
+        ``non_tensordict["data"]``.
+
+        >>> from tensordict import NonTensorData, TensorDict
+        >>> NonTensorData.from_tensordict(TensorDict(batch_size=[2]), {"data": "x"})
+        NonTensorData(data=x, batch_size=torch.Size([2]), device=None)
+        """
+        data = (non_tensordict or {}).get("data")
+        return cls(data, batch_size=tensordict.batch_size, device=tensordict.device)
+
+    # ------------------------------------------------------------------ shape
+    def __getitem__(self, index: Any) -> Self:
+        out = self._with(batch_shape_after(self._batch_size, lambda t: t[index]).shape)
+        return out
+
+    def expand(self, *shape: Any) -> NonTensorDataBase | NonTensorStack:
+        """The value over an expanded batch: a :class:`NonTensorStack` holding it at every
+        element (a ``MetaData`` stays one ``MetaData``).
+
+        >>> from tensordict import NonTensorData
+        >>> NonTensorData(0, batch_size=[3]).expand(2, 3).tolist()
+        [[0, 0, 0], [0, 0, 0]]
+        """
+        new = batch_shape_after(self._batch_size, lambda t: t.expand(*shape)).shape
+        return self._spread(new)
+
+    def unsqueeze(self, dim: int) -> NonTensorDataBase | NonTensorStack:
+        """The value with a new dimension of size one: a :class:`NonTensorStack` (a
+        ``MetaData`` stays one ``MetaData``)."""
+        new = batch_shape_after(self._batch_size, lambda t: t.unsqueeze(dim)).shape
+        return self._spread(new)
+
+    def _spread(self, batch_size: torch.Size) -> NonTensorDataBase | NonTensorStack:
+        return NonTensorStack._from_parts(
+            [self._data], torch.zeros(batch_size, dtype=torch.long), self._device
+        )
+
+    def contiguous(self, canonical: bool = False) -> Self:
+        """A new container around the same value (a leaf is always contiguous)."""
+        return self._with(self._batch_size)
+
+    # ------------------------------------------------------------------ comparisons
+    def __eq__(self, other: object) -> Any:  # type: ignore[override]
+        return _nontensor_ops.compare(self, other, "eq")
+
+    def __ne__(self, other: object) -> Any:  # type: ignore[override]
+        return _nontensor_ops.compare(self, other, "ne")
+
+    def __or__(self, other: object) -> Any:
+        return _nontensor_ops.compare(self, other, "or")
+
+    def __xor__(self, other: object) -> Any:
+        return _nontensor_ops.compare(self, other, "xor")
+
+    def __and__(self, other: object) -> Any:
+        return _nontensor_ops.compare(self, other, "and")
 
     __hash__ = None  # type: ignore[assignment]
 
+    @classmethod
+    def __torch_function__(
+        cls,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        return _nontensor_ops.torch_function(func, args, kwargs or {})
+
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(data={self.data}, batch_size={self._batch_size}, "
+            f"{type(self).__name__}(data={self._data}, batch_size={self._batch_size}, "
             f"device={self._device})"
         )
 
 
-def is_non_tensor(data: Any) -> bool:
-    """Whether ``data`` (an instance or a class) is a non-tensor leaf.
+def _shape_method(name: str) -> Any:
+    def method(self: NonTensorDataBase, *args: Any, **kwargs: Any) -> Any:
+        shape = batch_shape_after(self._batch_size, lambda t: getattr(t, name)(*args, **kwargs))
+        return self._with(shape.shape)
 
-    >>> is_non_tensor(NonTensorData("a")), is_non_tensor(NonTensorStack("a", "b"))
-    (True, True)
-    >>> is_non_tensor(1), is_non_tensor(MetaData)
-    (False, True)
+    method.__name__ = name
+    method.__doc__ = f"``Tensor.{name}`` applied to the batch shape; the value is kept."
+    return method
+
+
+def _split_method(name: str) -> Any:
+    def method(self: NonTensorDataBase, *args: Any, **kwargs: Any) -> Any:
+        parts = batch_shape_after(self._batch_size, lambda t: getattr(t, name)(*args, **kwargs))
+        return tuple(self._with(p.shape) for p in parts)
+
+    method.__name__ = name
+    method.__doc__ = f"``Tensor.{name}`` along the batch shape; a tuple of leaves."
+    return method
+
+
+#: Batch-shape methods of every non-tensor leaf: the tensor method on the batch shape.
+SHAPE_METHODS: tuple[str, ...] = (
+    "view",
+    "reshape",
+    "flatten",
+    "unflatten",
+    "squeeze",
+    "permute",
+    "transpose",
+    "swapaxes",
+    "swapdims",
+    "movedim",
+    "repeat",
+    "flip",
+    "narrow",
+    "roll",
+    "tile",
+    "repeat_interleave",
+)
+#: Methods splitting the batch into a tuple of leaves.
+SPLIT_METHODS: tuple[str, ...] = ("unbind", "split", "chunk", "tensor_split")
+
+for _name in SHAPE_METHODS:
+    setattr(NonTensorDataBase, _name, _shape_method(_name))
+for _name in SPLIT_METHODS:
+    setattr(NonTensorDataBase, _name, _split_method(_name))
+
+
+class NonTensorData(NonTensorDataBase):
+    """A non-tensor value stored in a tensordict, with the batch size of its parent.
+
+    ``td[key]`` reads the value, ``td.get(key)`` the ``NonTensorData`` itself.
+
+    >>> from tensordict import NonTensorData, TensorDict
+    >>> td = TensorDict({"label": "cat"}, batch_size=[3])
+    >>> td["label"], td[1:]["label"], td.get("label")
+    ('cat', 'cat', NonTensorData(data=cat, batch_size=torch.Size([3]), device=None))
+    >>> NonTensorData("cat", batch_size=[2])
+    NonTensorData(data=cat, batch_size=torch.Size([2]), device=None)
     """
-    cls = data if isinstance(data, type) else type(data)
-    return issubclass(cls, NON_TENSOR)
 
 
 class MetaData(NonTensorData):
     """A non-tensor value describing a tensordict as a whole, not each of its elements.
 
-    It behaves like :class:`NonTensorData` (indexing and shape operations keep the one
-    value), except that stacking or concatenating tensordicts keeps the first value
-    instead of collecting one value per element in a :class:`NonTensorStack`.
+    It behaves like :class:`NonTensorData`, except that shape operations (``expand`` and
+    ``unsqueeze`` included) keep one ``MetaData``, and that stacking identical values
+    keeps one ``MetaData`` (different values give a :class:`NonTensorStack`).
+    ``MetaData[T]`` is the subclass that only accepts values of type ``T``.
 
     >>> import torch
-    >>> from tensordict import TensorDict
-    >>> tds = [TensorDict({"run": MetaData(f"run-{i}")}, []) for i in range(2)]
-    >>> torch.stack(tds)["run"]
-    'run-0'
-    >>> tds[0].get("run"), type(dict(tds[0].items())["run"]).__name__
-    ('run-0', 'MetaData')
+    >>> from tensordict import MetaData, TensorDict
+    >>> tds = [TensorDict({"run": MetaData("run-0")}, []) for _ in range(2)]
+    >>> torch.stack(tds).get("run")
+    MetaData(data=run-0, batch_size=torch.Size([2]), device=None)
+    >>> MetaData[int](3).data
+    3
     """
 
-    __slots__ = ()
+    _typed: ClassVar[dict[type, type[MetaData]]] = {}
+
+    def _spread(self, batch_size: torch.Size) -> Self:
+        return self._with(batch_size)
+
+    def __class_getitem__(cls, value_type: Any) -> type[MetaData]:
+        """``MetaData[T]``: the (cached) subclass accepting values of type ``T`` only.
+
+        >>> from tensordict import MetaData
+        >>> MetaData[int] is MetaData[int], issubclass(MetaData[int], MetaData)
+        (True, True)
+        """
+        if not isinstance(value_type, type):
+            raise TypeError(f"MetaData[...] takes a type, got {value_type!r}.")
+        typed = MetaData._typed.get(value_type)
+        if typed is None:
+            typed = type(
+                f"MetaData[{value_type.__name__}]",
+                (MetaData,),
+                {"_value_type": value_type, "__module__": __name__, "__reduce__": _reduce_typed},
+            )
+            MetaData._typed[value_type] = typed
+            NON_TENSOR_TYPES.add(typed)
+            DATA_TYPES.add(typed)
+        return typed
 
 
-def _lookup(index: Any, values: list[Any]) -> Any:
-    """``index`` (an int or nested lists of ints) with every int replaced by its value."""
-    if type(index) is list:
-        return [_lookup(i, values) for i in index]
-    return values[index]
+def _typed_metadata(value_type: type, data: Any, batch_size: torch.Size, device: Any) -> MetaData:
+    return MetaData[value_type]._make(data, batch_size, device)
+
+
+def _reduce_typed(self: MetaData) -> tuple[Any, ...]:
+    return (_typed_metadata, (self._value_type, self._data, self._batch_size, self._device))
 
 
 def _same_value(a: Any, b: Any) -> bool:
@@ -161,449 +566,99 @@ def _same_value(a: Any, b: Any) -> bool:
         return False
 
 
-class NonTensorStack:
-    """One non-tensor value per batch element: the result of stacking different values.
-
-    Built by :func:`torch.stack`/:func:`torch.cat` (or :func:`~tensordict.lazy_stack`)
-    from tensordicts whose non-tensor entries differ — every value is kept, in order — or
-    directly from values, :class:`NonTensorData` or other stacks sharing a batch size.
-    ``td[key]`` returns :meth:`tolist`; ``td.get(key)`` returns the stack itself.
-
-    It behaves like a tensor of shape :attr:`batch_size`: indexing, ``reshape``,
-    ``permute``, ``unbind``, ``expand``… return a stack (or, when all the selected
-    elements hold one stored value, a :class:`NonTensorData`).
-
-    Args:
-        *items: the values to stack (``NonTensorData``, ``NonTensorStack`` or any object,
-            wrapped with an empty batch size).
-        stack_dim: the new dimension.
-        device: informative device (defaults to the first item's).
-
-    >>> import torch
-    >>> from tensordict import TensorDict
-    >>> td = torch.stack([TensorDict({"s": "a"}), TensorDict({"s": "b"})])
-    >>> td.get("s")
-    NonTensorStack(
-        ['a', 'b'],
-        batch_size=torch.Size([2]),
-        device=None)
-    >>> td["s"], td[1]["s"], td.get("s").tolist()
-    (['a', 'b'], 'b', ['a', 'b'])
-    """
-
-    __slots__ = ("_values", "_index", "_device", "stack_dim")
-
-    _values: list[Any]
-    _index: torch.Tensor
-    _device: torch.device | None
-    stack_dim: int
-
-    def __init__(
-        self,
-        *items: Any,
-        stack_dim: int = 0,
-        device: torch.device | str | int | None = None,
-    ) -> None:
-        wrapped: list[NonTensorData | NonTensorStack] = [
-            it if isinstance(it, (NonTensorData, NonTensorStack)) else NonTensorData(it)
-            for it in items
-        ]
-        if wrapped:
-            bs = wrapped[0].batch_size
-            for i, it in enumerate(wrapped[1:], 1):
-                if it.batch_size != bs:
-                    raise RuntimeError(
-                        f"NonTensorStack: item {i} has batch_size={tuple(it.batch_size)} but "
-                        f"item 0 has batch_size={tuple(bs)}; stacked items must share their "
-                        "batch size."
-                    )
-            d = normalize_dim(stack_dim, len(bs), "stack_dim", extra=1)
-            self._values, self._index = _join(wrapped, d, torch.stack)
-            first_device = wrapped[0].device
-        else:
-            d = 0
-            self._values, self._index = [], torch.zeros(0, dtype=torch.long)
-            first_device = None
-        self._device = parse_device(device) if device is not None else first_device
-        self.stack_dim = d
-
-    @classmethod
-    def _from_parts(
-        cls,
-        values: list[Any],
-        index: torch.Tensor,
-        device: torch.device | None,
-        stack_dim: int = 0,
-    ) -> NonTensorStack:
-        out = cls.__new__(cls)
-        out._values = values
-        out._index = index
-        out._device = device
-        out.stack_dim = stack_dim if stack_dim < max(index.ndim, 1) else 0
-        return out
-
-    @classmethod
-    def from_list(
-        cls,
-        data: list[Any],
-        device: torch.device | str | int | None = None,
-        ndim: int | None = None,
-    ) -> NonTensorStack:
-        """Build a stack from (nested) lists; ``ndim`` caps the number of list levels used.
-
-        >>> NonTensorStack.from_list([["a", "b"], ["c", "d"]]).batch_size
-        torch.Size([2, 2])
-        >>> NonTensorStack.from_list([["a", "b"], ["c", "d"]], ndim=1)[0].data
-        ['a', 'b']
-        """
-        shape: list[int] = []
-        level: list[Any] = [data]
-        while ndim is None or len(shape) < ndim:
-            if not all(type(x) is list for x in level):
-                break
-            n = len(level[0])
-            if any(len(x) != n for x in level):
-                break
-            shape.append(n)
-            level = [y for x in level for y in x]
-        if ndim is not None and len(shape) != ndim:
+def _single_value(value: Any, what: str) -> Any:
+    """The one value that ``value`` (a raw value, a one-value leaf or a stack) holds."""
+    if isinstance(value, NonTensorDataBase):
+        return value._data
+    if isinstance(value, NonTensorStack):
+        missing = object()
+        common = value._common_value(missing)
+        if common is missing:
             raise ValueError(
-                f"NonTensorStack.from_list: asked for ndim={ndim} but the lists only give a "
-                f"regular shape {shape}."
+                f"cannot {what} a NonTensorStack of different values into a one-value leaf; "
+                "call maybe_to_stack() on the leaf first."
             )
-        index = torch.arange(len(level)).reshape(shape)
-        return cls._from_parts(level, index, parse_device(device))
-
-    # ------------------------------------------------------------------ shape info
-    @property
-    def batch_size(self) -> torch.Size:
-        """The batch shape (one value per element)."""
-        return self._index.shape
-
-    shape = batch_size
-
-    @property
-    def batch_dims(self) -> int:
-        """Number of batch dimensions."""
-        return self._index.ndim
-
-    ndim = batch_dims
-
-    def dim(self) -> int:
-        """Number of batch dimensions."""
-        return self._index.ndim
-
-    def numel(self) -> int:
-        """Number of elements."""
-        return self._index.numel()
-
-    def __len__(self) -> int:
-        return self._index.shape[0] if self._index.ndim else 0
-
-    @property
-    def device(self) -> torch.device | None:
-        """The device of the tensordict holding the values (informative only)."""
-        return self._device
-
-    # ------------------------------------------------------------------ values
-    def tolist(self) -> Any:
-        """The values as nested lists of the batch shape.
-
-        >>> NonTensorStack("a", "b", "c").tolist()
-        ['a', 'b', 'c']
-        """
-        return _lookup(self._index.tolist(), self._values)
-
-    @property
-    def tensordicts(self) -> list[NonTensorData | NonTensorStack]:
-        """The stacked items, along :attr:`stack_dim`.
-
-        >>> [item.data for item in NonTensorStack("a", "b").tensordicts]
-        ['a', 'b']
-        """
-        if not self._index.ndim:
-            return []
-        return list(self.unbind(self.stack_dim))
-
-    def __iter__(self) -> Any:
-        if not self._index.ndim:
-            raise TypeError("iteration over a 0-d NonTensorStack.")
-        return iter(self.unbind(0))
-
-    def unbind(self, dim: int = 0) -> tuple[NonTensorData | NonTensorStack, ...]:
-        """Split along ``dim`` (as :meth:`torch.Tensor.unbind`).
-
-        >>> [x.data for x in NonTensorStack("a", "b").unbind(0)]
-        ['a', 'b']
-        """
-        return tuple(self._wrap(part) for part in self._index.unbind(dim))
-
-    def _wrap(
-        self, index: torch.Tensor, stack_dim: int | None = None
-    ) -> NonTensorData | NonTensorStack:
-        """A stack over ``index`` (derived from ours), or one ``NonTensorData`` when every
-        element points at the same stored value."""
-        flat = index.reshape(-1)
-        if flat.numel() and bool((flat == flat[0]).all()):
-            return NonTensorData._make(self._values[int(flat[0])], index.shape, self._device)
-        return NonTensorStack._from_parts(
-            self._values, index, self._device, self.stack_dim if stack_dim is None else stack_dim
-        )
-
-    def __getitem__(self, index: Any) -> NonTensorData | NonTensorStack:
-        return self._wrap(self._index[index])
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        """Write ``value`` (a value, a ``NonTensorData`` or a stack) at ``index``, in place.
-
-        >>> s = NonTensorStack("a", "b", "c")
-        >>> s[1:] = "z"
-        >>> s.tolist()
-        ['a', 'z', 'z']
-        """
-        target_shape = self._index[index].shape
-        offset = len(self._values)
-        if isinstance(value, NonTensorStack):
-            if not _broadcastable(value.batch_size, target_shape):
-                raise RuntimeError(
-                    f"cannot write a NonTensorStack of batch_size={tuple(value.batch_size)} at "
-                    f"index {index!r}, which selects a batch of shape {tuple(target_shape)}."
-                )
-            new_index: Any = value._index + offset
-            new_values = value._values
-        else:
-            new_index = offset
-            new_values = [value.data if isinstance(value, NonTensorData) else value]
-        # Copy on write: stacks derived from this one (indexed, reshaped, cloned
-        # tensordicts) keep their values, and an expanded index gets its own memory. The
-        # values list only grows, so sharing it stays safe.
-        written = self._index.clone()
-        written[index] = new_index
-        self._index = written
-        self._values.extend(new_values)
-
-    def _common_value(self, default: Any) -> Any:
-        """The value every element holds (compared by :func:`_same_value`), else ``default``.
-
-        >>> NonTensorStack("a", "a")._common_value(None), NonTensorStack("a", "b")._common_value(None)
-        ('a', None)
-        """
-        used = [self._values[i] for i in torch.unique(self._index).tolist()]
-        if used and all(_same_value(v, used[0]) for v in used[1:]):
-            return used[0]
-        return default
-
-    def _assign(self, value: Any) -> None:
-        """Replace every value, in place (``set_``/``update_`` on a stack entry)."""
-        self[...] = value
-
-    # ------------------------------------------------------------------ copies
-    def clone(self, recurse: bool = True) -> NonTensorStack:
-        """A compact copy (only the values still referenced are kept).
-
-        >>> s = NonTensorStack("a", "b")
-        >>> s.clone().tolist(), s.clone() is s
-        (['a', 'b'], False)
-        """
-        used, inverse = torch.unique(self._index, return_inverse=True)
-        values = [self._values[i] for i in used.tolist()]
-        return NonTensorStack._from_parts(
-            values, inverse.reshape(self._index.shape), self._device, self.stack_dim
-        )
-
-    def _with(self, batch_size: torch.Size, device: torch.device | None = None) -> NonTensorStack:
-        """This stack for a parent of ``batch_size`` (a prefix of its own), on ``device``."""
-        shape = self._index.shape
-        if shape[: len(batch_size)] != batch_size:
-            raise RuntimeError(
-                f"a NonTensorStack of batch_size={tuple(shape)} cannot take the batch size "
-                f"{tuple(batch_size)}: a stack holds one value per element, so its leading "
-                "dimensions must match."
-            )
-        return NonTensorStack._from_parts(
-            self._values, self._index, self._device if device is None else device, self.stack_dim
-        )
-
-    def to(self, device: torch.device | str | int | None) -> NonTensorStack:
-        """The same values with another (informative) device."""
-        return self._with(self.batch_size, parse_device(device))
-
-    def __eq__(self, other: object) -> bool:
-        if isinstance(other, NonTensorStack):
-            return bool(self.batch_size == other.batch_size and self.tolist() == other.tolist())
-        return NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]
-
-    def __repr__(self) -> str:
-        return (
-            f"NonTensorStack(\n    {self.tolist()},\n    batch_size={self.batch_size},\n"
-            f"    device={self._device})"
-        )
-
-
-def _broadcastable(src: Sequence[int], dst: Sequence[int]) -> bool:
-    if len(src) > len(dst):
-        return False
-    return all(s in (1, d) for s, d in zip(reversed(src), reversed(dst), strict=False))
-
-
-def _shape_method(name: str) -> Any:
-    def method(self: NonTensorStack, *args: Any, **kwargs: Any) -> Any:
-        return self._wrap(getattr(self._index, name)(*args, **kwargs))
-
-    method.__name__ = name
-    method.__doc__ = f"``Tensor.{name}`` applied to the batch shape of the stack."
-    return method
-
-
-def _split_method(name: str) -> Any:
-    def method(self: NonTensorStack, *args: Any, **kwargs: Any) -> Any:
-        return tuple(self._wrap(part) for part in getattr(self._index, name)(*args, **kwargs))
-
-    method.__name__ = name
-    method.__doc__ = f"``Tensor.{name}`` along the batch shape; a tuple of stacks or data."
-    return method
-
-
-#: Batch-shape methods of :class:`NonTensorStack`: the tensor method on the index tensor.
-STACK_SHAPE_METHODS: tuple[str, ...] = (
-    "view",
-    "reshape",
-    "flatten",
-    "unflatten",
-    "squeeze",
-    "unsqueeze",
-    "permute",
-    "transpose",
-    "swapaxes",
-    "swapdims",
-    "movedim",
-    "expand",
-    "repeat",
-    "flip",
-    "narrow",
-    "roll",
-    "tile",
-    "repeat_interleave",
-    "contiguous",
-)
-STACK_SPLIT_METHODS: tuple[str, ...] = ("split", "chunk", "tensor_split")
-
-for _name in STACK_SHAPE_METHODS:
-    setattr(NonTensorStack, _name, _shape_method(_name))
-for _name in STACK_SPLIT_METHODS:
-    setattr(NonTensorStack, _name, _split_method(_name))
-
-#: Every non-tensor leaf type (``MetaData`` is a ``NonTensorData``).
-NON_TENSOR: tuple[type[NonTensorData], type[NonTensorStack]] = (NonTensorData, NonTensorStack)
-
-
-def unwrap_non_tensor(value: Any) -> Any:
-    """The Python value(s) of a non-tensor leaf (a list for stacks); other values as is.
-
-    >>> unwrap_non_tensor(NonTensorData("a")), unwrap_non_tensor(NonTensorStack("a", "b"))
-    ('a', ['a', 'b'])
-    """
-    if isinstance(value, NonTensorData):
-        return value.data
-    if type(value) is NonTensorStack:
-        return value.tolist()
+        return common
     return value
 
 
-def _join(
-    items: Sequence[NonTensorData | NonTensorStack], dim: int, fn: Any
-) -> tuple[list[Any], torch.Tensor]:
-    """The values and index tensor of ``fn(items' index tensors, dim)`` (stack or cat)."""
-    values: list[Any] = []
-    indices = []
-    for it in items:
-        if isinstance(it, NonTensorData):
-            indices.append(torch.full(it.batch_size, len(values), dtype=torch.long))
-            values.append(it.data)
-        else:
-            indices.append(it._index + len(values))
-            values.extend(it._values)
-    return values, fn(indices, dim)
-
-
-def _all_same(items: Sequence[Any]) -> bool:
-    first = items[0]
-    if type(first) is not NonTensorData:
-        return False
-    data = first.data
-    return all(type(v) is NonTensorData and _same_value(v.data, data) for v in items[1:])
-
-
-def stack_non_tensor(
-    items: Sequence[NonTensorData | NonTensorStack], dim: int, batch_size: torch.Size
-) -> NonTensorData | NonTensorStack:
-    """Stack non-tensor leaves: one ``NonTensorData`` when they hold the same value (or
-    the first is :class:`MetaData`), a :class:`NonTensorStack` keeping every value otherwise.
-
-    >>> import torch
-    >>> stack_non_tensor([NonTensorData("a"), NonTensorData("a")], 0, torch.Size([2]))
-    NonTensorData(data=a, batch_size=torch.Size([2]), device=None)
-    >>> stack_non_tensor([NonTensorData("a"), NonTensorData("b")], 0, torch.Size([2])).tolist()
-    ['a', 'b']
-    """
-    first = items[0]
-    if isinstance(first, MetaData) or _all_same(items):
-        return first._with(batch_size)
-    values, index = _join(items, dim, torch.stack)
-    return NonTensorStack._from_parts(values, index, first.device, dim)
-
-
-def cat_non_tensor(
-    items: Sequence[NonTensorData | NonTensorStack], dim: int, batch_size: torch.Size
-) -> NonTensorData | NonTensorStack:
-    """Concatenate non-tensor leaves along ``dim`` (same rules as :func:`stack_non_tensor`).
-
-    >>> import torch
-    >>> a = NonTensorData("a", batch_size=[2])
-    >>> cat_non_tensor([a, NonTensorData("b", batch_size=[1])], 0, torch.Size([3])).tolist()
-    ['a', 'a', 'b']
-    """
-    first = items[0]
-    if isinstance(first, MetaData) or _all_same(items):
-        return first._with(batch_size)
-    values, index = _join(items, dim, torch.cat)
-    stack_dim = first.stack_dim if isinstance(first, NonTensorStack) else 0
-    return NonTensorStack._from_parts(values, index, first.device, stack_dim)
-
-
-#: Exact types of the non-tensor leaves (fast ``type(x) in ...`` checks on hot paths).
-NON_TENSOR_TYPES: frozenset[type] = frozenset({NonTensorData, MetaData, NonTensorStack})
-#: Exact types of the one-value leaves, read back as their ``.data``.
-DATA_TYPES: frozenset[type] = frozenset({NonTensorData, MetaData})
-
-
-def write_non_tensor(
-    target: NonTensorData | NonTensorStack, index: Any, value: Any, batch_size: torch.Size
-) -> NonTensorData | NonTensorStack:
-    """The leaf to store after writing ``value`` at ``index`` of the non-tensor ``target``
-    (the leaf of a tensordict of ``batch_size``).
-
-    A value differing from a ``NonTensorData`` on part of the batch turns it into a
-    :class:`NonTensorStack`; a stack is written in place. ``MetaData`` is replaced.
-
-    >>> import torch
-    >>> target = NonTensorData("a", batch_size=[3])
-    >>> out = write_non_tensor(target, 1, NonTensorData("b"), torch.Size([3]))
-    >>> out.tolist()
-    ['a', 'b', 'a']
-    """
-    if isinstance(target, MetaData):
-        return target._make(unwrap_non_tensor(value), batch_size, target.device)
-    if isinstance(target, NonTensorData):
-        if isinstance(value, NonTensorData) and _same_value(value.data, target.data):
-            return target
-        stack = NonTensorStack._from_parts(
-            [target.data], torch.zeros(batch_size, dtype=torch.long), target.device
+def _update_value(target: NonTensorDataBase, source: Any) -> Any:
+    if isinstance(source, NonTensorStack):
+        raise ValueError(
+            f"cannot update a {type(target).__name__} (one value for its whole batch) with a "
+            "NonTensorStack: call maybe_to_stack() on it first, then update the stack."
         )
-    else:
-        stack = target
-    stack[index] = value
-    out = stack._wrap(stack._index)  # one NonTensorData again if every element agrees
-    return out if isinstance(out, NonTensorData) or stack is not target else stack
+    if isinstance(source, NonTensorDataBase):
+        return source._data
+    if isinstance(source, dict) and "data" in source:
+        return _single_value(source["data"], "update")
+    raise TypeError(
+        f"{type(target).__name__}.update() takes a non-tensor leaf or a dict with a 'data' "
+        f"entry, got {type(source).__name__}."
+    )
+
+
+def is_non_tensor(data: Any) -> bool:
+    """Whether ``data`` (an instance or a class) is a non-tensor leaf.
+
+    >>> from tensordict import MetaData, NonTensorData, NonTensorStack, is_non_tensor
+    >>> is_non_tensor(NonTensorData("a")), is_non_tensor(NonTensorStack("a", "b"))
+    (True, True)
+    >>> is_non_tensor(1), is_non_tensor(MetaData)
+    (False, True)
+    """
+    cls = data if isinstance(data, type) else type(data)
+    return issubclass(cls, NON_TENSOR)
+
+
+def unwrap_non_tensor(value: Any) -> Any:
+    """The Python value(s) of a non-tensor leaf (a :class:`~tensordict.utils.LinkedList`
+    for stacks, which writes item assignments back); other values as they are.
+
+    >>> from tensordict import NonTensorData, NonTensorStack
+    >>> unwrap_non_tensor(NonTensorData("a")), unwrap_non_tensor(NonTensorStack("a", "b"))
+    ('a', LinkedList(['a', 'b']))
+    """
+    if isinstance(value, NonTensorDataBase):
+        return value._data
+    if isinstance(value, NonTensorStack):
+        return value._linked_list()
+    return value
+
+
+# The stack type and the operations (torch functions, comparisons) live in modules that
+# import this one; they are bound here once both are defined.
+from tensordict import _nontensor_ops  # noqa: E402
+from tensordict._nontensor_stack import (  # noqa: E402
+    NonTensorStack,
+    cat_non_tensor,
+    stack_non_tensor,
+    write_non_tensor,
+)
+
+#: Every non-tensor leaf type (``MetaData`` is a ``NonTensorData``).
+NON_TENSOR: tuple[type[NonTensorDataBase], type[NonTensorStack]] = (
+    NonTensorDataBase,
+    NonTensorStack,
+)
+#: Exact types of the non-tensor leaves (fast ``type(x) in ...`` checks on hot paths);
+#: ``MetaData[T]`` subclasses are added as they are made.
+NON_TENSOR_TYPES: set[type] = {NonTensorData, MetaData, NonTensorStack}
+#: Exact types of the one-value leaves, read back as their ``.data``.
+DATA_TYPES: set[type] = {NonTensorData, MetaData}
+
+__all__ = [
+    "DATA_TYPES",
+    "NON_TENSOR",
+    "NON_TENSOR_TYPES",
+    "MetaData",
+    "NonTensorData",
+    "NonTensorDataBase",
+    "NonTensorStack",
+    "batch_shape_after",
+    "cat_non_tensor",
+    "is_non_tensor",
+    "stack_non_tensor",
+    "unwrap_non_tensor",
+    "write_non_tensor",
+]

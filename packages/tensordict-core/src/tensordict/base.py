@@ -29,7 +29,7 @@ from tensordict._gather import GatherOps
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
 from tensordict._kinds import is_tensor_collection as is_tensor_collection
 from tensordict._leaf_tensors import LeafTensorOps
-from tensordict._nontensor import DATA_TYPES, NON_TENSOR, NonTensorData, unwrap_non_tensor
+from tensordict._nontensor import NON_TENSOR, NonTensorData, unwrap_non_tensor
 from tensordict._pandas import PandasOps
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -383,15 +383,13 @@ class TensorDictBase(
                 raise
             except KeyError:
                 return None
-            return value.data if type(value) in DATA_TYPES else value
+            return value
         else:
             default = NO_DEFAULT
         if type(key) is str:
             value = self._get_str(key, default)
         else:
             value = self._get_tuple(_key_tuple(key), default)
-        if type(value) in DATA_TYPES:
-            return value.data
         return value
 
     def set(

@@ -15,6 +15,13 @@ from tensordict._index import _dims_consumed
 from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
 from tensordict._kinds import is_tensorclass
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
+from tensordict._linked_list import LinkedList
+from tensordict._modes import (
+    capture_non_tensor_stack,
+    list_to_stack,
+    set_capture_non_tensor_stack,
+    set_list_to_stack,
+)
 from tensordict._nontensor import is_non_tensor
 from tensordict._printoptions import get_printoptions, set_printoptions
 from tensordict._repr_parse import parse_tensor_dict_string
@@ -23,10 +30,12 @@ from tensordict.base import TensorDictBase, is_tensor_collection
 
 __all__ = [
     "KEY_SEPARATOR",
+    "LinkedList",
     "NestedKey",
     "TensorDictFuture",
     "assert_allclose_td",
     "assert_close",
+    "capture_non_tensor_stack",
     "convert_ellipsis_to_idx",
     "expand_as_right",
     "expand_right",
@@ -41,11 +50,14 @@ __all__ = [
     "is_tensorclass",
     "isin",
     "lazy_legacy",
+    "list_to_stack",
     "logger",
     "parse_tensor_dict_string",
     "print_directory_tree",
     "remove_duplicates",
+    "set_capture_non_tensor_stack",
     "set_lazy_legacy",
+    "set_list_to_stack",
     "set_printoptions",
     "unravel_key",
     "unravel_key_list",
