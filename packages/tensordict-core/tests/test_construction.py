@@ -90,10 +90,10 @@ def test_kwargs_are_entries():
     assert torch.equal(td["b", "c"], torch.ones(3))
 
 
-def test_kwargs_merge_with_source():
-    td = TensorDict({"a": torch.zeros(3)}, [3], b=torch.ones(3))
-    assert set(td.keys()) == {"a", "b"}
-    assert torch.equal(td["b"], torch.ones(3))
+def test_kwargs_and_source_together_raise():
+    # as the reference: entries come from one place
+    with pytest.raises(ValueError, match="not both"):
+        TensorDict({"a": torch.zeros(3)}, [3], b=torch.ones(3))
 
 
 def test_tuple_keys_in_source_build_nested_entries():

@@ -522,8 +522,9 @@ def test_state_dict_is_the_dense_stacks(stack_dim, flatten):
     assert_state_dicts_equal(sd, dense.state_dict(flatten=flatten))
     sd["a"].add_(1)  # a copy
     assert_same(lazy, dense)
+    assert sd._metadata == dense.state_dict(flatten=flatten)._metadata
     kept = lazy.state_dict(keep_vars=True, prefix="p.")
-    assert "p.a" in kept and "p.__batch_size" in kept
+    assert "p.a" in kept and kept._metadata["p"]["batch_size"] == lazy.batch_size
 
 
 @pytest.mark.parametrize("stack_dim", [0, 1])
@@ -561,7 +562,7 @@ def test_load_state_dict_bad_input_leaves_members_unchanged():
     _, src, _ = make()
     members, lazy, _ = make(offset=5.0)
     before = [m.clone() for m in members]
-    sd = src.state_dict()
+    sd = src.state_dict(flatten=False)  # non-tensor values as entries: dict() keeps them
     wrong = dict(sd, a=torch.zeros(3, 3, 7))
     with pytest.raises(RuntimeError, match="'a'"):
         lazy.load_state_dict(wrong)

@@ -228,10 +228,10 @@ def test_locked_tensordict_refuses_and_changes_nothing(make):
     td = make()
     td.lock_()
     snap = snapshot(td)
-    with pytest.raises(RuntimeError, match="Cannot delete key 'a'.*locked"):
+    with pytest.raises(RuntimeError, match="cannot delete key 'a'.*locked"):
         td.cat_tensors("a", "a", out_key="out", dim=-1)
     # Keeping the entries still adds a key, which a locked tensordict refuses too.
-    with pytest.raises(RuntimeError, match="Cannot add key 'out'.*locked"):
+    with pytest.raises(RuntimeError, match="cannot add key 'out'.*locked"):
         td.stack_tensors("a", "a", out_key="out", dim=-1, keep_entries=True)
     assert_unchanged(td, snap)
     assert td.is_locked
@@ -241,7 +241,7 @@ def test_locked_tensordict_refuses_to_overwrite_an_existing_key():
     # as the reference: a locked tensordict only takes in-place writes
     td = _flat().lock_()
     snap = snapshot(td)
-    with pytest.raises(RuntimeError, match="Cannot replace key 'b'"):
+    with pytest.raises(RuntimeError, match="cannot replace key 'b'"):
         td.cat_tensors("a", "c", out_key="b", dim=1, keep_entries=True)
     assert_unchanged(td, snap)
 
@@ -250,9 +250,9 @@ def test_locked_nested_parent_refuses_deleting():
     td = _nested()
     td["n"].lock_()
     snap = snapshot(td)
-    with pytest.raises(RuntimeError, match=r"Cannot delete key \('n', 'y'\)"):
+    with pytest.raises(RuntimeError, match=r"cannot delete key \('n', 'y'\)"):
         td.cat_tensors("a", ("n", "y"), out_key="out", dim=1)
-    with pytest.raises(RuntimeError, match=r"Cannot add key \('n', 'm2', 'k'\)"):
+    with pytest.raises(RuntimeError, match=r"cannot add key \('n', 'm2', 'k'\)"):
         td.cat_tensors("a", "z", out_key=("n", "m2", "k"), dim=1, keep_entries=True)
     assert_unchanged(td, snap)
 
@@ -273,7 +273,7 @@ def test_lazy_stack_write_refused_by_a_locked_member_changes_no_member():
     lazy = _lazy()
     lazy.tensordicts[1].lock_()
     snap = snapshot(lazy)
-    with pytest.raises(RuntimeError, match="Cannot replace key 'a'"):
+    with pytest.raises(RuntimeError, match="cannot replace key 'a'"):
         lazy.cat_tensors("a", ("b", "c"), out_key="a", dim=-1)
     assert_unchanged(lazy, snap)
     assert lazy["a"].shape == (3, 2, 1)

@@ -37,14 +37,25 @@ def _zeros_like_structure():
 
 
 def test_state_dict_format(td):
+    # the reference's (and torch.nn.Module's) layout: flat tensors, levels in _metadata
     sd = td.state_dict()
+    assert isinstance(sd, OrderedDict) and list(sd) == ["a", "b.c", "b.d.e"]
+    assert list(sd._metadata) == ["", "b", "b.d", "s", "n"]
+    assert sd._metadata[""] == {"batch_size": torch.Size([2]), "device": None}
+    assert sd._metadata["b.d"]["batch_size"] == torch.Size([2])
+    assert sd._metadata["s"]["_non_tensor"] == {"data": "text"}
+    assert sd._metadata["n"]["_non_tensor"] == {"data": 3}
+    assert torch.equal(sd["a"], td["a"]) and not sd["a"].requires_grad
+    assert sd["a"].data_ptr() == td["a"].data_ptr()  # detached, not copied
+
+
+def test_nested_state_dict_format(td):
+    sd = td.state_dict(flatten=False)
     assert isinstance(sd, OrderedDict) and isinstance(sd["b"], OrderedDict)
-    assert list(sd) == ["a", "b", "s", "n", "__batch_size", "__device"]
-    assert list(sd["b"]["d"]) == ["e", "__batch_size", "__device"]
-    assert sd["__batch_size"] == torch.Size([2]) and sd["__device"] is None
+    assert list(sd) == ["a", "b", "s", "n"] and list(sd["b"]["d"]) == ["e"]
     assert sd["s"] == "text" and sd["n"] == 3
-    assert torch.equal(sd["a"], td["a"])
-    assert sd["a"].data_ptr() != td["a"].data_ptr()  # detached copies
+    assert sd._metadata[""] == {"batch_size": torch.Size([2]), "device": None}
+    assert sd["b"]["d"]._metadata[""]["batch_size"] == torch.Size([2])
 
 
 def test_keep_vars_prefix_destination(td):
@@ -52,12 +63,31 @@ def test_keep_vars_prefix_destination(td):
     assert sd["a"] is td["a"]
     dest = {"other": 1}
     out = td.state_dict(destination=dest, prefix="m.")
-    assert out is dest and {"m.a", "m.b", "m.__batch_size", "other"} <= set(dest)
+    assert out is dest and set(dest) == {"m.a", "m.b.c", "m.b.d.e", "other"}
+    with_meta = td.state_dict(prefix="m.")
+    assert list(with_meta._metadata)[:2] == ["m", "m.b"]
 
 
-def test_flatten(td):
-    sd = td.state_dict(flatten=True)
-    assert list(sd) == ["a", "b.c", "b.d.e", "s", "n", "__batch_size", "__device"]
+def test_legacy_layout_still_loads(td, assert_td_equal):
+    legacy = {
+        "a": td["a"].clone(),
+        "b": {"c": td["b", "c"], "d": {"e": td["b", "d", "e"], "__batch_size": torch.Size([2])}},
+        "s": "text",
+        "n": 3,
+        "__batch_size": torch.Size([2]),
+        "__device": None,
+    }
+    dest = _zeros_like_structure().load_state_dict(legacy)
+    assert_td_equal(dest, td)
+
+
+def test_leafless_nested_levels_do_not_count_for_strict():
+    data = TensorDict({"a": {"b": {}}, "d": 1})
+    data.load_state_dict(TensorDict({"d": 0}).state_dict(), strict=True)
+    assert data["d"] == 0
+    data = TensorDict({"d": 0})
+    data.load_state_dict(TensorDict({"a": {"b": {}}, "d": 1}).state_dict(), strict=True)
+    assert data["d"] == 1
 
 
 def test_load_in_place_keeps_storage(td, assert_td_equal):
@@ -90,6 +120,9 @@ def test_load_from_flatten(td, assert_td_equal):
     e = dest["b", "d", "e"]
     dest.load_state_dict(td.state_dict(flatten=True), from_flatten=True)
     assert dest["b", "d", "e"] is e
+    assert_td_equal(dest, td)
+    dest = _zeros_like_structure()
+    dest.load_state_dict(td.state_dict(flatten=False), from_flatten=False)
     assert_td_equal(dest, td)
     fresh = TensorDict()
     fresh.load_state_dict(td.state_dict(flatten=True), from_flatten=True, strict=False)
@@ -129,7 +162,7 @@ def test_nested_keeps_its_extra_batch_dims_when_parent_changes():
 
 def test_strict_key_mismatch_leaves_data_unchanged(td):
     dest = _zeros_like_structure()
-    sd = td.state_dict()
+    sd = td.state_dict(flatten=False)
     del sd["b"]["c"]
     sd["b"]["extra"] = torch.ones(2)
     with pytest.raises(RuntimeError, match=r"at 'b'.*\['extra'\].*\['c'\]"):
@@ -141,7 +174,7 @@ def test_strict_key_mismatch_leaves_data_unchanged(td):
 def test_shape_mismatch_leaves_data_unchanged(td):
     dest = _zeros_like_structure()
     sd = td.state_dict()
-    sd["b"]["d"]["e"] = torch.ones(2, 4)
+    sd["b.d.e"] = torch.ones(2, 4)
     with pytest.raises(RuntimeError, match=r"\('b', 'd', 'e'\).*\(2, 4\).*\(2, 1\)"):
         dest.load_state_dict(sd)
     assert torch.equal(dest["a"], torch.zeros(2, 3))
@@ -181,8 +214,10 @@ def test_non_tensor_stack_and_metadata_round_trip():
     td = torch.stack(
         [TensorDict({"s": s, "m": _nontensor.MetaData("run"), "x": torch.zeros(())}) for s in "ab"]
     )
-    sd = td.state_dict()
+    sd = td.state_dict(flatten=False)
     assert sd["s"] == ["a", "b"] and sd["m"] == "run"
+    flat = td.state_dict()
+    assert flat._metadata["s"]["_non_tensor"]["data"] == ["a", "b"]
     dest = torch.stack(
         [TensorDict({"s": s, "m": _nontensor.MetaData("old"), "x": torch.ones(())}) for s in "xy"]
     )

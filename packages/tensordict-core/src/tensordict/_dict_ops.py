@@ -376,7 +376,7 @@ class DictOps:
     def flatten_keys(
         self, separator: str = ".", inplace: bool = False, is_leaf: Callable | None = None
     ) -> TensorDict:
-        """Turn nested keys into flat ``"a.b"`` keys.
+        """Turn nested keys into flat ``"a.b"`` keys (empty nested tensordicts are dropped).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -400,7 +400,9 @@ class DictOps:
             leaf = (
                 is_leaf(type(value)) if is_leaf is not None else not isinstance(value, _kinds.Dense)
             )
-            if leaf or value.is_empty():
+            if not leaf and value.is_empty():
+                continue  # a nested tensordict without leaves has no flat key
+            if leaf:
                 if name in out:
                     raise KeyError(f"flatten_keys: flattened key {name!r} already exists.")
                 out[name] = value

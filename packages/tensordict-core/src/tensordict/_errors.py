@@ -24,12 +24,18 @@ class EllipsisError(IndexError, RuntimeError):
     ``RuntimeError`` (what the reference raises)."""
 
 
+class DimsError(ValueError, RuntimeError, IndexError):
+    """Dimensions that do not form what an operation needs (``permute`` with a repeated
+    or out-of-range dim): a ``ValueError`` (what the reference raises) that is also the
+    ``RuntimeError``/``IndexError`` that torch raises for a tensor."""
+
+
 def lock_error(key: object, what: str = "add") -> RuntimeError:
-    """The error for adding/removing keys of a locked tensordict."""
+    """The error for adding, replacing or removing keys of a locked tensordict."""
     return RuntimeError(
-        f"Cannot {what} key {key!r}: the tensordict is locked. Unlock it with "
-        "td.unlock_() (or `with td.unlock_(): ...`), or write existing entries in place "
-        "with td.set_()."
+        f"Cannot modify locked TensorDict: cannot {what} key {key!r} because the tensordict "
+        "is locked. Write existing entries in place with td.set_() (or inplace=True), or "
+        "unlock it first with td.unlock_() (or `with td.unlock_(): ...`)."
     )
 
 

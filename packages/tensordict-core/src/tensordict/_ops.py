@@ -321,10 +321,17 @@ def _explain(
     return err
 
 
-def _check_inplace(td: TensorDictBase, name: str, leaves: list[Any], operands: list[Any]) -> None:
-    """Refuse an in-place op before writing anything if an operand cannot fit its leaf."""
-    if not any(isinstance(o, (list, _Tensor)) for o in operands):
-        return
+def _check_inplace(
+    td: TensorDictBase,
+    name: str,
+    leaves: list[Any],
+    operands: list[Any],
+    kwargs: dict[str, Any] | None = None,
+) -> None:
+    """Refuse an in-place op before writing anything if an operand cannot fit its leaf:
+    its shape does not broadcast to the leaf's, or the result's dtype cannot be cast to the
+    leaf's (a float result for an integer leaf)."""
+    castable: dict[tuple[Any, Any], bool] = {}
     for i, leaf in enumerate(leaves):
         for o in operands:
             t = o[i] if isinstance(o, list) else o
@@ -334,6 +341,33 @@ def _check_inplace(td: TensorDictBase, name: str, leaves: list[Any], operands: l
                     f"{_tensor_keys(td)[i]!r} cannot be written in place into its shape "
                     f"{tuple(leaf.shape)}."
                 )
+            sig = (leaf.dtype, t.dtype if isinstance(t, _Tensor) else type(t))
+            ok = castable.get(sig)
+            if ok is None:
+                ok = castable[sig] = _result_castable(name, leaf, t, kwargs)
+            if not ok:
+                raise RuntimeError(
+                    f"{name}: the result for entry {_tensor_keys(td)[i]!r} has another dtype "
+                    f"than the entry ({leaf.dtype}), which it cannot be cast to in place; "
+                    "use the out-of-place op or cast the tensordict first."
+                )
+
+
+def _result_castable(name: str, leaf: _Tensor, operand: Any, kwargs: dict[str, Any] | None) -> bool:
+    """Whether ``leaf.<name>(operand)`` gives a dtype that can be written into ``leaf``."""
+    if not isinstance(operand, (_Tensor, bool, int, float, complex)):
+        return True  # let the op itself judge
+    try:
+        result = torch.result_type(leaf, operand)
+    except (TypeError, RuntimeError):
+        return True
+    if (
+        name.rstrip("_") in ("div", "true_divide", "divide")
+        and not (kwargs or {}).get("rounding_mode")
+        and not (result.is_floating_point or result.is_complex)
+    ):
+        result = torch.get_default_dtype()  # true division of integers gives floats
+    return torch.can_cast(result, leaf.dtype)
 
 
 def _signed(name: str, params: str, impl: Callable[..., Any]) -> Callable[..., Any]:
@@ -431,7 +465,7 @@ def _make_binary(
         if kwargs:
             kwargs = {k: v for k, v in kwargs.items() if v is not None}
         leaves, operands, foreach_ok = gather(self, args, default, kwargs)
-        _check_inplace(self, name + "_", leaves, operands)
+        _check_inplace(self, name + "_", leaves, operands, kwargs)
         if fe_ is not None and foreach_ok and leaves:
             try:
                 fe_(leaves, *operands, **kwargs)
@@ -763,8 +797,11 @@ def requires_grad_(self: TensorDictBase, requires_grad: bool = True) -> TensorDi
     return self
 
 
-def _grad(self: TensorDictBase) -> TensorDictBase:
-    return self.apply(lambda x: x.grad, filter_empty=True)
+def _grad(self: TensorDictBase) -> TensorDictBase | None:
+    out = self.apply(lambda x: x.grad, filter_empty=True)
+    if out is None or out.is_empty():  # no leaf has a gradient (as the reference)
+        return None
+    return out.lock_() if self.is_locked else out
 
 
 def zero_grad(self: TensorDictBase, set_to_none: bool = True) -> TensorDictBase:
@@ -846,7 +883,8 @@ def _requires_grad(self: TensorDictBase) -> bool:
 
 
 def _data(self: TensorDictBase) -> TensorDictBase:
-    return self._map_tensors(lambda x: x.data)
+    out = self._map_tensors(lambda x: x.data)
+    return out.lock_() if self.is_locked and not out.is_locked else out
 
 
 def _dtype(self: TensorDictBase) -> torch.dtype | None:
@@ -918,9 +956,13 @@ def install(cls: type) -> None:
         "__hash__": object.__hash__,
         "requires_grad": property(_requires_grad, doc="Whether any leaf requires grad."),
         "grad": property(
-            _grad, doc="A tensordict of the leaves' gradients (leaves without one are left out)."
+            _grad,
+            doc="A tensordict of the leaves' gradients (leaves without one are left out), or "
+            "``None`` when no leaf has one; locked when the tensordict is.",
         ),
-        "data": property(_data, doc="A tensordict of the leaves' ``.data``."),
+        "data": property(
+            _data, doc="A tensordict of the leaves' ``.data`` (locked when the tensordict is)."
+        ),
         "dtype": property(
             _dtype, doc="The dtype shared by all leaves, or ``None`` if they differ."
         ),

@@ -131,6 +131,10 @@ def rot90(td: TensorDictBase, k: int = 1, dims: Sequence[int] = (0, 1)) -> _Plan
     >>> TensorDict({"a": torch.zeros(2, 3, 4)}, [2, 3]).rot90()["a"].shape
     torch.Size([3, 2, 4])
     """
+    if td.batch_dims < 2:
+        raise RuntimeError(
+            f"rot90() requires at least 2 batch dimensions, got batch_size={tuple(td.batch_size)}."
+        )
     if len(dims) != 2:
         raise ValueError(f"rot90(): dims must name two batch dimensions, got {dims!r}.")
     d0, d1 = _dim("rot90", dims[0], td), _dim("rot90", dims[1], td)
@@ -233,16 +237,11 @@ def _atleast(n: int) -> Callable[[TensorDictBase], _Plan | None]:
         nb = len(bs)
         if nb >= n:
             return None
-        # torch's rule: a 1-d batch (a,) becomes (1, a) in 2-d and (1, a, 1) in 3-d.
+        # as the reference: leading dims of size 1 (torch.atleast_3d gives (1, a, 1) for
+        # a tensor of shape (a,); a tensordict's batch gets (1, 1, a))
         names = _names(td) or [None] * nb
-        new_names: list[str | None]
-        if nb == 0:
-            new, new_names = [1] * n, [None] * n
-        elif nb == 1:
-            new, new_names = [1, bs[0], 1][:n], [None, names[0], None][:n]
-        else:
-            new, new_names = [*bs, 1], [*names, None]
-        size = torch.Size(new)
+        new_names: list[str | None] = [None] * (n - nb) + list(names)
+        size = torch.Size([1] * (n - nb) + list(bs))
         return (lambda x: x.reshape(*size, *x.shape[nb:])), size, new_names
 
     plan.__name__ = f"atleast_{n}d"
@@ -252,7 +251,7 @@ def _atleast(n: int) -> Callable[[TensorDictBase], _Plan | None]:
         "    >>> import torch\n"
         "    >>> from tensordict import TensorDict\n"
         f"    >>> TensorDict({{'a': torch.zeros(3, 4)}}, [3]).atleast_{n}d().batch_size\n"
-        f"    {torch.Size([3]) if n == 1 else torch.Size([1, 3, 1][:n])}\n"
+        f"    {torch.Size([1] * (n - 1) + [3])}\n"
     )
     return plan
 

@@ -121,8 +121,10 @@ def movedim_order(source: Any, destination: Any, ndim: int) -> list[int]:
         raise RuntimeError(f"movedim(): source {src} and destination {dst} have different lengths.")
     src = [normalize_dim(s, ndim) for s in src]
     dst = [normalize_dim(d, ndim) for d in dst]
-    if len(set(src)) != len(src) or len(set(dst)) != len(dst):
-        raise RuntimeError(f"movedim(): repeated dim in source {src} or destination {dst}.")
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim(): repeated dim in source {src}.")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim(): repeated dim in destination {dst}.")
     order: list[int | None] = [None] * ndim
     for s, d in zip(src, dst, strict=True):
         order[d] = s

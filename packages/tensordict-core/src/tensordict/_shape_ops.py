@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict._errors import DimsError
+from tensordict._legacy import lazy_legacy
 from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
-from tensordict._nontensor import NonTensorData
+from tensordict._nontensor import NON_TENSOR, NonTensorData
 from tensordict._shape import infer_shape, movedim_order, normalize_dim, unpack_shape
 from tensordict._shape_context import (
     inverse_flatten,
@@ -36,6 +38,7 @@ if TYPE_CHECKING:  # pragma: no cover
 _Tensor = torch.Tensor
 
 
+from tensordict.base import NO_DEFAULT, TensorDictBase
 class DenseShapeOps:
     """Mixin with the shape operations of :class:`~tensordict.TensorDict`."""
 
@@ -69,6 +72,9 @@ class DenseShapeOps:
             else (lambda x: x.view((*shape, *x.shape[nb:]))),
             shape,
         )
+        source = _undone_by(self, "view", (shape,))
+        if source is not None:  # viewing back (lazy-legacy mode): the original
+            return source
 
     @keeps_lock
     def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> TensorDict:
@@ -208,10 +214,16 @@ class DenseShapeOps:
         """
         dims = unpack_shape(args) if dims is None else tuple(dims)
         nb = self.batch_dims
-        perm = [normalize_dim(d, nb) for d in dims]
+        if len(dims) != nb or any(not -nb <= d < nb for d in dims):
+            raise DimsError(
+                f"permute(): {list(dims)} is not a permutation of the {nb} batch dimension(s) "
+                f"of batch_size={tuple(self.batch_size)}."
+            )
+        perm = [d % nb for d in dims]
         if sorted(perm) != list(range(nb)):
-            raise RuntimeError(
-                f"permute(): {list(dims)} is not a permutation of the {nb} batch dimension(s)."
+            raise DimsError(
+                f"permute(): {list(dims)} repeats a dimension; it is not a permutation of the "
+                f"{nb} batch dimension(s)."
             )
         bs = self.batch_size
         new = torch.Size([bs[d] for d in perm])
@@ -220,6 +232,11 @@ class DenseShapeOps:
         def fn(x: Any) -> Any:
             return x.permute(*perm, *range(nb, x.ndim if isinstance(x, _Tensor) else x.batch_dims))
 
+        if perm == list(range(nb)):
+            return self
+        source = _undone_by(self, "permute", (perm,))
+        if source is not None:  # permuting back (lazy-legacy mode): the original
+            return source
         return self._map_batch(fn, new, names)
 
     @undoable(inverse_transpose)
@@ -308,7 +325,17 @@ class DenseShapeOps:
         )
 
     def expand_as(self, other: Any) -> TensorDict:
-        """Expand to the batch shape of ``other`` (a tensor's full shape or a tensordict's batch)."""
+        """Expand to the shape of ``other``: a tensor gives the batch shape; a tensordict
+        expands every leaf to the shape of its leaf there (feature dims included).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.ones(3, 1)}, [3])
+        >>> td.expand_as(TensorDict({"a": torch.zeros(2, 3, 5)}, [2, 3]))["a"].shape
+        torch.Size([2, 3, 5])
+        """
+        if isinstance(other, TensorDictBase):
+            return self._expand_as_td(other)
         return self.expand(other.shape)
 
     def broadcast_to(self, shape: Sequence[int]) -> TensorDict:
@@ -318,6 +345,25 @@ class DenseShapeOps:
     def repeat(self, *repeats: Any, inplace: bool = False) -> TensorDict:
         """Repeat along the batch dimensions, like :meth:`torch.Tensor.repeat`; with
         ``inplace=True`` the tensordict itself takes the new shape.
+    def _expand_as_td(self, other: Any) -> TensorDict:
+        """``expand_as`` a tensordict: leaf by leaf (every key must be in ``other``)."""
+        bs = other.batch_size
+        out: dict[str, Any] = {}
+        for key, value in self._tensordict.items():
+            target = other._get_str(key, NO_DEFAULT)
+            if isinstance(value, NON_TENSOR):
+                out[key] = value._with(bs)
+            else:
+                try:
+                    out[key] = value.expand_as(target)
+                except RuntimeError as err:
+                    raise RuntimeError(
+                        f"expand_as(): entry {key!r} of shape {tuple(value.shape)} cannot be "
+                        f"expanded to the shape {tuple(target.shape)} it has in the other "
+                        f"tensordict: {err}"
+                    ) from None
+        return self._new_unsafe(out, bs, self._device)
+
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -361,11 +407,25 @@ class DenseShapeOps:
         return self._map_batch(lambda x: x.flip(ds), self.batch_size, self._names)
 
     def fliplr(self) -> TensorDict:
-        """Flip batch dimension 1."""
+        """Flip batch dimension 1 (:func:`torch.fliplr`: at least 2 batch dimensions).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.arange(4).view(2, 2)}, [2, 2]).fliplr()["a"].tolist()
+        [[1, 0], [3, 2]]
+        """
+        _needs_dims(self, "fliplr", 2)
         return self.flip(1)
 
     def flipud(self) -> TensorDict:
-        """Flip batch dimension 0."""
+        """Flip batch dimension 0 (:func:`torch.flipud`: at least 1 batch dimension).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict({"a": torch.arange(3)}, [3]).flipud()["a"].tolist()
+        [2, 1, 0]
+        """
+        _needs_dims(self, "flipud", 1)
         return self.flip(0)
 
     def narrow(self, dim: int, start: int, length: int) -> TensorDict:
@@ -484,3 +544,26 @@ def _split_leaf(x: Any, arg: Any, sizes: list[int], d: int) -> Any:
             start += size
         return tuple(out)
     return x.split(arg, d)
+
+
+def _needs_dims(td: Any, what: str, n: int) -> None:
+    if td.batch_dims < n:
+        raise RuntimeError(
+            f"{what}() requires at least {n} batch dimension(s), got batch_size="
+            f"{tuple(td.batch_size)}."
+        )
+
+
+def _undone_by(td: Any, name: str, args: tuple[Any, ...]) -> Any:
+    """In lazy-legacy mode (:func:`~tensordict.set_lazy_legacy`), the tensordict that
+    ``td`` was made from by a shape op that ``name(*args)`` undoes (as the reference's
+    lazy views: permuting back gives the original), else ``None``."""
+    if not lazy_legacy():
+        return None
+    last = td.__dict__.get("_last_op")
+    if not last or last[0] != name or len(last) != 7:
+        return None
+    source = last[3]()
+    if source is None:
+        return None
+    return source if last[4](source, td, *last[5], **last[6]) == (name, args) else None

@@ -1,10 +1,14 @@
-"""``state_dict`` / ``load_state_dict``: a tensordict as nested ``OrderedDict`` s, and back.
+"""``state_dict`` / ``load_state_dict``: a tensordict as ``OrderedDict`` s, and back.
 
-The format is that of the reference library: one ``OrderedDict`` per (nested) tensordict,
-whose entries are the tensors (detached copies unless ``keep_vars``), nested
-``OrderedDict`` s and non-tensor values, followed by two metadata entries,
-``"__batch_size"`` (a ``torch.Size``) and ``"__device"`` (a ``torch.device`` or ``None``).
-Everything in it loads with ``torch.load(..., weights_only=True)``.
+The layout is the reference library's (that of ``torch.nn.Module``): by default one flat
+``OrderedDict`` of tensors with ``"."``-joined keys (detached, sharing storage unless
+``keep_vars``), plus a ``_metadata`` attribute mapping each level's dotted path (``""``
+for the top) to its ``{"batch_size": ..., "device": ...}``; non-tensor values are kept
+there too (``"_type"`` and ``"_non_tensor": {"data": ...}``). ``flatten=False`` nests one
+``OrderedDict`` per level instead, each with its own ``_metadata`` (``""``) and its
+non-tensor values as entries. ``load_state_dict`` reads both, and the older nested layout
+whose levels hold ``"__batch_size"``/``"__device"`` entries. Everything in it loads with
+``torch.load(..., weights_only=True)``.
 
 A :class:`~tensordict.LazyStackedTensorDict` gives the state dict of its dense form
 (entries stacked; keys only some members hold are left out) and loads one by splitting
@@ -15,6 +19,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Mapping
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -51,73 +56,53 @@ class StateDictOps(_kinds.SharedMixin):
         destination: dict[str, Any] | None = None,
         prefix: str = "",
         keep_vars: bool = False,
-        flatten: bool = False,
+        flatten: bool = True,
     ) -> OrderedDict[str, Any]:
-        """The content as nested ``OrderedDict`` s, with ``"__batch_size"`` and ``"__device"``.
+        """The tensors as a flat ``OrderedDict`` with ``"a.b"`` keys and a ``_metadata``
+        attribute (batch size and device of every level, non-tensor values), as
+        ``torch.nn.Module.state_dict`` lays it out (see :mod:`tensordict._state_dict`).
 
         Args:
             destination: a dict to write the entries into (it is returned).
-            prefix: prepended to every top-level key.
-            keep_vars: keep the tensors themselves instead of detached copies.
-            flatten: one flat level with ``"a.b"`` keys (see ``load_state_dict(from_flatten=True)``).
+            prefix: prepended to every key (``"m."`` gives ``"m.a"``).
+            keep_vars: keep the tensors themselves instead of detached ones.
+            flatten: ``False`` nests one ``OrderedDict`` per level instead.
 
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.ones(2, 1)}}, [2])
+        >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.ones(2, 1)}, "s": "x"}, [2])
         >>> sd = td.state_dict()
-        >>> list(sd), list(sd["b"])
-        (['a', 'b', '__batch_size', '__device'], ['c', '__batch_size', '__device'])
-        >>> list(td.state_dict(flatten=True))
-        ['a', 'b.c', '__batch_size', '__device']
+        >>> list(sd), sd._metadata["b"]["batch_size"], sd._metadata["s"]["_non_tensor"]
+        (['a', 'b.c'], torch.Size([2]), {'data': 'x'})
+        >>> nested = td.state_dict(flatten=False)
+        >>> list(nested), list(nested["b"]), nested["s"]
+        (['a', 'b', 's'], ['c'], 'x')
 
         A lazy stack gives the state dict of its dense form:
 
         >>> from tensordict import lazy_stack
         >>> sd = lazy_stack([td, td.clone()], 1).state_dict()
-        >>> sd["b"]["c"].shape, sd["__batch_size"]
+        >>> sd["b.c"].shape, sd._metadata[""]["batch_size"]
         (torch.Size([2, 2, 1]), torch.Size([2, 2]))
         """
-        src: Any = self.flatten_keys(".") if flatten else self
-        out: OrderedDict[str, Any] = OrderedDict()
-        store = src._tensordict if isinstance(src, _kinds.Dense) else None
-        # a lazy stack's tensors are stacked copies already: no second copy
-        fresh = store is None and _kinds.lazy_members(src) is not None
-        items = (
-            store.items()
-            if store is not None
-            else ((k, src._get_str(k, NO_DEFAULT)) for k in src.keys())
-        )
-        for key, value in items:
-            if key in _META:
-                raise KeyError(
-                    f"state_dict: the entry {key!r} clashes with the metadata key of that name."
-                )
-            if isinstance(value, _Tensor):
-                if keep_vars:
-                    out[prefix + key] = value
-                else:
-                    out[prefix + key] = value.detach() if fresh else value.detach().clone()
-            elif isinstance(value, NonTensorData):
-                out[prefix + key] = value.data
-            elif is_non_tensor(value):  # a stack: one value per element, as nested lists
-                out[prefix + key] = value.tolist()
-            elif isinstance(value, (_kinds.Dense, _kinds.Lazy)):
-                out[prefix + key] = value.state_dict(keep_vars=keep_vars)
-            else:
-                out[prefix + key] = value.to_tensordict().state_dict(keep_vars=keep_vars)
-        out[prefix + BATCH_SIZE_KEY] = src.batch_size
-        out[prefix + DEVICE_KEY] = src.device
-        if destination is not None:
-            destination.update(out)
-            return destination  # type: ignore[return-value]
-        return out
+        out: Any = OrderedDict() if destination is None else destination
+        metadata = getattr(out, "_metadata", None)
+        if metadata is None:
+            metadata = OrderedDict()
+        if flatten:
+            _flat_state(self, prefix, keep_vars, out, metadata)
+        else:
+            _nested_state(self, prefix, keep_vars, out, metadata)
+        with suppress(AttributeError):  # a plain dict destination cannot carry it
+            out._metadata = metadata
+        return out  # type: ignore[no-any-return]
 
     def load_state_dict(
         self,
         state_dict: Mapping[str, Any],
         strict: bool = True,
         assign: bool = False,
-        from_flatten: bool = False,
+        from_flatten: bool | None = None,
     ) -> Self:
         """Load a :meth:`state_dict` into this tensordict, in place.
 
@@ -131,7 +116,8 @@ class StateDictOps(_kinds.SharedMixin):
             state_dict: as returned by :meth:`state_dict` (plain dicts work too).
             strict: require the same keys in the state dict and the tensordict.
             assign: replace the entries instead of copying into them.
-            from_flatten: the state dict was made with ``state_dict(flatten=True)``.
+            from_flatten: whether the state dict is flat (``"a.b"`` keys, the default of
+                :meth:`state_dict`) or nested; ``None`` tells from its content.
 
         A lazy stack splits the state dict along its stack dimension and loads the parts
         into its members (the number of members cannot change).
@@ -144,20 +130,152 @@ class StateDictOps(_kinds.SharedMixin):
         >>> _ = td.load_state_dict(src.state_dict())
         >>> a, td["b", "c"]
         (tensor([1., 1.]), tensor([2., 2.]))
-        >>> _ = td.load_state_dict(src.state_dict(flatten=True), from_flatten=True)
+        >>> _ = td.load_state_dict(src.state_dict(flatten=False), from_flatten=False)
         """
         if not isinstance(state_dict, Mapping) or isinstance(state_dict, TensorDictBase):  # type: ignore[unreachable]
             raise TypeError(
                 f"load_state_dict expects a dict (as returned by state_dict()), got "
                 f"{type(state_dict).__name__}."
             )
-        if from_flatten:
-            state_dict = _unflatten(self, state_dict)
+        state_dict = _as_nested(self, state_dict, from_flatten)
         plan: list[Any] = []
         _plan_load(self, state_dict, strict, assign, (), plan, None)  # type: ignore[arg-type]
         for action in plan:
             action[0](*action[1:])
         return self
+
+
+def _entries(td: Any) -> Any:
+    store = td._tensordict if isinstance(td, _kinds.Dense) else None
+    if store is not None:
+        return store.items()
+    return ((k, td._get_str(k, NO_DEFAULT)) for k in td.keys())
+
+
+def _level(td: Any) -> dict[str, Any]:
+    return {"batch_size": td.batch_size, "device": td.device}
+
+
+def _non_tensor_value(value: Any) -> Any:
+    """What a state dict holds for a non-tensor entry: its value, or a stack's values as
+    nested lists."""
+    return value.data if isinstance(value, NonTensorData) else value.tolist()
+
+
+def _tensor_state(value: _Tensor, keep_vars: bool, fresh: bool) -> _Tensor:
+    return value if keep_vars or fresh else value.detach()
+
+
+def _check_key(key: str) -> None:
+    if key in _META:
+        raise KeyError(f"state_dict: the entry {key!r} clashes with the metadata key of that name.")
+
+
+def _flat_state(td: Any, prefix: str, keep_vars: bool, out: Any, metadata: dict[str, Any]) -> None:
+    """Write ``td``'s tensors under ``prefix + key`` and its levels into ``metadata``."""
+    metadata[prefix[:-1] if prefix.endswith(".") else prefix] = _level(td)
+    fresh = _kinds.lazy_members(td) is not None  # stacked copies already
+    for key, value in _entries(td):
+        _check_key(key)
+        name = prefix + key
+        if isinstance(value, _Tensor):
+            out[name] = _tensor_state(value, keep_vars, fresh)
+        elif is_non_tensor(value):
+            metadata[name] = {
+                **_level(value),
+                "_type": type(value).__name__,
+                "_non_tensor": {"data": _non_tensor_value(value)},
+            }
+        else:
+            _flat_state(data_of(value), name + ".", keep_vars, out, metadata)
+
+
+def _nested_state(
+    td: Any, prefix: str, keep_vars: bool, out: Any, metadata: dict[str, Any]
+) -> None:
+    """Write ``td``'s entries into ``out`` (one ``OrderedDict`` per nested level)."""
+    metadata[""] = _level(td)
+    fresh = _kinds.lazy_members(td) is not None
+    for key, value in _entries(td):
+        _check_key(key)
+        if isinstance(value, _Tensor):
+            out[prefix + key] = _tensor_state(value, keep_vars, fresh)
+        elif is_non_tensor(value):
+            out[prefix + key] = _non_tensor_value(value)
+        else:
+            sub: Any = OrderedDict()
+            sub_meta: OrderedDict[str, Any] = OrderedDict()
+            _nested_state(data_of(value), "", keep_vars, sub, sub_meta)
+            sub._metadata = sub_meta
+            out[prefix + key] = sub
+
+
+def _is_dict(value: Any) -> bool:
+    return isinstance(value, Mapping) and not isinstance(value, TensorDictBase)
+
+
+def _as_nested(td: Any, sd: Mapping[str, Any], from_flatten: bool | None) -> Mapping[str, Any]:
+    """``sd`` (flat with ``_metadata``, nested with ``_metadata`` per level, or nested with
+    ``"__batch_size"`` entries) as nested dicts with ``"__batch_size"``/``"__device"``."""
+    if from_flatten is None:
+        from_flatten = not any(_is_dict(v) for v in sd.values())
+    if not from_flatten:
+        return _with_level_meta(sd)
+    out = _unflatten(td, sd)
+    meta = getattr(sd, "_metadata", None)
+    if not isinstance(meta, Mapping):
+        return out
+    known = {".".join(k if isinstance(k, tuple) else (k,)): k for k in td.keys(True)}
+    for name, level in meta.items():
+        if not isinstance(level, Mapping):
+            continue
+        key = known.get(name, tuple(name.split(".")) if name else ())
+        path = key if isinstance(key, tuple) else (key,)
+        if "_non_tensor" in level:  # a non-tensor entry
+            if path:
+                node = _node(out, path[:-1], name)
+                node[path[-1]] = level["_non_tensor"].get("data")
+            continue
+        current = td._get_tuple(path, None) if path else td
+        if path and current is not None and not isinstance(current, TensorDictBase):
+            continue  # the level of an entry that is not a tensordict here
+        node = _node(out, path, name)
+        node.setdefault(BATCH_SIZE_KEY, level.get("batch_size"))
+        node.setdefault(DEVICE_KEY, level.get("device"))
+    return out
+
+
+def _node(out: dict[str, Any], path: tuple[str, ...], name: str) -> dict[str, Any]:
+    node = out
+    for part in path:
+        node = node.setdefault(part, {})
+        if not isinstance(node, dict):
+            raise KeyError(f"load_state_dict: the metadata of {name!r} conflicts with an entry.")
+    return node
+
+
+def _with_level_meta(sd: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A nested state dict whose levels carry their batch size in ``_metadata[""]``, with
+    that written as ``"__batch_size"``/``"__device"`` entries (a copy; ``sd`` is kept)."""
+    level = (
+        getattr(sd, "_metadata", {}).get("")
+        if isinstance(getattr(sd, "_metadata", None), Mapping)
+        else None
+    )
+    if level is None and not any(_is_dict(v) for v in sd.values()):
+        return sd
+    out = {k: _with_level_meta(v) if _is_dict(v) else v for k, v in sd.items()}
+    if isinstance(level, Mapping):
+        out.setdefault(BATCH_SIZE_KEY, level.get("batch_size"))
+        out.setdefault(DEVICE_KEY, level.get("device"))
+    return out
+
+
+def _no_leaves(value: Any) -> bool:
+    """Whether ``value`` is a nested level (a dict or a tensordict) without any leaf."""
+    if _is_dict(value):
+        return all(k in _META or _no_leaves(v) for k, v in value.items())
+    return isinstance(value, TensorDictBase) and not is_non_tensor(value) and value.is_empty()
 
 
 def _unflatten(td: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
@@ -224,9 +342,9 @@ def _plan_load(
     store = td._tensordict
     new_bs = _new_batch_size(td, sd, parent, path)
     keys = [k for k in sd if k not in _META]
-    if strict:
-        extra = sorted(set(keys) - set(store))
-        missing = sorted(set(store) - set(keys))
+    if strict:  # nested levels without leaves do not count (a flat state dict has none)
+        extra = sorted(k for k in set(keys) - set(store) if not _no_leaves(sd[k]))
+        missing = sorted(k for k in set(store) - set(keys) if not _no_leaves(store[k]))
         if extra or missing:
             raise RuntimeError(
                 f"load_state_dict(strict=True): the keys of the state dict and the tensordict "

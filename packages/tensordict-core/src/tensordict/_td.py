@@ -135,7 +135,10 @@ class TensorDict(
                     f"TensorDict source must be a mapping, got {type(source).__name__}."
                 )
             if kwargs:
-                source = {**source, **kwargs}
+                raise ValueError(
+                    f"TensorDict takes its entries either as source= or as keyword arguments, "
+                    f"not both (got a source and the keywords {sorted(kwargs)})."
+                )
         dev = self._device
         nb = len(bs)
         for key, value in source.items():

@@ -343,7 +343,13 @@ class TensorDictBase(
         )
 
     def __contains__(self, key: Any) -> bool:
-        """``key in td`` is ``key in td.keys(include_nested=True)``."""
+        """``key in td`` is ``key in td.keys(include_nested=True)``; a key that is neither
+        a string nor a tuple raises ``RuntimeError`` (as the reference)."""
+        if type(key) is not str and not isinstance(key, tuple):
+            raise RuntimeError(
+                f"`key in tensordict` needs a NestedKey (a string or a tuple of strings), got "
+                f"{type(key).__name__} {key!r}."
+            )
         return key in self.keys(include_nested=True)
 
     # ------------------------------------------------------------------ dict protocol
