@@ -440,6 +440,14 @@ def test_pickle_round_trip():
     torch.testing.assert_close(restored(x=x), m(x=x))
 
 
+def test_pickle_round_trip_of_a_lambda_with_a_closure():
+    offset = torch.tensor([1.0, 2.0])
+    m = TensorDictModule(lambda x: x + offset, in_keys=["x"], out_keys=["y"])
+    restored = pickle.loads(pickle.dumps(m))
+    assert restored(x=torch.zeros(2)).tolist() == [1.0, 2.0]
+    assert restored.in_keys == ["x"] and restored.out_keys == ["y"]
+
+
 def test_deprecated_properties_warn():
     m = TensorDictModule(nn.Linear(3, 4), in_keys=["a"], out_keys=["b"])
     with pytest.warns(DeprecationWarning, match="0.17"):

@@ -8,6 +8,7 @@ live in :mod:`tensordict.nn._wrappers` and are re-exported here.
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -36,6 +37,26 @@ _MISSING_INPUTS = (
 
 _Tensor = torch.Tensor
 _MISS = object()
+
+
+def _cloudpickle() -> Any:
+    """The ``cloudpickle`` module (imported on first use: only pickling needs it)."""
+    return importlib.import_module("cloudpickle")
+
+
+class _PickledCallable:
+    """The wrapped callable of a pickled :class:`TensorDictModule`, as cloudpickle bytes."""
+
+    __slots__ = ("payload",)
+
+    def __init__(self, payload: bytes) -> None:
+        self.payload = payload
+
+    def __getstate__(self) -> bytes:
+        return self.payload
+
+    def __setstate__(self, payload: bytes) -> None:
+        self.payload = payload
 
 
 def _non_tensor_value(value: Any) -> Any:
@@ -619,6 +640,21 @@ class TensorDictModule(_DeprecatedModuleState, TensorDictModuleBase):
                     return out
             return _TDM_FORWARD_BODY(self, *args, **kwargs)
         return super().__call__(*args, **kwargs)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A callable that is not a module (a lambda, a local function) is pickled by
+        # value with cloudpickle, so that such modules pickle (multiprocessing, copies).
+        state: dict[str, Any] = super().__getstate__()  # type: ignore[no-untyped-call]
+        module = state.get("module")
+        if module is not None:
+            state["module"] = _PickledCallable(_cloudpickle().dumps(module))
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        module = state.get("module")
+        if type(module) is _PickledCallable:  # only reached from pickle.loads
+            state = {**state, "module": _cloudpickle().loads(module.payload)}
+        super().__setstate__(state)  # type: ignore[no-untyped-call]
 
     def __getattr__(self, name: str) -> Any:
         return forward_attribute(self, name, "module")
