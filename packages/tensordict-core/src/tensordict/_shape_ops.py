@@ -31,6 +31,7 @@ from tensordict._shape_context import (
     keeps_lock,
     undoable,
 )
+from tensordict.base import NO_DEFAULT, TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
@@ -38,7 +39,6 @@ if TYPE_CHECKING:  # pragma: no cover
 _Tensor = torch.Tensor
 
 
-from tensordict.base import NO_DEFAULT, TensorDictBase
 class DenseShapeOps:
     """Mixin with the shape operations of :class:`~tensordict.TensorDict`."""
 
@@ -65,6 +65,9 @@ class DenseShapeOps:
         nb = self.batch_dims
         if shape == self.batch_size:
             return self
+        source = _undone_by(self, "view", (shape,))
+        if source is not None:  # viewing back (lazy-legacy mode): the original
+            return source
         # varargs are faster than one tuple argument, which an empty shape needs
         return self._map_batch(
             (lambda x: x.view(*shape, *x.shape[nb:]))
@@ -72,9 +75,6 @@ class DenseShapeOps:
             else (lambda x: x.view((*shape, *x.shape[nb:]))),
             shape,
         )
-        source = _undone_by(self, "view", (shape,))
-        if source is not None:  # viewing back (lazy-legacy mode): the original
-            return source
 
     @keeps_lock
     def reshape(self, *shape: Any, size: Any = None, inplace: bool = False) -> TensorDict:
@@ -225,6 +225,11 @@ class DenseShapeOps:
                 f"permute(): {list(dims)} repeats a dimension; it is not a permutation of the "
                 f"{nb} batch dimension(s)."
             )
+        if perm == list(range(nb)):
+            return self
+        source = _undone_by(self, "permute", (perm,))
+        if source is not None:  # permuting back (lazy-legacy mode): the original
+            return source
         bs = self.batch_size
         new = torch.Size([bs[d] for d in perm])
         names = [self.names[d] for d in perm] if self._has_names() else None
@@ -232,11 +237,6 @@ class DenseShapeOps:
         def fn(x: Any) -> Any:
             return x.permute(*perm, *range(nb, x.ndim if isinstance(x, _Tensor) else x.batch_dims))
 
-        if perm == list(range(nb)):
-            return self
-        source = _undone_by(self, "permute", (perm,))
-        if source is not None:  # permuting back (lazy-legacy mode): the original
-            return source
         return self._map_batch(fn, new, names)
 
     @undoable(inverse_transpose)
@@ -338,13 +338,6 @@ class DenseShapeOps:
             return self._expand_as_td(other)
         return self.expand(other.shape)
 
-    def broadcast_to(self, shape: Sequence[int]) -> TensorDict:
-        """Alias of :meth:`expand` with a shape argument."""
-        return self.expand(shape)
-
-    def repeat(self, *repeats: Any, inplace: bool = False) -> TensorDict:
-        """Repeat along the batch dimensions, like :meth:`torch.Tensor.repeat`; with
-        ``inplace=True`` the tensordict itself takes the new shape.
     def _expand_as_td(self, other: Any) -> TensorDict:
         """``expand_as`` a tensordict: leaf by leaf (every key must be in ``other``)."""
         bs = other.batch_size
@@ -364,6 +357,13 @@ class DenseShapeOps:
                     ) from None
         return self._new_unsafe(out, bs, self._device)
 
+    def broadcast_to(self, shape: Sequence[int]) -> TensorDict:
+        """Alias of :meth:`expand` with a shape argument."""
+        return self.expand(shape)
+
+    def repeat(self, *repeats: Any, inplace: bool = False) -> TensorDict:
+        """Repeat along the batch dimensions, like :meth:`torch.Tensor.repeat`; with
+        ``inplace=True`` the tensordict itself takes the new shape.
 
         >>> import torch
         >>> from tensordict import TensorDict
