@@ -459,7 +459,8 @@ BATCH_CASES = {
     ],
     "atleast_1d": [((), {}, lambda x: x, BS)],
     "atleast_2d": [((), {}, lambda x: x, BS)],
-    "atleast_3d": [((), {}, lambda x: x.unsqueeze(2), (2, 3, 1))],
+    # as the reference: leading dims of size 1 (torch.atleast_3d of a 2-d tensor appends)
+    "atleast_3d": [((), {}, lambda x: x.unsqueeze(0), (1, 2, 3))],
     "softmax": [
         ((0,), {}, lambda x: x.softmax(0), BS),
         ((-1,), {"dtype": torch.float64}, lambda x: x.softmax(1, dtype=torch.float64), BS),
@@ -504,7 +505,9 @@ def test_atleast_nd_on_small_batches(n):
     for bs in [(), (4,), (4, 2)]:
         td = TensorDict({"a": torch.zeros(*bs, 3), "n": {"b": torch.zeros(torch.Size(bs))}}, bs)
         out = getattr(td, f"atleast_{n}d")()
-        want = getattr(torch, f"atleast_{n}d")(torch.zeros(torch.Size(bs))).shape
+        # as the reference: size-1 dims are prepended (torch puts a 1-d tensor's in the
+        # middle for atleast_3d: (4,) -> (1, 4, 1); a tensordict's batch gets (1, 1, 4))
+        want = torch.Size([1] * max(n - len(bs), 0) + list(bs))
         assert out.batch_size == want
         assert out["a"].shape == want + (3,)
         assert out["n", "b"].shape == want
