@@ -234,7 +234,7 @@ def _section_spec(title: str) -> tuple[str, str, str, str | None] | None:
         "PersistentTensorDict": (
             "tensordict.memmap:PersistentTensorDict",
             "tensordict-memmap",
-            None,
+            "TensorDict",
         ),
         "a": ("tensorclass-probe", "tensorclass", None),
         "TensorDictStore": ("tensordict:TensorDictStore", "tensordict-distributed", None),
@@ -458,19 +458,20 @@ def run(reference: Path) -> Report:
         forwarders = {row[0]: (row[1], row[2], row[3]) for row in _forwarders.FORWARDERS}
     for section in sections:
         entries = list(section.entries)
-        if section.inherits:
-            own = {e.name for e in entries}
-            entries += [
-                Entry(section.title, e.name, e.kind, e.settable, e.params)
-                for e in by_title[section.inherits].entries
-                if e.name not in own
-            ]
         holder: Any = None
         if installed(section.owner):
             try:
                 holder = _resolve(section.target)
             except (ImportError, AttributeError, NotImplementedError) as err:
                 holder = err
+        if section.inherits:
+            own = {e.name for e in entries}
+            base = by_title[section.inherits]
+            entries += [
+                Entry(section.title, e.name, e.kind, e.settable, e.params)
+                for e in base.entries
+                if e.name not in own and not _same_as_base(holder, section, base, e.name)
+            ]
         for entry in entries:
             owner = section.owner
             if section.target == "module:tensordict":
@@ -492,6 +493,27 @@ def run(reference: Path) -> Report:
             lines = check_entry(entry, holder, forwarders)
             report.differences.setdefault(owner, []).extend(lines)
     return report
+
+
+def _same_as_base(holder: Any, section: Section, base: Section, name: str) -> bool:
+    """Whether a sibling's class has core's ``name`` unchanged: inherited, or with the very
+    same signature. Its difference, if any, is core's and reported in the base section."""
+    if section.owner == base.owner or not inspect.isclass(holder) or not installed(base.owner):
+        return False
+    try:
+        base_holder = _resolve(base.target)
+    except (ImportError, AttributeError, NotImplementedError):
+        return False
+    (kind, ours), (base_kind, theirs) = _static_kind(holder, name), _static_kind(base_holder, name)
+    if ours is theirs:
+        return True
+    if kind != base_kind or kind not in ("method", "classmethod", "staticmethod"):
+        return False
+    mine, core = (
+        _installed_params(getattr(holder, name)),
+        _installed_params(getattr(base_holder, name)),
+    )
+    return mine is not None and mine == core
 
 
 def read_allowlist(path: Path = ALLOWLIST) -> dict[str, str]:

@@ -32,6 +32,8 @@ def test_to_h5_from_h5_round_trip(tmp_path):
     h5 = td.to_h5(tmp_path / "f.h5")
     assert isinstance(h5, PersistentTensorDict)
     h5.close()
+    with TensorDict.from_h5(filename=tmp_path / "f.h5") as by_keyword:
+        assert by_keyword.batch_size == (3, 4)
     with TensorDict.from_h5(tmp_path / "f.h5") as back:
         assert back.batch_size == (3, 4) and back["b"].batch_size == (3, 4, 5)
         assert back.names == ["x", "y"]

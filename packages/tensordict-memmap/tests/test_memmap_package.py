@@ -1,6 +1,7 @@
 """The tensordict-memmap distribution: install, version lockstep, import edges."""
 
 import importlib.metadata
+import inspect
 import json
 import subprocess
 import sys
@@ -86,3 +87,20 @@ def test_top_level_access_before_import_does_not_shadow_the_subpackage():
         "assert callable(tensordict.memmap)\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_signatures_users_see_are_the_reference_ones():
+    # the reference's parameter lists (tensordict 0.15), by hand
+    memmap_params = [
+        "data", "prefix", "copy_existing", "num_threads", "return_early", "share_non_tensor",
+        "existsok", "robust_key", "archive", "compression", "atomic",
+    ]  # fmt: skip
+    assert list(inspect.signature(tensordict.memmap).parameters)[:11] == memmap_params
+    # TensorDict.memmap (core's forwarder) calls this hook with the tensordict first
+    assert list(inspect.signature(tensordict.memmap.td_memmap).parameters)[:11] == memmap_params
+    init = inspect.signature(tensordict.MemoryMappedTensor.__init__).parameters
+    assert list(init) == [
+        "self", "source", "handler", "dtype", "shape", "index", "device", "filename",
+    ]  # fmt: skip
+    assert list(inspect.signature(tensordict.memmap.td_from_h5).parameters)[0] == "filename"
+    assert list(inspect.signature(tensordict.from_h5).parameters)[0] == "h5_file"

@@ -100,7 +100,7 @@ FORWARDERS: tuple[tuple[str, str, str, str, str], ...] = (
         "classmethod",
         "Load a memory-mapped tensordict from disk.",
     ),
-    ("from_h5", "memmap", "from_h5", "classmethod", "Open an HDF5 file as a tensordict."),
+    ("from_h5", "memmap", "td_from_h5", "classmethod", "Open an HDF5 file as a tensordict."),
     (
         "to_parquet",
         "memmap",

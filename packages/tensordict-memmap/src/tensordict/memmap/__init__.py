@@ -94,6 +94,7 @@ from tensordict.memmap._mds import td_to_mds as td_to_mds
 from tensordict.memmap._parquet import from_parquet
 from tensordict.memmap._parquet import td_to_parquet as td_to_parquet
 from tensordict.memmap._persistent import PersistentTensorDict, from_h5
+from tensordict.memmap._persistent import td_from_h5 as td_from_h5
 from tensordict.memmap._persistent import td_to_h5 as td_to_h5
 from tensordict.memmap._safetensors import from_safetensors, to_safetensors
 from tensordict.memmap._tensor import MemoryMappedTensor
@@ -140,8 +141,9 @@ class _CallableModule(types.ModuleType):
     that function's signature to :func:`inspect.signature`."""
 
     @property
-    def __signature__(self) -> inspect.Signature:
-        return inspect.signature(self.__dict__["memmap"])
+    def __signature__(self) -> inspect.Signature | None:
+        function = self.__dict__.get("memmap")
+        return None if function is None else inspect.signature(function)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         try:

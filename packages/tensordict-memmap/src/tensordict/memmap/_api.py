@@ -490,19 +490,31 @@ def _add_entry(td: Any, key: NestedKey, create: Any, robust_key: bool | None) ->
         )
     if parts in td.keys(True):
         raise RuntimeError(f"The key {key!r} already exists within the target tensordict.")
-    level, folder = td, Path(prefix)
-    created = []
+    if td.is_locked:  # a memory-mapped tensordict is locked: unlocked (whole tree) while
+        td.unlock_()  # the entry is added, locked again after
+    try:
+        tensor = _create_entry(td, Path(prefix), parts, create, robust)
+        _rewrite_meta(td, Path(prefix), robust)  # the meta.json of every level on the way
+    finally:
+        td.lock_()
+    return tensor
+
+
+def _create_entry(
+    td: Any, root: Path, parts: tuple[str, ...], create: Any, robust: bool
+) -> MemoryMappedTensor:
+    """Create the file of the new entry at ``parts`` (and nested levels on the way) under
+    ``root`` and put the tensor in the (unlocked) tensordict ``td``."""
+    level, folder = td, root
     for part in parts[:-1]:
         sub = level._get_str(part, None)
         if sub is None:
             sub = TensorDict({}, batch_size=level.batch_size, device="cpu")
             _writer.mark(sub, folder, (_fs.encode_key(part, robust=robust, directory=True),))
-            with _unlocked(level):
-                level.set(part, sub)
+            level.set(part, sub)
             sub = level._get_str(part, None)
-            created.append(sub)
         elif not isinstance(sub, TensorDictBase):
-            raise RuntimeError(f"make_memmap: {part!r} in {key!r} is not a tensordict")
+            raise RuntimeError(f"make_memmap: {part!r} in {parts!r} is not a tensordict")
         level = sub
         folder = Path(
             level.__dict__.get(_writer.PREFIX_ATTR)
@@ -520,30 +532,11 @@ def _add_entry(td: Any, key: NestedKey, create: Any, robust_key: bool | None) ->
             exclusive=False,
             fsync=False,
         )
-    with _unlocked(level):
-        if isinstance(level, TensorDict):
-            level._tensordict[parts[-1]] = tensor
-        else:
-            level.set(parts[-1], tensor)
-    # rewrite the meta.json of every level from the root to the new entry
-    root = Path(prefix)
-    _rewrite_meta(td, root, robust)
-    td.lock_()
-    return tensor
-
-
-class _unlocked:
-    def __init__(self, td: Any) -> None:
-        self.td = td
-        self.locked = td.is_locked
-
-    def __enter__(self) -> None:
-        if self.locked:
-            self.td.unlock_()
-
-    def __exit__(self, *exc: Any) -> None:
-        if self.locked:
-            self.td.lock_()
+    if isinstance(level, TensorDict):
+        level._tensordict[parts[-1]] = tensor
+    else:
+        level.set(parts[-1], tensor)
+    return tensor  # type: ignore[no-any-return]
 
 
 def _rewrite_meta(td: Any, root: Path, robust: bool) -> None:

@@ -20,10 +20,17 @@ import numpy as np
 import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict
+from tensordict._consolidate import ConsolidateOps
+from tensordict._indexed import IndexedOps
+from tensordict._key_sets import KeySetOps
 from tensordict._keys import unravel_key
 from tensordict._kinds import is_tensorclass
+from tensordict._memory import MemoryOps
+from tensordict._pad import PadOps
+from tensordict._state_dict import StateDictOps
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _codec, _fs
+from tensordict.memmap._persistent_ops import PersistentOps
 
 ATTR = "tensordict"
 _EXTRA = "pip install tensordict-memmap[h5]"
@@ -104,7 +111,16 @@ class _KeysView:
         return f"_KeysView({list(self)})"
 
 
-class PersistentTensorDict(TensorDictBase):
+class PersistentTensorDict(
+    PersistentOps,
+    ConsolidateOps,
+    StateDictOps,
+    KeySetOps,
+    IndexedOps,
+    MemoryOps,
+    PadOps,
+    TensorDictBase,
+):
     """A tensordict stored in an HDF5 file, read lazily and written through.
 
     Args:
@@ -219,15 +235,20 @@ class PersistentTensorDict(TensorDictBase):
         input_dict: Any,
         filename: str | Path,
         *,
+        auto_batch_size: bool = False,
         batch_size: Sequence[int] | torch.Size | None = None,
         device: torch.device | str | None = None,
-        auto_batch_size: bool = False,
-        mode: str = "w",
+        backend: str = "h5",
+        batch_dims: int | None = None,
+        allow_pickle: bool | None = None,
         **kwargs: Any,
     ) -> PersistentTensorDict:
         """Write a tensordict (or nested dict of tensors) to a new HDF5 file and open it.
 
-        ``kwargs`` go to ``create_dataset`` for every dataset (``compression="gzip"`` …).
+        A dict gets ``batch_size``, or (``auto_batch_size``, or no batch size given) the
+        leading dimensions its tensors share, at most ``batch_dims``. ``mode`` (in
+        ``kwargs``, default ``"w"``) opens the file; other ``kwargs`` go to
+        ``create_dataset`` for every dataset (``compression="gzip"`` …).
         """
         if is_tensorclass(input_dict):
             input_dict = input_dict._tensordict
@@ -236,12 +257,21 @@ class PersistentTensorDict(TensorDictBase):
                 input_dict,
                 batch_size=batch_size,
                 auto_batch_size=auto_batch_size or batch_size is None,
+                batch_dims=batch_dims,
             )
         elif batch_size is not None:
             input_dict = input_dict.clone(False)
             input_dict.batch_size = batch_size
+        elif auto_batch_size:
+            input_dict = input_dict.clone(False).auto_batch_size_(batch_dims)
         out = cls(
-            batch_size=input_dict.batch_size, filename=filename, mode=mode, device=device, **kwargs
+            batch_size=input_dict.batch_size,
+            filename=filename,
+            mode=kwargs.pop("mode", "w"),
+            device=device,
+            backend=backend,
+            allow_pickle=allow_pickle,
+            **kwargs,
         )
         out._write_level(input_dict)
         return out
@@ -311,6 +341,11 @@ class PersistentTensorDict(TensorDictBase):
                 )
 
     def _writable(self) -> None:
+        if self._is_locked:
+            raise RuntimeError(
+                f"{self.file.filename!r}{self._group.name}: this PersistentTensorDict is "
+                "locked; call unlock_() to write to it."
+            )
         if self.file.mode == "r":
             raise RuntimeError(
                 f"{self.file.filename!r} is open read-only (mode='r'); open it with mode='r+' "
@@ -362,17 +397,6 @@ class PersistentTensorDict(TensorDictBase):
         self._batch_size = batch
         if self.file.mode != "r":
             self._set_meta(batch_size=list(batch))
-
-    @property
-    def names(self) -> list[str | None]:
-        names = self._names
-        if not isinstance(names, list) or len(names) != len(self._batch_size):
-            return [None] * len(self._batch_size)
-        return list(names)
-
-    @property
-    def device(self) -> torch.device | None:
-        return self._device
 
     @property
     def kwargs(self) -> dict[str, Any]:
@@ -531,7 +555,8 @@ class PersistentTensorDict(TensorDictBase):
         if isinstance(index, str) or (
             isinstance(index, tuple) and index and all(isinstance(i, (str, tuple)) for i in index)
         ):
-            return self.get(index)
+            value = self.get(index, NO_DEFAULT)
+            return value.data if isinstance(value, NonTensorData) else value
         return self._index(index)
 
     def _index(self, index: Any) -> TensorDict:
@@ -603,15 +628,16 @@ class PersistentTensorDict(TensorDictBase):
     def is_shared(self) -> bool:
         return False
 
-    @property
-    def is_locked(self) -> bool:  # type: ignore[override]
-        return False
-
-    def lock_(self) -> PersistentTensorDict:
-        return self
-
-    def unlock_(self) -> PersistentTensorDict:
-        return self
+    def _shallow(self, device: Any = NO_DEFAULT) -> PersistentTensorDict:
+        """Another object on the same group (``device``: where its reads go)."""
+        return PersistentTensorDict(
+            group=self._group,
+            batch_size=self._batch_size,
+            mode=self._mode,
+            device=self._device if device is NO_DEFAULT else device,
+            non_tensor_as_stack=self._non_tensor_as_stack,
+            **self._kwargs,
+        )
 
     def close(self) -> None:
         """Close the HDF5 file."""
@@ -729,6 +755,11 @@ def from_h5(
         batch_size=batch_size,
         non_tensor_as_stack=non_tensor_as_stack,
     )
+
+
+#: ``TensorDict.from_h5(filename, ...)``: the classmethod names its first parameter
+#: ``filename`` where the top-level :func:`from_h5` says ``h5_file``, as the reference does
+td_from_h5 = PersistentTensorDict.from_h5
 
 
 def td_to_h5(td: Any, filename: str | Path, **kwargs: Any) -> PersistentTensorDict:
