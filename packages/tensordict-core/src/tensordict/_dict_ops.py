@@ -14,7 +14,6 @@ import torch
 from tensordict import _kinds
 from tensordict._collection import data_of
 from tensordict._errors import lock_error, missing_key
-from tensordict._inplace import adopt
 from tensordict._keys import NestedKey, unravel_key
 from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._shape import parse_batch_size, parse_device
@@ -187,8 +186,9 @@ class DictOps:
         ignore_lock: bool,
     ) -> TensorDict:
         """``update(source, update_batch_size=True)``: every (nested) tensordict that
-        ``source`` writes into takes the source's batch size. Built on a structural copy
-        and adopted at the end, so that a failure leaves this tensordict unchanged."""
+        ``source`` writes into takes the source's batch size (lazy stacks and tensorclasses
+        included), keeping its identity. The writes are tried on a structural copy first,
+        so that a failure leaves this tensordict unchanged."""
         if keys_to_update is not None:
             raise RuntimeError(
                 "update(update_batch_size=True) cannot be combined with keys_to_update: the "
@@ -208,11 +208,9 @@ class DictOps:
                     f"{unravel_key(path) if path else '<root>'!r} is locked, so its batch size "
                     "cannot change; unlock it first (td.unlock_())."
                 )
-        work = self._shallow_copy()
-        _take_batch_sizes(work, source)
-        work.update(source, clone, inplace, non_blocking=non_blocking, ignore_lock=ignore_lock)
-        _check_leaf_shapes(work, ())
-        return adopt(self, work, "update", keeps_structure=True)  # type: ignore[no-any-return]
+        _resize_update(self._shallow_copy(), source, clone, ignore_lock, ())  # dry run
+        _resize_update(self, source, clone, ignore_lock, ())
+        return self
 
     def update_(
         self,
@@ -583,24 +581,38 @@ def _batch_size_changes(td: Any, source: Any, path: tuple) -> list[tuple[tuple, 
     changes (``update_batch_size=True``)."""
     out = [] if td._batch_size == source.batch_size else [(path, td)]
     for key, value in source.items():
-        mine = td._tensordict.get(key) if isinstance(key, str) else None
-        if isinstance(value, TensorDictBase) and isinstance(mine, _kinds.Dense):
-            out.extend(_batch_size_changes(mine, value, path + (key,)))
+        mine = data_of(td._tensordict.get(key)) if isinstance(key, str) else None
+        if isinstance(data_of(value), TensorDictBase) and isinstance(mine, _kinds.Dense):
+            out.extend(_batch_size_changes(mine, data_of(value), path + (key,)))
     return out
 
 
-def _take_batch_sizes(td: Any, source: Any) -> None:
-    """Give the dense ``td`` (a structural copy) and its nested tensordicts the batch
-    sizes of ``source``'s, where ``source`` has a tensordict."""
+def _resize_update(td: Any, source: Any, clone: bool, ignore_lock: bool, path: tuple) -> None:
+    """Write ``source`` into the dense ``td``, which takes its batch size; nested dense
+    tensordicts (a tensorclass's too) are resized the same way, lazy stacks update
+    themselves with ``update_batch_size=True``, anything else is replaced."""
     bs = source.batch_size
     if td._batch_size != bs:
         if td._names is not None and len(td._names) != len(bs):
             td._names = None
         td._batch_size = bs
     for key, value in source.items():
-        mine = td._tensordict.get(key) if isinstance(key, str) else None
-        if isinstance(value, TensorDictBase) and isinstance(mine, _kinds.Dense):
-            _take_batch_sizes(mine, value)
+        sub = path + (key,)
+        mine = data_of(td._tensordict.get(key))
+        theirs = data_of(value)
+        if isinstance(theirs, TensorDictBase) and not isinstance(theirs, NON_TENSOR):
+            if isinstance(mine, _kinds.Dense):
+                _resize_update(mine, theirs, clone, ignore_lock, sub)
+                continue
+            if isinstance(mine, _kinds.Lazy):
+                mine.update(theirs, clone, update_batch_size=True, ignore_lock=ignore_lock)
+                continue
+        if clone and isinstance(value, (_Tensor, TensorDictBase)):
+            value = value.clone()
+        if td._is_locked and not ignore_lock:
+            raise lock_error(unravel_key(sub), "replace" if mine is not None else "add")
+        td._tensordict[key] = td._validate_value(key, value, prefix=path)
+    _check_leaf_shapes(td, path)
 
 
 def _check_leaf_shapes(td: Any, path: tuple) -> None:
@@ -608,9 +620,7 @@ def _check_leaf_shapes(td: Any, path: tuple) -> None:
     bs = td._batch_size
     nb = len(bs)
     for key, value in td._tensordict.items():
-        if isinstance(value, _kinds.Dense):
-            _check_leaf_shapes(value, path + (key,))
-        elif isinstance(value, NonTensorData):  # one value for the batch: takes any size
+        if isinstance(value, NonTensorData):  # one value for the batch: takes any size
             td._tensordict[key] = value._with(bs)
             continue
         shape = value.shape if isinstance(value, _Tensor) else getattr(value, "batch_size", None)

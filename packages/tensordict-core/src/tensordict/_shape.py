@@ -7,6 +7,8 @@ from typing import Any
 
 import torch
 
+from tensordict._errors import DimsError
+
 _Size = torch.Size
 _EMPTY = torch.Size([])
 
@@ -118,7 +120,9 @@ def movedim_order(source: Any, destination: Any, ndim: int) -> list[int]:
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
-        raise RuntimeError(f"movedim(): source {src} and destination {dst} have different lengths.")
+        raise DimsError(
+            f"movedim(): source {src} and destination {dst} must have the same number of elements."
+        )
     src = [normalize_dim(s, ndim) for s in src]
     dst = [normalize_dim(d, ndim) for d in dst]
     if len(set(src)) != len(src):

@@ -440,8 +440,9 @@ class TensorDictBase(
         key = _key_tuple(key)
         if self._get_tuple(key, None) is None:
             raise KeyError(
-                f"set_() writes in place and needs an existing entry, but key {unravel_key(key)!r} "
-                f"is not in the tensordict (keys: {sorted(map(str, self.keys()))})."
+                f"set_() writes in place into an existing entry, but key {unravel_key(key)!r} "
+                f"was not found in {type(self).__name__} with keys "
+                f"{sorted(map(str, self.keys()))}."
             )
         return self._set_tuple(key, item, inplace=True, validated=False, non_blocking=non_blocking)
 
