@@ -123,6 +123,21 @@ def lazy(value: float) -> LazyStackedTensorDict:
     return LazyStackedTensorDict(a, b, stack_dim=0)
 
 
+def wide_leaves(value: float) -> TensorDict:
+    """Two leaves of 2 MiB (above the size that travels on its own) around a small one."""
+    return TensorDict(
+        {
+            "a": torch.full((1 << 19,), value),
+            "s": torch.full((3,), value + 1),
+            "b": torch.full((1 << 18,), value + 2, dtype=torch.float64),
+        }
+    )
+
+
+def dump_sums(td: TensorDict) -> dict[str, float]:
+    return {k: float(v.sum()) for k, v in td.items()}
+
+
 def many_leaves(n: int, value: float) -> TensorDict:
     return TensorDict({f"k{i}": torch.full((4,), value + i) for i in range(n)}, [])
 
@@ -154,6 +169,10 @@ def scenario_p2p(rank: int, world: int) -> dict[str, Any]:
         with count_messages() as sent:
             many_leaves(1000, 0.0).send(1)
         res["many_messages"] = sent[0]
+        with count_messages() as sent:
+            wide_leaves(1.0).send(1)  # large leaves go as messages of their own
+        res["wide_messages"] = sent[0]
+        wide_leaves(2.0).init_remote(dst=1)
         sub = dist.new_group([0, 1])
         nested(16.0).send(group=sub, group_dst=1)
         nested(17.0).send(1, group=sub)
@@ -205,6 +224,12 @@ def scenario_p2p(rank: int, world: int) -> dict[str, Any]:
             with count_messages() as received:
                 big.recv(0)
             res["many_messages"] = received[0]
+            wide = wide_leaves(0.0)
+            leaf_a = wide["a"]
+            with count_messages() as received:
+                wide.recv(0)
+            res["wide"] = [received[0], dump_sums(wide), wide["a"] is leaf_a]
+            res["wide_remote"] = dump_sums(TensorDict.from_remote_init(src=0))
             res["many"] = all(big[f"k{i}"].eq(float(i)).all().item() for i in range(1000))
             sub = dist.new_group([0, 1])
             td = nested(0.0)

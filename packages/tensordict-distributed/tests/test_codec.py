@@ -26,19 +26,26 @@ def sample(value: float = 1.0) -> TensorDict:
 
 
 def transfer(src, template):
-    """What a receive does once the bytes have arrived."""
-    desc, data, meta = _message.pack(src, CPU)
-    hit = _message.cached(template, desc, data.numel())
+    """What a send and a receive do, the wire being a copy of each part into its target."""
+    desc, parts, meta, pooled = _message.pack_parts(src, CPU)
+    data_len = meta["nbytes"]
+    hit = _message.cached(template, desc, data_len)
     if hit is not None:
-        hit.buffer.copy_(data)
+        targets, kind = hit.targets, "cached"
+    else:
+        landing = _message.Landing(template, _message.parse(desc, "test"), data_len, CPU)
+        assert not landing.problems, landing.problems
+        targets, kind = landing.targets(_message.segments(meta, data_len)), "checked"
+    assert len(targets) == len(parts)
+    for target, part in zip(targets, parts):
+        target.copy_(part)
+    if hit is not None:
         hit.finish()
-        return "cached"
-    landing = _message.Landing(template, _message.parse(desc, "test"), data.numel(), CPU)
-    assert not landing.problems, landing.problems
-    landing.buffer.copy_(data)
-    landing.finish(template, desc)
-    _message.release(data, src)
-    return "checked"
+    else:
+        landing.finish(template, desc)
+    if pooled is not None:
+        _buffers.give(pooled)
+    return kind
 
 
 def test_round_trip_nested_lazy_non_tensor():
@@ -83,12 +90,59 @@ def test_mismatch_is_reported_and_nothing_written():
 
 def test_consolidated_sender_is_sent_from_its_own_buffer():
     src = sample(1.0).consolidate()
-    _, data, _ = _message.pack(src, CPU)
-    assert data.untyped_storage().data_ptr() == src["a"].untyped_storage().data_ptr()
-    _message.release(data, src)  # not given to the pool: it is the tensordict's own
-    assert all(
-        b.untyped_storage().data_ptr() != data.untyped_storage().data_ptr() for b in _buffers._free
-    )
+    _, parts, _, pooled = _message.pack_parts(src, CPU)
+    assert len(parts) == 1 and pooled is None  # nothing from the pool to give back
+    assert parts[0].untyped_storage().data_ptr() == src["a"].untyped_storage().data_ptr()
+
+
+def _ptr(t):
+    return t.untyped_storage().data_ptr() + t.storage_offset() * t.element_size()
+
+
+def test_large_leaves_travel_on_their_own_without_copies():
+    big = 1 << 19  # float32: 2 MiB, above LARGE_BYTES
+    assert big * 4 >= _message.LARGE_BYTES
+
+    def make(value):
+        return TensorDict(
+            {
+                "small": torch.full((3,), value),
+                "big": torch.full((big,), value),
+                "tail": {"x": torch.arange(4) + int(value), "y": torch.full((2, 2), value)},
+                "big2": torch.full((big,), -value, dtype=torch.float64),
+            },
+            [],
+        )
+
+    src, template = make(1.0), make(0.0)
+    desc, parts, meta, pooled = _message.pack_parts(src, CPU)
+    # packed bytes, big, packed bytes, big2: the large leaves are sent from their memory
+    assert len(parts) == 4 and len(meta["segments"]) == 4
+    assert _ptr(parts[1]) == _ptr(src["big"]) and _ptr(parts[3]) == _ptr(src["big2"])
+    _buffers.give(pooled)
+    # the receiver takes the large parts straight into its own (contiguous) leaves
+    landing = _message.Landing(template, meta, meta["nbytes"], CPU)
+    targets = landing.targets(_message.segments(meta, meta["nbytes"]))
+    assert _ptr(targets[1]) == _ptr(template["big"]) and _ptr(targets[3]) == _ptr(template["big2"])
+    # "small" is alone in the first packed part: it lands directly too; only the two
+    # leaves packed together ("tail") are copied out of the buffer
+    assert sorted(d.shape for d, _ in landing.pairs) == [torch.Size([2, 2]), torch.Size([4])]
+    landing.discard()
+    big_before, big2_before = template["big"], template["big2"]
+    assert transfer(src, template) == "checked"
+    assert (template == make(1.0)).all()
+    assert template["big"] is big_before  # written in place
+    src["big"].fill_(3.0)
+    src["tail", "x"].fill_(9)
+    assert transfer(src, template) == "cached"
+    assert (template["big"] == 3.0).all() and (template["tail", "x"] == 9).all()
+    assert (template["big2"] == -1.0).all() and template["big2"] is big2_before
+    # a destination leaf that cannot take the bytes directly: received into the buffer
+    odd = make(0.0).set("big", torch.zeros(2 * big)[::2])
+    assert transfer(src, odd) == "checked"
+    assert (odd["big"] == 3.0).all() and (odd["small"] == 1.0).all()
+    with pytest.raises(ValueError, match="segments"):
+        _message.segments({"segments": [[0, 8], [4, 16]]}, 16)  # overlapping parts
 
 
 def test_tensorclass_names_resolve_only_from_imported_modules(monkeypatch):

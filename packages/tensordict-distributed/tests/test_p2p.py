@@ -59,6 +59,12 @@ def test_point_to_point(run_ranks, scenarios):
     # 1,000 leaves, one transfer: a header, the description and one buffer each way
     assert r["many"] is True
     assert sender["many_messages"] == 3 and r["many_messages"] == 3
+    # leaves of 2 MiB travel as messages of their own, straight into the receiver's leaves
+    messages, sums, in_place = r["wide"]
+    assert sender["wide_messages"] == messages == 2 + 3  # header, description, a, [s], b
+    n = 1 << 19
+    assert sums == {"a": 1.0 * n, "s": 2.0 * 3, "b": 3.0 * n / 2} and in_place is True
+    assert r["wide_remote"] == {"a": 2.0 * n, "s": 3.0 * 3, "b": 4.0 * n / 2}
     # a subgroup, by group rank and by global rank
     assert r["group_src"] == _ok(scenarios, 16.0)
     assert r["group_global"] == _ok(scenarios, 17.0)

@@ -298,12 +298,26 @@ def _copy_leaves(plan: _Plan, buffer: _Tensor) -> None:
 _Step = tuple[Any, ...]
 
 
-def _copy_program(plan: _Plan, device: torch.device) -> list[_Step]:
-    """The steps that copy the plan's leaves into a buffer on ``device``. Runs of
-    contiguous leaves of one dtype become one ``cat``, their alignment gaps included as
-    small zero tensors of that dtype: one ``cat`` copies as fast as one memcpy, where a
-    copy per leaf is much slower for many small leaves. The steps hold (views of) the
-    leaves, so running them again copies the leaves' current values."""
+def _positions(plan: _Plan) -> list[int]:
+    """The byte offset of each of the plan's leaves in the buffer (aligned to ``ALIGN``)."""
+    out = []
+    pos = 0
+    for leaf in plan.leaves:
+        start = -(-pos // ALIGN) * ALIGN
+        out.append(start)
+        pos = start + leaf.numel() * leaf.element_size()
+    return out
+
+
+def _copy_program(
+    plan: _Plan, device: torch.device, skip: frozenset[int] = frozenset()
+) -> list[_Step]:
+    """The steps that copy the plan's leaves (but those whose index is in ``skip``) into
+    a buffer on ``device``. Runs of contiguous leaves of one dtype become one ``cat``,
+    their alignment gaps included as small zero tensors of that dtype: one ``cat`` copies
+    as fast as one memcpy, where a copy per leaf is much slower for many small leaves.
+    The steps hold (views of) the leaves, so running them again copies the leaves'
+    current values. The bytes of skipped leaves are left as they are."""
     steps: list[_Step] = []
     zeros: dict[torch.dtype, _Tensor] = {}
     pos = 0
@@ -316,10 +330,16 @@ def _copy_program(plan: _Plan, device: torch.device) -> list[_Step]:
             steps.append(("cat", run_start, run_dtype, list(run)))
             run.clear()
 
-    for leaf, stride in zip(plan.leaves, plan.strides):
+    for index, (leaf, stride) in enumerate(zip(plan.leaves, plan.strides)):
         start = -(-pos // ALIGN) * ALIGN
         nbytes = leaf.numel() * leaf.element_size()
         size = leaf.element_size()
+        if index in skip:
+            flush()
+            if start > pos:
+                steps.append(("zero", pos, start))
+            pos = start + nbytes
+            continue
         joins = bool(nbytes) and leaf.is_contiguous() and leaf.device == device
         if start > pos:
             if joins and run and run_dtype == leaf.dtype and (start - pos) % size == 0:
@@ -410,14 +430,44 @@ class Packing:
 
     def __init__(self, td: Any, device: Any = None, allow_pickle: bool = False) -> None:
         self.plan, self.meta, self.nbytes, self.device = _layout(td, device, allow_pickle)
-        self._program: list[_Step] | None = None
+        self._programs: dict[frozenset[int], list[_Step]] = {}
 
-    def fill(self, out: Callable[[int, torch.device], _Tensor | None] | None = None) -> _Tensor:
-        """The buffer: a new one, or the one ``out(nbytes, device)`` returns."""
+    def fill(
+        self,
+        out: Callable[[int, torch.device], _Tensor | None] | None = None,
+        skip: frozenset[int] = frozenset(),
+    ) -> _Tensor:
+        """The buffer: a new one, or the one ``out(nbytes, device)`` returns. The leaves
+        whose index is in ``skip`` (see :meth:`large_leaves`) are not copied: their bytes
+        are left as they are."""
         given = out(self.nbytes, self.device) if out is not None else None
-        if self._program is None:  # kept: filling again only runs the copies
-            self._program = _copy_program(self.plan, self.device)
-        return _fill_buffer(self.plan, self.nbytes, self.device, False, False, given, self._program)
+        program = self._programs.get(skip)
+        if program is None:  # kept: filling again only runs the copies
+            program = self._programs[skip] = _copy_program(self.plan, self.device, skip)
+        return _fill_buffer(self.plan, self.nbytes, self.device, False, False, given, program)
+
+    def offsets(self) -> list[int]:
+        """The byte offset of each leaf (in the order of ``plan.leaves``) in the buffer."""
+        return _positions(self.plan)
+
+    def large_leaves(self, min_bytes: int) -> list[tuple[int, int, _Tensor]]:
+        """``(index, byte offset, leaf)`` of the contiguous leaves on the buffer's device
+        of at least ``min_bytes``, in buffer order: a transport may send those from their
+        own memory rather than copy them into the buffer.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"big": torch.zeros(1000), "small": torch.zeros(3)}, [])
+        >>> [(i, offset) for i, offset, _ in Packing(td).large_leaves(1024)]
+        [(0, 0)]
+        """
+        return [
+            (i, start, leaf)
+            for i, (leaf, start) in enumerate(zip(self.plan.leaves, _positions(self.plan)))
+            if leaf.numel() * leaf.element_size() >= min_bytes
+            and leaf.is_contiguous()
+            and leaf.device == self.device
+        ]
 
 
 def pack(

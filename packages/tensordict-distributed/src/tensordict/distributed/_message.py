@@ -35,12 +35,20 @@ def unwrap(obj: Any) -> tuple[Any, str | None]:
     return obj, None
 
 
+#: Leaves of at least this many bytes travel as messages of their own, from their own
+#: memory (no copy), and land straight in the receiver's leaf when it can take them; the
+#: other leaves are packed into one buffer. So the number of messages grows with the
+#: number of large leaves only, never with the number of small ones; a large leaf costs
+#: one message (tens of microseconds) instead of two copies of its bytes.
+LARGE_BYTES = 1 << 20
+
+
 def pack(
     obj: Any, device: torch.device | None, tensorclass_type: str | None = None
 ) -> tuple[bytes, torch.Tensor, dict[str, Any]]:
     """``(description, data, metadata)`` of ``obj``: JSON bytes and one ``uint8`` buffer on
     ``device``, and the metadata the JSON encodes. A consolidated ``obj`` is sent from its
-    own buffer; otherwise the buffer comes from the pool (:func:`release` gives it back
+    own buffer; otherwise the buffer comes from the pool (``_buffers.give`` takes it back
     once sent), and the layout and description of the last send of the same tensordict
     (same leaves, shapes, strides and non-tensor values) are reused."""
     td, cls_name = unwrap(obj)
@@ -50,22 +58,99 @@ def pack(
         if cls_name is not None:
             meta = {**meta, "tensorclass": cls_name}
         return _wire.dumps(meta), data, meta
+    sent = _sent_for(td, device, cls_name, None)
+    return sent.desc, sent.packing.fill(_buffers.take), sent.meta
+
+
+def pack_parts(
+    obj: Any, device: torch.device | None, tensorclass_type: str | None = None
+) -> tuple[bytes, list[torch.Tensor], dict[str, Any], torch.Tensor | None]:
+    """``(description, parts, metadata, pooled)``: :func:`pack` for point-to-point
+    transfers, whose data may go as several messages. Leaves of at least
+    :data:`LARGE_BYTES` are parts of their own (``uint8`` views of their memory); the
+    others are packed into ``pooled`` (a pool buffer to give back once sent, ``None``
+    when nothing is packed), whose ranges between the large leaves are the other parts.
+    The metadata's ``"segments"`` lists each part's byte range in the buffer it
+    describes (absent when the data is one part, the whole buffer)."""
+    td, cls_name = unwrap(obj)
+    cls_name = tensorclass_type or cls_name
+    if _wire.consolidated_buffer(td) is not None:
+        desc, data, meta = pack(obj, device, tensorclass_type)
+        return desc, [data] if data.numel() else [], meta, None
+    sent = _sent_for(td, device, cls_name, LARGE_BYTES)
+    packed = any(view is None for _, _, view in sent.segments)
+    pooled = sent.packing.fill(_buffers.take, sent.skip) if packed else None
+    parts = [
+        view if view is not None else pooled[start:stop]  # type: ignore[index]
+        for start, stop, view in sent.segments
+    ]
+    return sent.desc, parts, sent.meta, pooled
+
+
+def _sent_for(td: Any, device: Any, cls_name: str | None, large: int | None) -> _Sent:
+    """The layout, description and parts of sending ``td`` (kept from the last send of
+    the same tensordict when its leaves, shapes, strides and non-tensor values are the
+    same)."""
     hit = _SENT.get(id(td))
-    if hit is not None and hit[0]() is td and hit[1].device == device and hit[1].cls == cls_name:
+    if hit is not None and hit[0]() is td:
         sent = hit[1]
-        if sent.matches(_objects(td, [])):
-            return sent.desc, sent.packing.fill(_buffers.take), sent.meta
+        if (sent.device, sent.cls, sent.large) == (device, cls_name, large) and sent.matches(
+            _objects(td, [])
+        ):
+            return sent
     packing = _wire.plan(td, device)
     meta = packing.meta if cls_name is None else {**packing.meta, "tensorclass": cls_name}
-    desc = _wire.dumps(meta)
-    _remember_sent(td, _Sent(packing, meta, desc, _objects(td, []), device, cls_name))
-    return desc, packing.fill(_buffers.take), meta
+    segments, skip = _segments(packing, large)
+    if skip:
+        meta = {**meta, "segments": [[start, stop] for start, stop, _ in segments]}
+    sent = _Sent(packing, meta, _wire.dumps(meta), _objects(td, []), device, cls_name)
+    sent.large, sent.segments, sent.skip = large, segments, skip
+    _remember_sent(td, sent)
+    return sent
+
+
+def _segments(
+    packing: Any, large: int | None
+) -> tuple[list[tuple[int, int, torch.Tensor | None]], frozenset[int]]:
+    """``([(start, stop, view of a large leaf or None for packed bytes)], indices of the
+    large leaves)``: the parts of the buffer ``packing`` describes, in order."""
+    whole: list[tuple[int, int, torch.Tensor | None]] = (
+        [(0, packing.nbytes, None)] if packing.nbytes else []
+    )
+    big = {i for i, _, _ in packing.large_leaves(large)} if large is not None else set()
+    if not big:
+        return whole, frozenset()
+    out: list[tuple[int, int, torch.Tensor | None]] = []
+    run: tuple[int, int] | None = None  # packed bytes since the last large leaf
+    for i, (leaf, start) in enumerate(zip(packing.plan.leaves, packing.offsets())):
+        stop = start + leaf.numel() * leaf.element_size()
+        if i in big:
+            if run is not None:
+                out.append((*run, None))
+                run = None
+            out.append((start, stop, leaf.detach().reshape(-1).view(torch.uint8)))
+        elif stop > start:
+            run = (start if run is None else run[0], stop)
+    if run is not None:
+        out.append((*run, None))
+    return out, frozenset(big)
 
 
 class _Sent:
     """The layout and description of a tensordict sent before, with what it held."""
 
-    __slots__ = ("packing", "meta", "desc", "objects", "layouts", "device", "cls")
+    __slots__ = (
+        "packing",
+        "meta",
+        "desc",
+        "objects",
+        "layouts",
+        "device",
+        "cls",
+        "large",
+        "segments",
+        "skip",
+    )
 
     def __init__(
         self, packing: Any, meta: Any, desc: bytes, objects: list[Any], device: Any, cls: Any
@@ -73,6 +158,9 @@ class _Sent:
         self.packing, self.meta, self.desc = packing, meta, desc
         self.objects, self.device, self.cls = objects, device, cls
         self.layouts = [_layout_of(o) for o in objects]
+        self.large: int | None = None
+        self.segments: list[tuple[int, int, torch.Tensor | None]] = []
+        self.skip: frozenset[int] = frozenset()
 
     def matches(self, objects: list[Any]) -> bool:
         if len(objects) != len(self.objects):
@@ -147,18 +235,6 @@ def unpack(meta: dict[str, Any], data: torch.Tensor) -> Any:
     return wrap(_wire.decode(meta, data), meta.get("tensorclass"))
 
 
-def release(data: torch.Tensor, obj: Any) -> None:
-    """Give ``data`` (from :func:`pack`) back to the pool unless it is ``obj``'s own."""
-    td, _ = unwrap(obj)
-    own = td.__dict__.get("_consolidated") if hasattr(td, "__dict__") else None
-    if (
-        own is not None
-        and own["storage"].untyped_storage().data_ptr() == data.untyped_storage().data_ptr()
-    ):
-        return
-    _buffers.give(data)
-
-
 class Landing:
     """Where received data goes, and whether it fits the destination tensordict.
 
@@ -200,15 +276,45 @@ class Landing:
             self.buffer = _buffers.take(data_len, device)
         return self.buffer
 
+    def targets(self, segments: list[tuple[int, int]]) -> list[torch.Tensor]:
+        """Where each part of the data is received, in order: a part that is exactly one
+        leaf goes straight into the destination's leaf when that leaf is contiguous on
+        the same device (no copy afterwards); the others into the buffer."""
+        assert self.buffer is not None
+        if self.problems or self.received is None:
+            self.pairs: list[Any] = []
+            self.replace: list[Any] = []
+            self.received_targets = [self.buffer[a:b] for a, b in segments]
+            return self.received_targets
+        pairs, self.replace = _wire.copy_plan(self.target, self.received)
+        base = self.buffer.data_ptr()
+        direct = {}
+        for pair in pairs:
+            d, src = pair
+            if d.is_contiguous() and src.is_contiguous() and d.device == self.buffer.device:
+                start = src.data_ptr() - base
+                direct[(start, start + src.numel() * src.element_size())] = pair
+        out = []
+        taken = set()
+        for a, b in segments:
+            pair = direct.get((a, b))
+            if pair is not None and b > a:
+                out.append(pair[0].detach().reshape(-1).view(torch.uint8))
+                taken.add(id(pair))
+            else:
+                out.append(self.buffer[a:b])
+        self.pairs = [p for p in pairs if id(p) not in taken]
+        self.received_targets = out
+        return out
+
     def finish(self, template: Any, desc: bytes) -> None:
         """Write the received data into the destination (it fits: no problems), and
         remember how, for the next transfer of the same description into it."""
-        pairs, replace = _wire.copy_plan(self.target, self.received)
-        _wire.copy_pairs(pairs)
-        for store, key, value in replace:
+        _wire.copy_pairs(self.pairs)
+        for store, key, value in self.replace:
             store[key] = value
         assert self.buffer is not None
-        _remember(template, self.target, desc, self.buffer, pairs)
+        _remember(template, self.target, desc, self.buffer, self.pairs, self.received_targets)
 
     def discard(self) -> None:
         """Give a scratch buffer back after a failure."""
@@ -222,10 +328,16 @@ class Cached:
     leaves lands in the same buffer, and is copied with the same pairs, without parsing
     or checking again."""
 
-    __slots__ = ("desc", "batch_size", "objects", "shapes", "buffer", "pairs")
+    __slots__ = ("desc", "batch_size", "objects", "shapes", "buffer", "pairs", "targets")
 
     def __init__(
-        self, desc: bytes, target: Any, objects: list[Any], buffer: torch.Tensor, pairs: list[Any]
+        self,
+        desc: bytes,
+        target: Any,
+        objects: list[Any],
+        buffer: torch.Tensor,
+        pairs: list[Any],
+        targets: list[torch.Tensor],
     ):
         self.desc = desc
         self.batch_size = target.batch_size
@@ -233,6 +345,7 @@ class Cached:
         self.shapes = [o.shape if isinstance(o, torch.Tensor) else None for o in objects]
         self.buffer = buffer
         self.pairs = pairs
+        self.targets = targets  # where each part of the data is received
 
     def finish(self) -> None:
         _wire.copy_pairs(self.pairs)
@@ -261,14 +374,48 @@ def _objects(td: Any, out: list[Any]) -> list[Any]:
 
 
 def _remember(
-    template: Any, target: Any, desc: bytes, buffer: torch.Tensor, pairs: list[Any]
+    template: Any,
+    target: Any,
+    desc: bytes,
+    buffer: torch.Tensor,
+    pairs: list[Any],
+    targets: list[torch.Tensor],
 ) -> None:
     key = id(template)
     try:
         ref = weakref.ref(template, lambda _, key=key: _CACHE.pop(key, None))
     except TypeError:
         return
-    _CACHE[key] = (ref, Cached(desc, target, _objects(target, []), buffer, pairs))
+    _CACHE[key] = (ref, Cached(desc, target, _objects(target, []), buffer, pairs, targets))
+
+
+def segments(meta: dict[str, Any] | None, data_len: int) -> list[tuple[int, int]]:
+    """The byte ranges of the parts the data arrives in (see :func:`pack_parts`): the
+    description's ``"segments"``, checked, or the whole buffer.
+
+    >>> segments({"segments": [[0, 16], [32, 48]]}, 48), segments({}, 8), segments(None, 0)
+    ([(0, 16), (32, 48)], [(0, 8)], [])
+    """
+    raw = None if meta is None else meta.get("segments")
+    if raw is None:
+        return [(0, data_len)] if data_len else []
+    out: list[tuple[int, int]] = []
+    end = 0
+    for item in raw if isinstance(raw, list) else [None]:
+        ok = (
+            isinstance(item, list)
+            and len(item) == 2
+            and all(type(v) is int for v in item)
+            and end <= item[0] < item[1] <= data_len
+        )
+        if not ok:
+            raise ValueError(
+                f"the description's data segments {raw!r} do not fit {data_len} bytes "
+                "(increasing [start, stop) byte ranges are expected)."
+            )
+        out.append((item[0], item[1]))
+        end = item[1]
+    return out
 
 
 def cached(template: Any, desc: bytes, data_len: int) -> Cached | None:

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from tensordict import _wire
-from tensordict.distributed import _message, _peers
+from tensordict.distributed import _buffers, _message, _peers
 from tensordict.distributed._peers import Channel, wait
 
 _SEND_NAMES = ("dst", "group_dst")
@@ -94,22 +94,22 @@ def _post_send(
     reported to the receiver, which raises too, and then raised here.
     """
     try:
-        desc, data, _ = _message.pack(obj, ch.device, tensorclass_type)
+        desc, parts, meta, pooled = _message.pack_parts(obj, ch.device, tensorclass_type)
     except Exception as err:
         report_error(ch, tags, err, timeout)
         raise
-    head = _peers.header(_peers.STATUS_OK, len(desc), data.numel(), ch.device)
+    head = _peers.header(_peers.STATUS_OK, len(desc), int(meta["nbytes"]), ch.device)
     desc_t = _wire.bytes_tensor(desc, ch.device)
-    keep = [head, desc_t, data]  # alive until sent
+    keep = [head, desc_t, *parts]  # alive until sent
     works = [ch.isend(head, tags[0]), ch.isend(desc_t, tags[1])]
-    if data.numel():
-        works.append(ch.isend(data, tags[2]))
+    works += [ch.isend(part, tags[2]) for part in parts]
 
     def finish(limit: datetime.timedelta | None) -> None:
         for work in works:
             wait(work, f"{ch.what} to {ch.label}", limit)
         keep.clear()
-        _message.release(data, obj)
+        if pooled is not None:
+            _buffers.give(pooled)
 
     return finish
 
@@ -202,25 +202,25 @@ def _post_recv(
             raise _peers.RemoteError(
                 f"{what}: the sender failed before sending: {desc.decode(errors='replace')}"
             )
+
+        def receive(targets: list[torch.Tensor]) -> None:
+            works = [ch.irecv(t, tags[2]) for t in targets]
+            for work in works:
+                wait(work, what, limit)
+
         hit = _message.cached(template, desc, data_len) if template is not None else None
         if hit is not None:  # the same description into the same leaves as last time
-            if data_len:
-                wait(ch.irecv(hit.buffer, tags[2]), what, limit)
+            receive(hit.targets)
             hit.finish()
             return
         try:
             meta = _message.parse(desc, ch.label)
-        except ValueError as err:
-            meta, bad = None, err
-        else:
-            bad = None
+            parts = _message.segments(meta, data_len)
+        except ValueError as err:  # its parts are unknown: the data cannot be taken
+            raise ValueError(f"{what}: {err}") from None
         if template is None:
             landing = torch.empty(data_len, dtype=torch.uint8, device=ch.device)
-            if data_len:
-                wait(ch.irecv(landing, tags[2]), what, limit)
-            if bad is not None:
-                raise bad
-            assert meta is not None
+            receive([landing[a:b] for a, b in parts])
             if device is not None and landing.device != device:
                 landing = landing.to(device)
             result[0] = _message.unpack(meta, landing)
@@ -228,10 +228,7 @@ def _post_recv(
         plan = _message.Landing(template, meta, data_len, ch.device)
         assert plan.buffer is not None
         try:
-            if data_len:
-                wait(ch.irecv(plan.buffer, tags[2]), what, limit)
-            if bad is not None:
-                raise bad
+            receive(plan.targets(parts))
             if plan.problems:
                 raise ValueError(
                     f"{what}: the received tensordict does not fit this one; nothing was "
