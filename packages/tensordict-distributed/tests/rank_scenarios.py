@@ -378,6 +378,12 @@ def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
         with count_messages(*collectives) as calls:
             wide.all_reduce()
         res["wide"] = [calls[0], [wide[k].unique().tolist() for k in "abc"]]
+        # the same leaves consolidated on one rank only: the same buckets everywhere
+        mixed = TensorDict({k: torch.full((3 << 18,), float(rank + i)) for i, k in enumerate("ab")})
+        if rank == 0:
+            mixed = mixed.consolidate()
+        mixed.all_reduce()
+        res["mixed"] = [mixed[k].unique().tolist() for k in "ab"]
         total = sum(range(world))
         res["many"] = all(big[f"k{i}"].eq(total + world * i).all().item() for i in range(1000))
     res["unpickled"] = hits

@@ -66,6 +66,7 @@ def test_collectives(run_ranks, scenarios, world):
         calls, values = r["wide"]
         assert calls == 1 + 3
         assert values == [[float(sum(range(world)) + world * i)] for i in range(3)]
+        assert r["mixed"] == [[float(sum(range(world)) + world * i)] for i in range(2)]
     members = [0, world - 1]
     for rank in members:
         r = res[rank]

@@ -9,10 +9,11 @@ that cannot encode its tensordict says so in its header and every rank raises.
 leaves (keys, dtypes, numbers of elements) with one small ``all_gather``: ranks whose tensordicts
 differ would otherwise hand the backend buffers of different sizes, which gloo answers
 by aborting the process. On a mismatch every rank raises ``ValueError`` naming the
-differences. Then the leaves go in buckets of one dtype and device: leaves that sit back
-to back in memory (a consolidated tensordict) are reduced where they are, in one bucket;
-others are packed into flat buckets of about 4 MiB, reduced and copied back, so that
-packing, reducing and copying overlap (``bucket_bytes`` sets the bucket size).
+differences. Then the leaves go in buckets of one dtype and device, of about 4 MiB
+(``bucket_bytes`` sets the size; the buckets depend on dtypes and sizes only, so every
+rank launches the same collectives): a bucket whose leaves sit back to back in memory
+(a consolidated tensordict, a large leaf) is reduced where it is; others are packed into
+one flat tensor, reduced and copied back, packing, reducing and copying overlapping.
 """
 
 from __future__ import annotations
@@ -348,16 +349,17 @@ def _span(tensors: list[torch.Tensor]) -> torch.Tensor | None:
     return first.detach().as_strided((pos - first.storage_offset(),), (1,))
 
 
-#: Without ``bucket_bytes``, leaves that must be packed go in buckets of about this size:
-#: packing one bucket, reducing the previous one and copying back the one before overlap
-#: (and stay in cache), where one bucket of everything would do them one after the other.
+#: The default bucket size: packing one bucket, reducing the previous one and copying
+#: back the one before overlap (and stay in cache), where one bucket of everything would
+#: do them one after the other.
 PIPELINE_BYTES = 4 << 20
 
 
 def _buckets(leaves: list[torch.Tensor], bucket_bytes: int | None) -> list[list[torch.Tensor]]:
-    """The leaves in buckets of one dtype and device: of at most ``bucket_bytes``; by
-    default one per dtype and device when its leaves are back to back in memory (a
-    consolidated tensordict, reduced where it is), else of about :data:`PIPELINE_BYTES`."""
+    """The leaves in buckets of one dtype and device, of at most ``bucket_bytes`` (default
+    :data:`PIPELINE_BYTES`; a larger leaf is a bucket of its own). The buckets depend only
+    on the leaves' dtypes and sizes, which every rank checked are the same, never on their
+    memory layout: every rank launches the same collectives."""
     if bucket_bytes is not None and (isinstance(bucket_bytes, bool) or bucket_bytes <= 0):
         raise ValueError(f"bucket_bytes must be a positive number of bytes, got {bucket_bytes!r}.")
     groups: dict[tuple[torch.device, torch.dtype], list[torch.Tensor]] = {}
@@ -367,9 +369,7 @@ def _buckets(leaves: list[torch.Tensor], bucket_bytes: int | None) -> list[list[
         groups.setdefault((t.device, t.dtype), []).append(t)
     out = []
     for members in groups.values():
-        limit = bucket_bytes
-        if limit is None and _span(members) is None:
-            limit = PIPELINE_BYTES
+        limit = PIPELINE_BYTES if bucket_bytes is None else bucket_bytes
         bucket: list[torch.Tensor] = []
         size = 0
         for t in members:
@@ -473,10 +473,10 @@ def td_all_reduce(
     every rank. Every rank must hold the same tensor leaves (checked first; non-tensor
     values are left alone).
 
-    By default one collective per dtype and device for leaves back to back in memory (a
-    consolidated tensordict, reduced in place), and buckets of about 4 MiB for leaves that
-    must be packed (packing, reducing and copying back then overlap); or buckets of at
-    most ``bucket_bytes``. With ``async_op=True`` returns the works/futures to ``wait()`` on
+    One collective per bucket of one dtype and device, of at most ``bucket_bytes``
+    (default 4 MiB, so that packing, reducing and copying back overlap); a bucket whose
+    leaves are back to back in memory (a consolidated tensordict, a large leaf) is reduced
+    where it is, without copies. With ``async_op=True`` returns the works/futures to ``wait()`` on
     (the leaf check before it is synchronous); otherwise returns ``None``.
     """
     dist = _dist()
