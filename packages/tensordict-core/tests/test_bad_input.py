@@ -3,12 +3,13 @@ expected, and a tensordict left exactly as it was (compared against a clone take
 
 from __future__ import annotations
 
+import copy
 import re
 
 import pytest
 import torch
 
-from tensordict import TensorDict, cat, stack
+from tensordict import TensorDict, cat, from_consolidated, stack
 
 
 def make_td():
@@ -432,3 +433,127 @@ def test_stack_nested_batch_size_mismatch_raises():
     t2 = TensorDict({"n": TensorDict({"x": torch.zeros(2, 3)}, [2])}, [2])
     with pytest.raises(RuntimeError, match="'n'|\\('n'"):
         torch.stack([t1, t2])
+
+
+# ---------------------------------------------------------------- issue 8, section 4
+def test_rename_key_into_its_own_subtree_moves_it(td):
+    leaves = {k: v for k, v in td["n"].items(True, True)}
+    td.rename_key_("n", ("n", "moved"))
+    assert set(td["n"].keys()) == {"moved"}
+    for key, value in leaves.items():
+        assert td["n", "moved", *(key if isinstance(key, tuple) else (key,))] is value
+
+
+def test_nested_tensordict_of_a_locked_one_cannot_be_unlocked(td):
+    td.lock_()
+    with pytest.raises(RuntimeError, match="Unlock the root"):
+        td["n"].unlock_()
+    assert td["n"].is_locked and td["n", "m"].is_locked
+    with pytest.raises(RuntimeError, match="locked"):
+        td["n", "new"] = torch.zeros(2, 3)
+    assert "new" not in td["n"].keys()
+    with td.unlock_():  # the root can, and its context re-locks everything
+        assert not td["n"].is_locked
+        td["n", "new"] = torch.zeros(2, 3)
+    assert td["n"].is_locked and td["n"]["new"].shape == (2, 3)
+
+
+def test_unlock_of_a_tensordict_shared_with_another_locked_one_is_refused():
+    shared = TensorDict(x=torch.zeros(2), batch_size=[2])
+    a = TensorDict(s=shared, batch_size=[2]).lock_()
+    b = TensorDict(s=shared, batch_size=[2]).lock_()
+    with pytest.raises(RuntimeError, match="another locked"):
+        a.unlock_()
+    assert a.is_locked and b.is_locked and shared.is_locked
+
+
+def test_members_of_a_locked_lazy_stack_cannot_be_unlocked():
+    lazy = torch.stack([TensorDict(x=torch.zeros(2)), TensorDict(x=torch.ones(2))]).to_lazystack(0)
+    lazy.lock_()
+    with pytest.raises(RuntimeError, match="Unlock the root"):
+        lazy.tensordicts[1].unlock_()
+    assert lazy.is_locked
+    lazy.unlock_()
+    assert not any(m.is_locked for m in lazy.tensordicts)
+
+
+def test_locked_update_with_a_new_batch_size_changes_nothing(td, assert_td_equal):
+    td.lock_()
+    before = td.clone()
+    smaller = td[:1].clone()
+    with pytest.raises(RuntimeError, match="locked"):
+        td.update(smaller, update_batch_size=True)
+    assert td.batch_size == (2, 3)
+    assert_td_equal(td, before)
+
+
+def test_update__checks_every_key_before_writing(td, unchanged):
+    with pytest.raises(RuntimeError, match=r"\('n', 'b'\)"):  # "a" comes first, stays
+        td.update_({"a": torch.ones(2, 3), "n": {"b": torch.ones(2, 3, 5)}})
+    grad = TensorDict(a=torch.zeros(2), g=torch.zeros(2, requires_grad=True), batch_size=[2])
+    with pytest.raises(RuntimeError, match="'g'.*requires grad"):
+        grad.update_({"a": torch.ones(2), "g": torch.ones(2)})
+    assert torch.equal(grad["a"], torch.zeros(2)) and torch.equal(grad["g"], torch.zeros(2))
+
+
+@pytest.mark.parametrize("op", ["div_", "add_", "mul_", "sub_"])
+def test_in_place_op_over_float_and_int_leaves_writes_nothing(td, unchanged, op):
+    with pytest.raises(RuntimeError, match=r"\('n', 'b'\)|'b'"):
+        getattr(td, op)(2.5)
+
+
+def test_names_at_construction_that_contradict_the_nested_ones():
+    nested = TensorDict(x=torch.zeros(3, 4), batch_size=[3, 4], names=["a", "b"])
+    with pytest.raises(RuntimeError, match="'n'"):
+        TensorDict(n=nested, batch_size=[3, 4], names=["c", "d"])
+    assert nested.names == ["a", "b"]
+    assert TensorDict(n=nested, batch_size=[3, 4], names=["a", "b"]).names == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    "key,value,where",
+    [("a", "text", "'a'"), ("n", torch.zeros(2, 3), "'n'"), ("s", torch.zeros(2, 3), "'s'")],
+)
+def test_set__of_another_kind_names_the_key(td, unchanged, key, value, where):
+    with pytest.raises(ValueError, match=where) as info:
+        td.set_(key, value)
+    assert isinstance(info.value, RuntimeError)  # both, as the reference
+
+
+def test_update_through_a_leaf_is_a_key_error(td, unchanged):
+    with pytest.raises(KeyError, match="'a'"):
+        td.update({("a", "x"): torch.zeros(2, 3)})
+    with pytest.raises(KeyError, match="'a'"):
+        td.update_({("a", "x"): torch.zeros(2, 3)})
+
+
+@pytest.mark.parametrize("shape", [2.5, (2.0, 3), "6"])
+def test_reshape_with_a_non_int_size(td, unchanged, shape):
+    with pytest.raises(TypeError, match="shape") as info:
+        td.reshape(shape)
+    assert isinstance(info.value, RuntimeError)
+
+
+@pytest.mark.parametrize(
+    "args,error", [((0, 5, 1), IndexError), ((1, -4, 1), IndexError), ((1, 2, 2), RuntimeError)]
+)
+def test_narrow_out_of_range_raises_as_torch(td, unchanged, args, error):
+    with pytest.raises(error, match="narrow"):
+        td.narrow(*args)
+    with pytest.raises(error):
+        torch.zeros(td.batch_size).narrow(*args)  # the same error type as torch's
+    assert torch.equal(td.narrow(1, -1, 1)["a"], td["a"][:, -1:])
+
+
+def test_flip_with_a_repeated_dim(td, unchanged):
+    with pytest.raises(TypeError, match="repeat") as info:
+        td.flip(0, 0)
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_consolidated_metadata_with_a_negative_batch_size():
+    cons = TensorDict(n=TensorDict(batch_size=[3]), batch_size=[3]).consolidate(metadata=True)
+    bad = copy.deepcopy(cons._consolidated["metadata"])
+    bad["td"]["entries"]["n"]["batch_size"] = [-3]
+    with pytest.raises(ValueError, match=r"batch_size \[-3\] at 'n'"):
+        from_consolidated(cons._consolidated["storage"], bad)

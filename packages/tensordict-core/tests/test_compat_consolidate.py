@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tensordict import TensorDict, from_consolidated
+from tensordict import LazyStackedTensorDict, TensorDict, from_consolidated
 from tensordict.utils import TensorDictFuture
 
 
@@ -80,3 +80,31 @@ def test_return_early(tmp_path: Path, use_file: bool) -> None:
         td.consolidate(return_early=True, use_buffer=True)
     with pytest.raises(NotImplementedError, match="non_blocking"):
         td.consolidate(return_early=True, non_blocking=True)
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_torch_load_with_weights_only(tmp_path: Path, lazy: bool) -> None:
+    # torch.load's default (weights_only=True) rebuilds a consolidated tensordict
+    td = _njt_td().exclude("njt", "njt_lengths")
+    if lazy:
+        td = LazyStackedTensorDict(*td.unbind(0), stack_dim=0)
+    torch.save(td.consolidate(), tmp_path / "td.pt")
+    loaded = torch.load(tmp_path / "td.pt")
+    assert type(loaded) is type(td) and loaded.is_consolidated()
+    assert torch.equal(loaded["a"], td["a"])
+    assert loaded[0]["s"] == "text"
+
+
+def test_torch_load_with_weights_only_refuses_pickled_objects(tmp_path: Path) -> None:
+    td = TensorDict(a=torch.zeros(2), o=Path("x"), batch_size=[2])  # not JSON data
+    torch.save(td.consolidate(allow_pickle=True), tmp_path / "td.pt")
+    with pytest.raises(pickle.UnpicklingError):
+        torch.load(tmp_path / "td.pt")
+    assert torch.load(tmp_path / "td.pt", weights_only=False)["o"] == Path("x")
+
+
+def test_empty_lazy_stack_round_trip() -> None:
+    empty = LazyStackedTensorDict(stack_dim=1, batch_size=[2, 3])
+    out = empty.consolidate()
+    assert out.batch_size == empty.batch_size == torch.Size([2, 0, 3])
+    assert pickle.loads(pickle.dumps(out)).batch_size == empty.batch_size

@@ -13,7 +13,7 @@ import torch
 
 from tensordict import _kinds
 from tensordict._collection import data_of
-from tensordict._errors import lock_error, missing_key
+from tensordict._errors import InplaceWriteError, KeyThroughLeafError, lock_error, missing_key
 from tensordict._keys import NestedKey, unravel_key
 from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._shape import parse_batch_size, parse_device
@@ -146,7 +146,8 @@ class DictOps:
                 ):
                     continue
                 target = self
-                for part in path[len(prefix) : -1]:
+                nested_in_other = None
+                for i, part in enumerate(path[len(prefix) : -1], len(prefix)):
                     sub = target._tensordict.get(part)
                     if sub is None:
                         sub = self._new_unsafe(
@@ -154,7 +155,22 @@ class DictOps:
                         )
                         plan.append((target, part, sub))
                         target._validate_value(part, sub)
-                    target = sub
+                    elif not isinstance(data_of(sub), TensorDictBase):
+                        raise KeyThroughLeafError(
+                            f"update(): cannot write {unravel_key(path)!r}: the entry "
+                            f"{unravel_key(path[: i + 1])!r} is a {type(sub).__name__}, not a "
+                            "tensordict."
+                        )
+                    elif not isinstance(data_of(sub), _kinds.Dense):  # a lazy stack…
+                        nested_in_other = (part, sub, path[i + 1 :])
+                        break
+                    target = data_of(sub)
+                if nested_in_other is not None:  # it updates a copy of itself, swapped in
+                    part, sub, rest = nested_in_other
+                    new_sub = sub.copy()
+                    new_sub.update({rest: value}, clone)
+                    plan.append((target, part, new_sub))
+                    continue
                 last = path[-1]
             current = data_of(target._tensordict.get(last))  # a tensorclass: its data
             if (
@@ -540,6 +556,7 @@ class DictOps:
 
 def write_inplace(key: Any, current: Any, value: Any, non_blocking: bool) -> None:
     """Copy ``value`` into the stored ``current`` entry, keeping its storage."""
+    _check_same_kind(key, current, value)
     if isinstance(current, _Tensor):
         if not isinstance(value, _Tensor):
             value = torch.as_tensor(value)
@@ -558,6 +575,37 @@ def write_inplace(key: Any, current: Any, value: Any, non_blocking: bool) -> Non
         current._assign(value)
     else:  # pragma: no cover - defensive
         raise TypeError(f"cannot write in place into {type(current).__name__} at {key!r}.")
+
+
+def _kind(value: Any) -> str:
+    """The kind of an entry or value, for :func:`_check_same_kind`."""
+    if isinstance(value, _Tensor):
+        return "tensor"
+    if isinstance(value, dict) or isinstance(data_of(value), TensorDictBase):
+        return "tensordict"
+    if isinstance(value, NON_TENSOR):
+        return "non-tensor value"
+    return "other"  # a number, an array…: becomes a tensor
+
+
+_WRITABLE = {
+    ("tensor", "tensor"),
+    ("tensor", "other"),
+    ("tensordict", "tensordict"),
+    ("non-tensor value", "non-tensor value"),
+    ("non-tensor value", "other"),
+}
+
+
+def _check_same_kind(key: Any, current: Any, value: Any) -> None:
+    """Refuse an in-place write of a value of another kind than the stored entry."""
+    cur, val = _kind(current), _kind(value)
+    if (cur, val) not in _WRITABLE:
+        what = type(value).__name__ if val == "other" else val
+        raise InplaceWriteError(
+            f"cannot write a {what} in place into entry {unravel_key(key)!r}, which holds a "
+            f"{cur}; replace the entry with td.set(key, value) instead."
+        )
 
 
 def _single_value(key: Any, value: Any) -> Any:
@@ -670,6 +718,11 @@ def plan_update_(
             holder = td._get_tuple(sub[:-1], None)
             if holder is None:
                 raise _missing_in_place(path, td)
+            if not isinstance(data_of(holder), TensorDictBase):
+                raise KeyThroughLeafError(
+                    f"update_(): cannot write {unravel_key(path)!r}: the entry "
+                    f"{unravel_key(path[:-1])!r} is a {type(holder).__name__}, not a tensordict."
+                )
             plan_update_(holder, {sub[-1]: value}, wanted, path[:-1], pairs)
             continue
         current = store.get(sub[0], _MISSING)

@@ -30,6 +30,17 @@ class DimsError(ValueError, RuntimeError, IndexError):
     ``RuntimeError``/``IndexError`` that torch raises for a tensor."""
 
 
+class BadShapeError(TypeError, RuntimeError):
+    """A shape argument that is not made of ints (``reshape(2.5)``): the ``TypeError``
+    torch raises for a tensor that is also the ``RuntimeError`` the reference raises."""
+
+
+class InplaceWriteError(ValueError, RuntimeError):
+    """An in-place write (``set_``, ``update_``) of a value of another kind than the entry
+    (a string into a tensor, a tensor into a nested tensordict): a ``ValueError`` that is
+    also a ``RuntimeError``, as the reference raises."""
+
+
 def lock_error(key: object, what: str = "add") -> RuntimeError:
     """The error for adding, replacing or removing keys of a locked tensordict."""
     return RuntimeError(

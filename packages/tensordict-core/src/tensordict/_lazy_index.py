@@ -108,6 +108,10 @@ class LazyIndexOps(_kinds.LazyMixin):
         parts = [tds[j] if member_index is _MISSING else tds[j][member_index] for j in selector]
         if parts:
             return _kinds.Lazy._new(parts, pos, self._td_dim_name)
+        if tds:  # no member selected: an empty tensordict with the members' entries
+            one = tds[0] if member_index is _MISSING else tds[0][member_index]
+            empty: TensorDictBase = one.unsqueeze(pos)[(slice(None),) * pos + (slice(0, 0),)]
+            return empty
         new_bs = indexed_batch_size(normalize_index(index, self._batch_size), self._batch_size)
         return _kinds.Lazy._new([], pos, self._td_dim_name, new_bs)
 

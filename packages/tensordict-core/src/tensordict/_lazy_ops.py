@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict import _kinds
+from tensordict import _kinds, _lock
 from tensordict._consolidate import consolidated_to
 from tensordict._dict_ops import commit_in_place, plan_update_, with_entries, write_inplace
 from tensordict._errors import lock_error
@@ -25,8 +25,10 @@ from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
 from tensordict._keys import unravel_key
 from tensordict._shape import (
+    flip_dims,
     infer_shape,
     movedim_order,
+    narrow_slice,
     normalize_dim,
     parse_batch_size,
     unpack_shape,
@@ -187,9 +189,8 @@ class LazyShapeOps(_kinds.LazyMixin):
 
     def flip(self, dims: Any, *more_dims: int) -> Any:
         """Reverse the order along batch dimensions (the stack dimension reverses the members)."""
-        all_dims = unpack_shape((dims, *more_dims))
-        nb, sd = len(self._batch_size), self.stack_dim
-        ds = [normalize_dim(d, nb) for d in all_dims]
+        sd = self.stack_dim
+        ds = flip_dims((dims, *more_dims), len(self._batch_size))
         member_dims = [_member_dim(d, sd) for d in ds if d != sd]
         members = [td.flip(member_dims) if member_dims else td for td in self.tensordicts]
         if sd in ds:
@@ -207,7 +208,7 @@ class LazyShapeOps(_kinds.LazyMixin):
     def narrow(self, dim: int, start: int, length: int) -> Any:
         """Slice ``length`` entries from ``start`` along batch dimension ``dim``."""
         d = normalize_dim(dim, len(self._batch_size))
-        return self[(slice(None),) * d + (slice(start, start + length),)]
+        return self[(slice(None),) * d + (narrow_slice(self._batch_size[d], start, length),)]
 
     # ------------------------------------------------------------------ splitting
     def unbind(self, dim: int = 0) -> tuple[Any, ...]:
@@ -421,6 +422,7 @@ class LazyMemberOps(_kinds.LazyMixin):
     """Mixin: ``apply``, dict-like and device methods of a lazy stack, member by member."""
 
     _last_op: Any
+    _holds_lock = False  # whether lock_() counted a hold on the members (see _lock)
 
     def _from_members(self, members: list[Any]) -> LazyStackedTensorDict:
         if not members:
@@ -828,26 +830,40 @@ class LazyMemberOps(_kinds.LazyMixin):
 
     # ------------------------------------------------------------------ lock
     def lock_(self) -> Any:
-        """Lock every member; usable as a context manager that unlocks on exit."""
-        for td in self.tensordicts:
-            td.lock_()
+        """Lock every member; usable as a context manager that unlocks on exit. A member
+        of a locked stack cannot be unlocked on its own."""
+        if not self._holds_lock:
+            for td in self.tensordicts:
+                if isinstance(td, _kinds.Dense):
+                    _lock.hold(self, td)
+                else:
+                    td.lock_()
+            self._holds_lock = True
         self._last_op = ("lock_", self._undo_lock)
         return self
 
     def unlock_(self) -> Any:
-        """Unlock every member; as a context manager, re-locks on exit."""
+        """Unlock every member (all checked first); as a context manager, re-locks on exit."""
+        held = 1 if self._holds_lock else 0
         for td in self.tensordicts:
-            td.unlock_()
+            if isinstance(td, _kinds.Dense):
+                _lock.check_unlock(td, held)
+        for td in self.tensordicts:
+            if not isinstance(td, _kinds.Dense):
+                td.unlock_()
+            elif held:
+                _lock.release(td)
+            else:
+                _lock.unlock(td)
+        self._holds_lock = False
         self._last_op = ("unlock_", self._undo_unlock)
         return self
 
     def _undo_lock(self) -> None:
-        for td in self.tensordicts:
-            td.unlock_()
+        self.unlock_()
 
     def _undo_unlock(self) -> None:
-        for td in self.tensordicts:
-            td.lock_()
+        self.lock_()
 
     # ------------------------------------------------------------------ devices
     def to(self, *args: Any, **kwargs: Any) -> Any:

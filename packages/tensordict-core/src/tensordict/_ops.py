@@ -353,21 +353,35 @@ def _check_inplace(
                 )
 
 
+def _category(dtype: torch.dtype) -> int:
+    """0 bool, 1 integer, 2 floating, 3 complex: a result can be cast in place into a dtype
+    of its category or a higher one (torch's same-kind casting)."""
+    if dtype.is_complex:
+        return 3
+    if dtype.is_floating_point:
+        return 2
+    return 0 if dtype == torch.bool else 1
+
+
+_SCALAR_CATEGORY = {bool: 0, int: 1, float: 2, complex: 3}
+
+
 def _result_castable(name: str, leaf: _Tensor, operand: Any, kwargs: dict[str, Any] | None) -> bool:
-    """Whether ``leaf.<name>(operand)`` gives a dtype that can be written into ``leaf``."""
-    if not isinstance(operand, (_Tensor, bool, int, float, complex)):
+    """Whether ``leaf.<name>(operand)`` gives a dtype that can be written into ``leaf``
+    (decided from the dtypes' categories, without calling torch: traceable)."""
+    if isinstance(operand, _Tensor):
+        other = _category(operand.dtype)
+    elif type(operand) in _SCALAR_CATEGORY:
+        other = _SCALAR_CATEGORY[type(operand)]
+    else:
         return True  # let the op itself judge
-    try:
-        result = torch.result_type(leaf, operand)
-    except (TypeError, RuntimeError):
-        return True
-    if (
-        name.rstrip("_") in ("div", "true_divide", "divide")
-        and not (kwargs or {}).get("rounding_mode")
-        and not (result.is_floating_point or result.is_complex)
+    mine = _category(leaf.dtype)
+    result = max(mine, other)
+    if name.rstrip("_") in ("div", "true_divide", "divide") and not (kwargs or {}).get(
+        "rounding_mode"
     ):
-        result = torch.get_default_dtype()  # true division of integers gives floats
-    return torch.can_cast(result, leaf.dtype)
+        result = max(result, 2)  # true division of integers gives floats
+    return result <= mine
 
 
 def _signed(name: str, params: str, impl: Callable[..., Any]) -> Callable[..., Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import torch
 
-from tensordict._errors import DimsError
+from tensordict._errors import BadShapeError, DimsError
 
 _Size = torch.Size
 _EMPTY = torch.Size([])
@@ -107,8 +107,55 @@ def unpack_shape(args: tuple[Any, ...]) -> tuple[int, ...]:
     ((2, 3), (2, 3))
     """
     if len(args) == 1 and not isinstance(args[0], int):
-        return tuple(args[0])
+        if not hasattr(args[0], "__iter__"):
+            raise BadShapeError(f"invalid shape {args[0]!r}: expected ints or a sequence of ints.")
+        args = tuple(args[0])
+    for size in args:
+        if not isinstance(size, int) and not hasattr(type(size), "__index__"):
+            raise BadShapeError(
+                f"invalid shape {tuple(args)}: every size must be an int, got "
+                f"{type(size).__name__} {size!r}."
+            )
     return args
+
+
+def flip_dims(args: tuple[Any, ...], ndim: int) -> list[int]:
+    """The batch dimensions ``flip(*args)`` reverses, normalised; a repeated one raises
+    (a ``TypeError`` that is also the ``RuntimeError`` torch raises).
+
+    >>> flip_dims((0, -1), 3), flip_dims(([1, 2],), 3)
+    ([0, 2], [1, 2])
+    """
+    dims = [normalize_dim(d, ndim) for d in unpack_shape(args)]
+    if len(set(dims)) != len(dims):
+        raise BadShapeError(
+            f"flip(): dimension(s) {dims} repeat a dimension; each is flipped once."
+        )
+    return dims
+
+
+def narrow_slice(size: int, start: int, length: int) -> slice:
+    """The slice ``narrow(dim, start, length)`` takes along a dimension of ``size``, with
+    torch's checks (``IndexError`` for a start out of range, ``RuntimeError`` for a
+    length that runs past the end).
+
+    >>> narrow_slice(5, 1, 2), narrow_slice(5, -2, 2)
+    (slice(1, 3, None), slice(3, 5, None))
+    """
+    if not -size <= start <= size:
+        raise IndexError(
+            f"narrow(): start {start} is out of range for a dimension of size {size} "
+            f"(expected -{size} <= start <= {size})."
+        )
+    if length < 0:
+        raise RuntimeError(f"narrow(): length must be non-negative, got {length}.")
+    if start < 0:
+        start += size
+    if start + length > size:
+        raise RuntimeError(
+            f"narrow(): start ({start}) + length ({length}) exceeds the dimension's size ({size})."
+        )
+    return slice(start, start + length)
 
 
 def movedim_order(source: Any, destination: Any, ndim: int) -> list[int]:

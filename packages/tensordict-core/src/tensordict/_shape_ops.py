@@ -19,7 +19,14 @@ from tensordict._legacy import lazy_legacy
 from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
 from tensordict._nontensor import NON_TENSOR, NonTensorData
-from tensordict._shape import infer_shape, movedim_order, normalize_dim, unpack_shape
+from tensordict._shape import (
+    flip_dims,
+    infer_shape,
+    movedim_order,
+    narrow_slice,
+    normalize_dim,
+    unpack_shape,
+)
 from tensordict._shape_context import (
     inverse_flatten,
     inverse_permute,
@@ -401,9 +408,7 @@ class DenseShapeOps:
         >>> TensorDict({"a": torch.arange(3)}, [3]).flip(0)["a"]
         tensor([2, 1, 0])
         """
-        all_dims = unpack_shape((dims, *more_dims))
-        nb = self.batch_dims
-        ds = [normalize_dim(d, nb) for d in all_dims]
+        ds = flip_dims((dims, *more_dims), self.batch_dims)
         return self._map_batch(lambda x: x.flip(ds), self.batch_size, self._names)
 
     def fliplr(self) -> TensorDict:
@@ -437,7 +442,7 @@ class DenseShapeOps:
         tensor([1, 2])
         """
         d = normalize_dim(dim, self.batch_dims)
-        return self._index((slice(None),) * d + (slice(start, start + length),))
+        return self._index((slice(None),) * d + (narrow_slice(self.batch_size[d], start, length),))
 
     # ------------------------------------------------------------------ splitting
     def unbind(self, dim: int = 0) -> tuple[TensorDict, ...]:

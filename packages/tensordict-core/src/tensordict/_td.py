@@ -15,7 +15,7 @@ from typing import Any, overload
 import numpy as np
 import torch
 
-from tensordict import _kinds
+from tensordict import _kinds, _lock
 from tensordict._collection import data_of
 from tensordict._consolidate import ConsolidateOps
 from tensordict._device_ops import DeviceOps
@@ -108,6 +108,7 @@ class TensorDict(
     _batch_size: torch.Size
     _device: torch.device | None
     _names: list[str | None] | None
+    _lock_parents: int = 0  # the locked tensordicts holding this one (see _lock)
 
     def __init__(
         self,
@@ -153,6 +154,7 @@ class TensorDict(
             else:
                 self._set_tuple(_key_tuple(key), value, inplace=False, validated=False)
         if names is not None:
+            self._check_nested_names(names)
             self.names = names
         if lock:
             self.lock_()
@@ -290,6 +292,21 @@ class TensorDict(
         for sub in self._nested_named():
             sub.names = value + sub.names[nb:]
 
+    def _check_nested_names(self, names: Sequence[str | None]) -> None:
+        """Refuse (``RuntimeError``, before any renaming) names that contradict the names
+        the caller's nested tensordicts already give the shared dimensions."""
+        names = list(names)
+        for key, value in self._tensordict.items():
+            sub = data_of(value)
+            if not isinstance(sub, (TensorDict, _kinds.Lazy)):
+                continue
+            own = sub.names[: len(names)]
+            if any(a is not None and b is not None and a != b for a, b in zip(own, names)):
+                raise RuntimeError(
+                    f"names={names} contradict the names {own} that the nested tensordict "
+                    f"{key!r} gives these dimensions; rename one of them first."
+                )
+
     def _nested_named(self) -> list[Any]:
         """The nested tensordicts (of tensorclasses too) whose leading names follow ours."""
         out = []
@@ -417,8 +434,12 @@ class TensorDict(
                         f"the parent's names {self._names}."
                     )
                 value._set_names(list(self._names) + sub_names[nb:])
-            if self._is_locked and not value._is_locked:
-                value.lock_()
+            if self._is_locked:
+                inner = data_of(value)
+                if isinstance(inner, TensorDict):
+                    _lock.hold(self, inner)
+                elif not value._is_locked:
+                    value.lock_()
             return value
         if isinstance(value, dict):
             return TensorDict(value, batch_size=bs, device=self._device, names=self._names)
@@ -905,33 +926,30 @@ class TensorDict(
         >>> td.is_locked
         True
         """
-        self._propagate_lock(True)
+        _lock.lock(self)
         # (name, function, its argument), not a bound method: cheaper, and torch.compile
         # can rebuild it on a tensordict made in the compiled code
         self._last_op = ("lock_", TensorDict._undo_lock, self)
         return self
 
     def unlock_(self) -> TensorDict:
-        """Unlock the tensordict (and nested ones); as a context manager, re-locks on exit."""
-        self._propagate_lock(False)
+        """Unlock the tensordict (and nested ones); as a context manager, re-locks on exit.
+
+        A tensordict nested in a locked one cannot be unlocked on its own (``RuntimeError``):
+        unlock the root.
+        """
+        _lock.check_unlock(self)
+        _lock.unlock(self)
         self._last_op = ("unlock_", TensorDict._undo_unlock, self)
         return self
 
     def _undo_lock(self) -> None:
-        self._propagate_lock(False)
+        if not self._lock_parents:  # still held locked by a parent: stays locked
+            _lock.check_unlock(self)
+            _lock.unlock(self)
 
     def _undo_unlock(self) -> None:
-        self._propagate_lock(True)
-
-    def _propagate_lock(self, locked: bool) -> None:
-        self._is_locked = locked
-        for value in self._tensordict.values():
-            if isinstance(value, _Tensor):
-                continue
-            if isinstance(value, TensorDict):
-                value._propagate_lock(locked)
-            elif isinstance(value, TensorDictBase):
-                value.lock_() if locked else value.unlock_()
+        _lock.lock(self)
 
     # ------------------------------------------------------------------ batch size
     def auto_batch_size_(
