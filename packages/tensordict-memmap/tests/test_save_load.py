@@ -331,6 +331,17 @@ def test_progress_bar(tmp_path, capsys):
     assert capsys.readouterr().err == ""
 
 
+def test_progress_bar_on_loads(tmp_path, capsys):
+    TensorDict({"a": torch.zeros(1000)}, [1000]).memmap(tmp_path / "d")
+    capsys.readouterr()
+    TensorDict.load_memmap(tmp_path / "d")
+    assert "loading" not in capsys.readouterr().err  # mapping reads nothing: no bar
+    loaded = TensorDict.load_memmap(tmp_path / "d", progress=True)
+    assert "loading" in capsys.readouterr().err and (loaded["a"] == 0).all()
+    TensorDict.load(tmp_path / "d", device="meta", progress=False)
+    assert capsys.readouterr().err == ""
+
+
 def test_share_non_tensor_is_refused_clearly(tmp_path):
     with pytest.raises(NotImplementedError, match="share_non_tensor"):
         TensorDict({"a": "x"}, []).memmap(tmp_path, share_non_tensor=True)

@@ -14,6 +14,7 @@ from tensordict._keys import NestedKey, unravel_key
 from tensordict._kinds import is_tensorclass
 from tensordict.base import TensorDictBase
 from tensordict.memmap import _fs, _writer
+from tensordict.memmap._progress import Bar, wants_bar
 from tensordict.memmap._reader import Loader
 from tensordict.memmap._source import FolderSource
 from tensordict.memmap._tensor import MemoryMappedTensor, write_tensor_file
@@ -134,6 +135,7 @@ def load_memmap(
     allow_pickle: bool | None = None,
     classes: Iterable[type] = (),
     import_classes: bool = False,
+    progress: bool | None = None,
 ) -> TensorCollection:
     """Load a saved folder or archive, mapping the tensor files (no data is read).
 
@@ -143,6 +145,8 @@ def load_memmap(
     indices); ``out`` receives the loaded entries. Pickled non-tensor values need
     ``allow_pickle=True``. A class named in ``meta.json`` is used only if it is
     imported or registered, passed in ``classes``, or ``import_classes=True``.
+    ``progress`` shows a tqdm bar (``None``: automatic when the load reads ~1 GiB or more
+    — archive checksums, a copy to another device — on a terminal).
 
     >>> import tempfile, torch
     >>> import tensordict
@@ -168,13 +172,23 @@ def load_memmap(
         from tensordict.memmap import _archive
 
         with _archive.ArchiveSource(path, mode=mode, num_threads=num_threads) as source:
-            result = loader.load(source, subpath)
+            result = _load(loader, source, subpath, progress)
     else:
-        result = loader.load(FolderSource(path), subpath)
+        result = _load(loader, FolderSource(path), subpath, progress)
     if out is not None:
         out.update(result)
         return out
     return result
+
+
+def _load(loader: Loader, source: Any, subpath: NestedKey | None, progress: bool | None) -> Any:
+    """``loader.load`` with a progress bar over the bytes it reads (see :func:`wants_bar`)."""
+    work = 0
+    if progress or (progress is None and loader.reads_data(source)):
+        work = source.data_bytes()
+    with Bar(work, "loading", wants_bar(progress, work)) as bar:
+        loader.bar = bar
+        return loader.load(source, subpath)
 
 
 def load(
@@ -190,6 +204,7 @@ def load(
     allow_pickle: bool | None = None,
     classes: Iterable[type] = (),
     import_classes: bool = False,
+    progress: bool | None = None,
 ) -> TensorCollection:
     """Load a saved folder or archive (same as :func:`load_memmap`).
 
@@ -213,6 +228,7 @@ def load(
         allow_pickle=allow_pickle,
         classes=classes,
         import_classes=import_classes,
+        progress=progress,
     )
 
 

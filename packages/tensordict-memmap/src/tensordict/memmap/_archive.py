@@ -371,6 +371,10 @@ class ArchiveSource:
     def read_meta(self, rel: Rel) -> dict[str, Any]:
         return parse_meta(self.read_bytes(rel), self.describe(rel))
 
+    def data_bytes(self) -> int:
+        """Bytes of every tensor member (what a load that reads the data goes through)."""
+        return sum(i.file_size for n, (i, _) in self.members.items() if n.endswith(".memmap"))
+
     def tensor(self, rel: Rel, dtype: torch.dtype, shape: Any, mode: str | None) -> torch.Tensor:
         info, start = self.members[self._name(rel)]
         stored = info.compress_type == zipfile.ZIP_STORED

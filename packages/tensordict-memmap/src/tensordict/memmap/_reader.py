@@ -20,6 +20,7 @@ from tensordict import LazyStackedTensorDict, MetaData, NonTensorData, NonTensor
 from tensordict._keys import unravel_key
 from tensordict.memmap import _classes, _codec, _fs
 from tensordict.memmap._plan import META, META_FIELDS, RESERVED_ENTRIES, TC_INNER
+from tensordict.memmap._progress import Bar
 from tensordict.memmap._source import FolderSource, Rel
 from tensordict.memmap._tensor import parse_dtype, shape_numel
 from tensordict.memmap._writer import mark
@@ -53,6 +54,13 @@ class Loader:
         self.classes = tuple(classes)
         self.import_classes = import_classes
         self.source: Source = None
+        self.bar: Bar | None = None
+
+    def reads_data(self, source: Source) -> bool:
+        """Whether loading from ``source`` goes through the data: checksums of an archive,
+        or a copy to another device (mapping files reads nothing)."""
+        moves = self.device is not None and self.device.type not in ("cpu", "meta")
+        return moves or bool(getattr(source, "verify", False))
 
     # ------------------------------------------------------------------ entry points
     def load(self, source: Source, subpath: Any = None) -> Any:
@@ -192,7 +200,9 @@ class Loader:
             return torch.empty(shape, dtype=dtype, device="meta")
         tensor = self.source.tensor(path, dtype, shape, self.mode)
         if self.device is not None and self.device.type != "cpu":
-            return tensor.to(self.device, non_blocking=self.non_blocking)
+            tensor = tensor.to(self.device, non_blocking=self.non_blocking)
+        if self.bar is not None:
+            self.bar.update(shape_numel(shape) * dtype.itemsize)
         return tensor
 
     def _check_file(self, rel: Rel, nbytes: int, where: str, key: str) -> None:

@@ -84,6 +84,15 @@ class FolderSource:
             raise ValueError(f"{path!r} is not a regular file.")
         return info.st_size
 
+    def data_bytes(self) -> int:
+        """Bytes of every tensor file (what a load that reads the data goes through)."""
+        total = 0
+        for folder, _, files in os.walk(self.root):
+            total += sum(
+                os.path.getsize(os.path.join(folder, f)) for f in files if f.endswith(".memmap")
+            )
+        return total
+
     def tensor(self, rel: Rel, dtype: torch.dtype, shape: Any, mode: str | None) -> torch.Tensor:
         """Map a file whose size :meth:`file_size` has checked."""
         return map_file(self._str(rel), dtype, shape, mode, checked=True)
