@@ -4,19 +4,21 @@
 Two datasets (sizes configurable): ``--total-mb`` MiB split into ``--leaves`` float32
 tensors (default 1 GiB in 64 leaves), and ``--small-leaves`` tiny tensors (default
 10,000 of 100 floats). For each, in one run and in the same folder, best of
-``--repeat`` runs:
+``--repeat`` interleaved rounds:
 
 * ``raw write``: one ``write()`` per leaf of the same bytes into one file (the limit),
   and the same followed by ``fsync`` (the limit for a durable save);
 * ``td.memmap(prefix)``: the default save, atomic and durable (staging folder, fsync,
   rename); ``atomic=False``: writes in place, no fsync (the reference's default);
 * ``torch.save`` of the same tensors (a dict) and ``safetensors.torch.save_file``;
-* ``load_memmap`` (maps the files: reads nothing), ``load_memmap`` + reading every byte,
-  ``torch.load``, ``safetensors.torch.load_file`` and the raw ``read()`` of the file.
+* ``load_memmap`` (maps the files: reads nothing), ``load_memmap`` + reading every byte
+  (summing every leaf), ``torch.load``, ``safetensors.torch.load_file``, the raw
+  ``read()`` of the file, and that read followed by the same summing.
 
 Reads run on files that are in the page cache (they were just written), for every
 contestant alike. Ratios (``x`` = time / reference time) are printed against the named
-reference in the same run. Timings vary with the machine's load: run twice and compare.
+reference in the same run. Rounds are interleaved (each round runs every contestant once)
+and the best round counts. Timings vary with the machine's load: run twice and compare.
 
     python benchmarks/memmap_bench.py                     # 1 GiB / 64 leaves, 10k leaves
     python benchmarks/memmap_bench.py --total-mb 256 --small-leaves 2000 --repeat 2
@@ -42,16 +44,21 @@ import torch
 from tensordict import TensorDict
 
 
-def best(fn: Callable[[int], Any], repeat: int, setup: Callable[[int], Any] | None = None) -> float:
-    times = []
-    for i in range(repeat):
-        if setup is not None:
-            setup(i)
-        gc.collect()
-        start = time.perf_counter()
-        fn(i)
-        times.append(time.perf_counter() - start)
-    return min(times)
+def interleaved(
+    contestants: list[tuple[str, Callable[[], Any], Callable[[], Any] | None]], rounds: int
+) -> dict[str, float]:
+    """Best time of each contestant over ``rounds`` rounds, each round running every
+    contestant once in turn (so that a slow spell of the machine hits them all alike)."""
+    times: dict[str, list[float]] = {name: [] for name, _, _ in contestants}
+    for _ in range(rounds):
+        for name, fn, setup in contestants:
+            if setup is not None:
+                setup()
+            gc.collect()
+            start = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - start)
+    return {name: min(values) for name, values in times.items()}
 
 
 def raw_write(path: Path, tensors: list[torch.Tensor], fsync: bool) -> None:
@@ -75,6 +82,14 @@ def raw_read(path: Path, nbytes: int) -> int:
     return done
 
 
+def touch_raw(path: Path, nbytes: int) -> float:
+    """``raw read`` followed by the same summing as :func:`touch_all` (float32 data)."""
+    buf = bytearray(nbytes)
+    with open(path, "rb", buffering=0) as f:
+        f.readinto(buf)
+    return float(torch.frombuffer(buf, dtype=torch.float32).sum())
+
+
 def touch_all(td: TensorDict) -> float:
     total = 0.0
     for value in td.values(True, True):
@@ -87,62 +102,64 @@ def run_case(name: str, td: TensorDict, work: Path, repeat: int) -> list[dict]:
     tensors = [t.contiguous() for t in td.values(True, True)]
     nbytes = sum(t.numel() * t.element_size() for t in tensors)
     as_dict = {str(k): v for k, v in td.items(True, True)}
-    rows: list[dict] = []
+    raw, pt, st, folder = work / "raw.bin", work / "data.pt", work / "data.safetensors", work / "td"
 
-    def row(what: str, seconds: float, ref: str | None = None) -> None:
-        rows.append({"case": name, "what": what, "seconds": seconds, "ref": ref})
-
-    def fresh(path: Path) -> Callable[[int], None]:
-        def clean(_: int) -> None:
+    def fresh(path: Path) -> Callable[[], None]:
+        def clean() -> None:
             shutil.rmtree(path, ignore_errors=True)
             if path.exists():
                 path.unlink()
 
         return clean
 
-    raw = work / "raw.bin"
-    row("raw write", best(lambda i: raw_write(raw, tensors, False), repeat, fresh(raw)))
-    row("raw write + fsync", best(lambda i: raw_write(raw, tensors, True), repeat, fresh(raw)))
-    row("raw read", best(lambda i: raw_read(raw, nbytes), repeat))
-    pt = work / "data.pt"
-    row("torch.save", best(lambda i: torch.save(as_dict, pt), repeat, fresh(pt)), "raw write")
-    row("torch.load", best(lambda i: torch.load(pt), repeat), "raw read")
     try:
         from safetensors.torch import load_file, save_file
-
-        st = work / "data.safetensors"
-        row(
-            "safetensors save_file",
-            best(lambda i: save_file(as_dict, str(st)), repeat, fresh(st)),
-            "raw write",
-        )
-        row("safetensors load_file", best(lambda i: load_file(str(st)), repeat), "raw read")
     except ModuleNotFoundError:
-        pass
-    folder = work / "td"
-    row(
-        "td.memmap (atomic, fsync)",
-        best(lambda i: td.memmap(folder), repeat, fresh(folder)),
-        "raw write + fsync",
-    )
-    row(
-        "td.memmap (atomic=False)",
-        best(lambda i: td.memmap(folder, atomic=False), repeat, fresh(folder)),
-        "raw write",
-    )
-    row(
-        "load_memmap (map only)", best(lambda i: TensorDict.load_memmap(folder), repeat), "raw read"
-    )
-    row(
-        "load_memmap + read every byte",
-        best(lambda i: touch_all(TensorDict.load_memmap(folder)), repeat),
-        "raw read",
-    )
-    shutil.rmtree(folder, ignore_errors=True)
-    for path in (raw, pt, work / "data.safetensors"):
-        if path.exists():
-            path.unlink()
-    return rows
+        save_file = load_file = None  # type: ignore[assignment]
+    # (what, function, setup, reference): writes first, then the reads of what they wrote
+    plan: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, str | None]] = [
+        ("raw write", lambda: raw_write(raw, tensors, False), fresh(raw), None),
+        ("raw write + fsync", lambda: raw_write(raw, tensors, True), fresh(raw), None),
+        ("torch.save", lambda: torch.save(as_dict, pt), fresh(pt), "raw write"),
+    ]
+    if save_file is not None:
+        plan.append(
+            ("safetensors save_file", lambda: save_file(as_dict, str(st)), fresh(st), "raw write")
+        )
+    plan += [
+        (
+            "td.memmap (atomic, fsync)",
+            lambda: td.memmap(folder),
+            fresh(folder),
+            "raw write + fsync",
+        ),
+        (
+            "td.memmap (atomic=False)",
+            lambda: td.memmap(folder, atomic=False),
+            fresh(folder),
+            "raw write",
+        ),
+        ("raw read", lambda: raw_read(raw, nbytes), None, None),
+        ("torch.load", lambda: torch.load(pt), None, "raw read"),
+    ]
+    if load_file is not None:
+        plan.append(("safetensors load_file", lambda: load_file(str(st)), None, "raw read"))
+    plan += [
+        ("load_memmap (map only)", lambda: TensorDict.load_memmap(folder), None, "raw read"),
+        (
+            "load_memmap + read every byte",
+            lambda: touch_all(TensorDict.load_memmap(folder)),
+            None,
+            "raw read",
+        ),
+        ("raw read + read every byte", lambda: touch_raw(raw, nbytes), None, None),
+    ]
+    best = interleaved([(what, fn, setup) for what, fn, setup, _ in plan], repeat)
+    for path in (folder, raw, pt, st):
+        fresh(path)()
+    return [
+        {"case": name, "what": what, "seconds": best[what], "ref": ref} for what, _, _, ref in plan
+    ]
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

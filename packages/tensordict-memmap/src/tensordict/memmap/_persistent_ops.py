@@ -13,6 +13,16 @@ Three families:
 
 Every write is checked before anything reaches the file, so bad input leaves the file
 unchanged.
+
+>>> import tempfile, torch
+>>> from tensordict import PersistentTensorDict, TensorDict
+>>> with tempfile.TemporaryDirectory() as tmp:
+...     data = TensorDict({"a": torch.zeros(3, 2), "b": torch.ones(3)}, [3])
+...     h5 = PersistentTensorDict.from_dict(data, filename=tmp + "/d.h5")
+...     _ = h5.add_(1).update({"c": torch.arange(3)})  # written to the file
+...     print(sorted(h5.select("a", "c").keys()), h5.reshape(3, 1).batch_size, h5["a"].sum().item())
+...     h5.close()
+['a', 'c'] torch.Size([3, 1]) 6.0
 """
 
 from __future__ import annotations
