@@ -158,12 +158,20 @@ def test_nested_tensordict_added_while_unlocked_is_locked_with_parent():
 
 
 def test_new_tensordicts_from_a_locked_one_are_unlocked():
-    # clone / apply / arithmetic build new containers (views such as td[0] or .to() may
+    # clone / apply / comparisons build new containers (views such as td[0] or .to() may
     # keep the lock in the reference, so they are not asserted here)
     td = make_td().lock_()
-    for out in (td.clone(), td.apply(lambda x: x + 1), td + 1):
+    for out in (td.clone(), td.apply(lambda x: x + 1), td == 1):
         assert not out.is_locked
         out["free"] = torch.zeros(out.batch_size)
+
+
+def test_arithmetic_results_of_a_locked_tensordict_are_locked():
+    # as the reference: pointwise arithmetic keeps the lock
+    td = make_td().lock_()
+    for out in (td + 1, td.mul(2), td.add(td)):
+        assert out.is_locked and out is not td
+    assert not (make_td() + 1).is_locked
 
 
 def test_lock_at_construction_propagates():

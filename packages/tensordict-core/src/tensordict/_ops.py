@@ -234,10 +234,80 @@ def _foreach_unsupported() -> bool:
 
 
 def _operands(td: TensorDictBase, other: Any, leaves: list[Any], default: Any = None) -> Any:
-    """The operand matched to each leaf: a list for tensordicts, ``other`` otherwise."""
+    """The operand matched to each leaf: a list for tensordicts, ``other`` otherwise. A
+    tensor lines up with the batch dimensions (as the reference): it gets a trailing
+    dimension of size 1 per feature dimension of each leaf."""
     if is_tensor_collection(other):
         return td._aligned_tensors(other, default)
+    if isinstance(other, _Tensor) and other.ndim:
+        nb = len(td.batch_size)
+        shape = other.shape
+        return [other.view(*shape, *(1,) * (x.ndim - nb)) if x.ndim > nb else other for x in leaves]
     return other
+
+
+def _batch_broadcast(td: TensorDictBase, operands: tuple[Any, ...]) -> TensorDictBase:
+    """``td`` expanded to the batch shape that its operands broadcast it to (a tensor's
+    shape and a tensordict's batch size line up with the batch dimensions); ``td`` itself
+    when they do not enlarge it."""
+    bs = td.batch_size
+    for o in operands:
+        if isinstance(o, _Tensor):
+            shape = o.shape
+        elif is_tensor_collection(o):
+            shape = o.batch_size
+        else:
+            continue
+        if shape and shape != bs:
+            try:
+                new = torch.broadcast_shapes(shape, bs)
+            except RuntimeError:
+                raise RuntimeError(
+                    f"an operand of shape {tuple(shape)} does not broadcast with the batch "
+                    f"size {tuple(bs)} (operands line up with the batch dimensions)."
+                ) from None
+            if new != bs:
+                td, bs = td.expand(new), new
+    return td
+
+
+def _tensor_keys_of(td: Any) -> list[Any]:
+    return [k for k, v in td.items(True, True) if isinstance(v, _Tensor)]
+
+
+def _key_union(td: TensorDictBase, others: tuple[Any, ...], default: Any) -> tuple[Any, tuple]:
+    """``td`` and the tensordict operands on a common set of tensor leaves, for a binary
+    op with ``default``: ``"intersection"`` keeps the leaves all of them hold; another
+    value fills the leaves ``td`` lacks with it (the operands' own gaps are filled when
+    they are aligned)."""
+    colls = [o for o in others if is_tensor_collection(o)]
+    if not colls:
+        return td, others
+    mine = set(_tensor_keys_of(td))
+    if isinstance(default, str) and default == "intersection":
+        keep = set(mine)
+        for o in colls:
+            keep &= set(_tensor_keys_of(o))
+        drop = [k for k in mine if k not in keep]
+        td = td.exclude(*drop) if drop else td
+        others = tuple(
+            o.exclude(*[k for k in _tensor_keys_of(o) if k not in keep])
+            if is_tensor_collection(o)
+            else o
+            for o in others
+        )
+        return td, others
+    missing: dict[Any, _Tensor] = {}
+    for o in colls:
+        for k, v in o.items(True, True):
+            if isinstance(v, _Tensor) and k not in mine and k not in missing:
+                fill = torch.as_tensor(default, device=v.device)
+                missing[k] = fill.expand(v.shape) if fill.shape != v.shape else fill
+    if missing:
+        td = td.copy()
+        for k, v in missing.items():
+            td.set(k, v)
+    return td, others
 
 
 def _leafwise(func: Callable[..., Any], leaves: list[Any], operands: list[Any]) -> list[Any]:
@@ -453,6 +523,10 @@ def _make_binary(
     ) -> TensorDictBase:
         if kwargs:
             kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        source = self
+        if default is not None:
+            self, args = _key_union(self, args, default)
+        self = _batch_broadcast(self, args)
         leaves, operands, foreach_ok = gather(self, args, default, kwargs)
         try:
             if fe is not None and foreach_ok and leaves:
@@ -471,7 +545,10 @@ def _make_binary(
                     self, name, lambda x, *o: op(x, *o, **kwargs), leaves, operands, err
                 ) from None
             results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
-        return self._rebuild(iter(results))
+        out = self._rebuild(iter(results))
+        if with_inplace and source.is_locked:  # arithmetic keeps the lock (as the reference)
+            out.lock_()
+        return out
 
     def impl_(
         self: TensorDictBase, args: tuple[Any, ...], default: Any, kwargs: dict[str, Any]
@@ -645,6 +722,7 @@ def rsub(
     >>> TensorDict({"a": torch.ones(2)}, [2]).rsub(3)["a"]
     tensor([2., 2.])
     """
+    self = _batch_broadcast(self, (other,))
     leaves = self._flat_tensors([])
     other = _operands(self, other, leaves, default)
     alpha = 1 if alpha is None else alpha
@@ -664,6 +742,7 @@ def clamp(
     >>> TensorDict({"a": torch.tensor([-2., 0., 2.])}, [3]).clamp(-1, 1)["a"]
     tensor([-1.,  0.,  1.])
     """
+    self = _batch_broadcast(self, (min, max))
     leaves = self._flat_tensors([])
     lo, hi = _operands(self, min, leaves), _operands(self, max, leaves)
     result = self._rebuild(iter(_leafwise(lambda x, a, b: torch.clamp(x, a, b), leaves, [lo, hi])))

@@ -109,6 +109,7 @@ class Reduction:
     summary: str = ""
     example_args: str = ""
     torch_fn: Callable[..., Any] | None = None  # ``torch_fn(x, dims, keepdim)``, no options
+    out: bool = False  # takes ``out=``: a tensordict the result is written into, in place
 
 
 def _std(fn: Callable[..., Any]) -> Reduction:
@@ -171,12 +172,14 @@ REDUCTIONS: dict[str, Reduction] = {
         lambda x, d, k: torch.logsumexp(x, d, k),
         none_is_batch=True,
         summary="The log of the summed exponentials",
+        out=True,
     ),
     "norm": Reduction(
         lambda x, d, k, p=2.0, dtype=None: torch.linalg.vector_norm(x, p, d, k, dtype=dtype),
         full=lambda x, p=2.0, dtype=None: torch.linalg.vector_norm(x, p, dtype=dtype),
         kwargs=(("p", 2.0, "float"), ("dtype", None, "torch.dtype | None")),
         summary="The vector ``p``-norm",
+        out=True,
     ),
     "quantile": Reduction(
         lambda x, d, k, q=0.5, interpolation="linear": torch.quantile(
@@ -504,6 +507,8 @@ def _signature(name: str, spec: Reduction) -> inspect.Signature:
     params.append(P("keepdim", P.POSITIONAL_OR_KEYWORD, default=keepdim, annotation="bool"))
     params += [P(n, P.KEYWORD_ONLY, default=d, annotation=a) for n, d, a in spec.kwargs]
     params.append(P("reduce", P.KEYWORD_ONLY, default=None, annotation="bool | None"))
+    if spec.out:
+        params.append(P("out", P.KEYWORD_ONLY, default=None, annotation="TensorDictBase | None"))
     if name in KEY_TRANSFORM:
         params.append(
             P("key_transform", P.KEYWORD_ONLY, default=None, annotation="Callable | None")
@@ -574,6 +579,7 @@ def _make_reduction(name: str, spec: Reduction) -> Callable[..., Any]:
         "keepdim": False,
         **{n: d for n, d, _ in spec.kwargs},
         **({"key_transform": None} if name in KEY_TRANSFORM else {}),
+        **({"out": None} if spec.out else {}),
     }
     allowed = set(pos) | set(defaults)
     options = {n: d for n, d, _ in spec.kwargs}
@@ -603,15 +609,35 @@ def _make_reduction(name: str, spec: Reduction) -> Callable[..., Any]:
         if keepdim is NO_DEFAULT:
             keepdim = False
         key_transform = kw.pop("key_transform", None)
+        out = kw.pop("out", None)
         result = _reduce(self, name, spec, dim, keepdim, reduce, kw)
         if key_transform is not None and isinstance(result, TensorDictBase):
-            return _rename_levels(result, key_transform)
+            result = _rename_levels(result, key_transform)
+        if out is not None:
+            return _write_out(name, result, out)
         return result
 
     method.__name__ = method.__qualname__ = name
     method.__dict__["__signature__"] = _signature(name, spec)
     method.__doc__ = _doc(name, spec)
     return method
+
+
+def _write_out(name: str, result: Any, out: Any) -> Any:
+    """Write ``result`` into ``out`` (its tensors in place, missing entries added) and
+    return ``out``, as ``out=`` of a torch reduction does."""
+    if isinstance(result, _Tensor):
+        if not isinstance(out, _Tensor):
+            raise TypeError(f"{name}(reduce=True, out=...): out must be a tensor.")
+        return out.copy_(result)
+    if not isinstance(out, TensorDictBase):
+        raise TypeError(f"{name}(out=...): out must be a tensordict, got {type(out).__name__}.")
+    if out.batch_size != result.batch_size:
+        raise RuntimeError(
+            f"{name}(out=...): out has batch_size={tuple(out.batch_size)} but the result has "
+            f"batch_size={tuple(result.batch_size)}."
+        )
+    return out.update(result, inplace=True)
 
 
 def _make_cumulative(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
