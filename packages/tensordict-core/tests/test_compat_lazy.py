@@ -298,3 +298,30 @@ def test_update_batch_size_changes_the_number_of_members(source_is_lazy: bool) -
     with pytest.raises(RuntimeError, match="'b'"):  # b would be lost
         lazy.update(fewer, update_batch_size=True)
     assert lazy.batch_size == (5, 4) and len(lazy.tensordicts) == 5
+
+
+def test_maybe_dense_stack_is_dense_where_the_entries_agree() -> None:
+    td0 = TensorDict(
+        {"a": torch.zeros(2, 3), "b": TensorDict(c=torch.ones(2), batch_size=[2])}, [2]
+    )
+    td1 = TensorDict({"a": torch.ones(2, 3), "b": TensorDict(d=torch.ones(2), batch_size=[2])}, [2])
+    out = TensorDict.maybe_dense_stack([td0, td1], 1)
+    assert type(out) is TensorDict and out.batch_size == (2, 2)
+    assert torch.equal(out["a"], torch.stack([td0["a"], td1["a"]], 1))
+    nested = out.get("b")
+    assert isinstance(nested, LazyStackedTensorDict) and nested.stack_dim == 1
+    assert nested.tensordicts[0] is td0["b"]  # the nested tensordicts themselves
+    ragged = TensorDict({"a": torch.zeros(4)}, [])  # a top-level entry of another shape
+    assert isinstance(TensorDict.maybe_dense_stack([td0[0], ragged]), LazyStackedTensorDict)
+
+
+def test_a_list_laid_out_as_the_batch_goes_to_the_members() -> None:
+    lazy = LazyStackedTensorDict(TensorDict(), TensorDict())
+    lazy["b"] = [torch.full((2,), 2.0), torch.ones(1)]  # one tensor per member
+    assert [m["b"].tolist() for m in lazy.tensordicts] == [[2.0, 2.0], [1.0]]
+    grid = lazy_stack([lazy_stack([TensorDict() for _ in range(2)]) for _ in range(3)], 1)
+    grid["a"] = [[torch.ones(i * 3 + j + 1) for j in range(3)] for i in range(2)]
+    assert [[grid[i, j]["a"].shape[0] for j in range(3)] for i in range(2)] == [
+        [1, 2, 3],
+        [4, 5, 6],
+    ]

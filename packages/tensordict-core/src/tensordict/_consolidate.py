@@ -667,6 +667,17 @@ def _view(buffer: _Tensor, entry: dict[str, Any], path: tuple[str, ...], limit: 
     return view
 
 
+def _batch_size_of(node: dict[str, Any], path: tuple[str, ...]) -> torch.Size:
+    """The batch size recorded in ``node``, checked: a list of non-negative ints."""
+    value = node.get("batch_size", [])
+    if not isinstance(value, list) or not all(type(s) is int and s >= 0 for s in value):
+        raise ValueError(
+            f"from_consolidated: bad batch_size {value!r} at {unravel_key(path) or '<root>'!r} "
+            "(a list of non-negative ints is expected)."
+        )
+    return torch.Size(value)
+
+
 def _build(
     cls: type[TensorDict],
     node: dict[str, Any],
@@ -689,7 +700,15 @@ def _build(
                 f"{unravel_key(path) or '<root>'!r}."
             )
         built = [_build(cls, m, buffer, limit, allow_pickle, path, trusted) for m in members]
-        kwargs: dict[str, Any] = {} if built else {"batch_size": node.get("batch_size")}
+        kwargs: dict[str, Any] = {}
+        if not built:  # an empty stack: the members' batch size (the stack's less its dim)
+            full = _batch_size_of(node, path)
+            sd = node.get("stack_dim", 0)
+            if not isinstance(sd, int) or not 0 <= sd < len(full):
+                raise ValueError(
+                    f"from_consolidated: bad stack_dim {sd!r} at {unravel_key(path) or '<root>'!r}."
+                )
+            kwargs["batch_size"] = full[:sd] + full[sd + 1 :]
         dim_name = node.get("stack_dim_name")
         if dim_name is not None and not isinstance(dim_name, str):
             raise ValueError(
@@ -699,7 +718,7 @@ def _build(
         return lazy_cls(  # type: ignore[return-value]
             *built, stack_dim=node.get("stack_dim", 0), stack_dim_name=dim_name, **kwargs
         )
-    batch_size = torch.Size(node.get("batch_size", []))
+    batch_size = _batch_size_of(node, path)
     device = None if node.get("device") is None else buffer.device
     names = node.get("names")
     store: dict[str, Any] = {}
@@ -996,6 +1015,12 @@ def _unpickle_consolidated(buffer: _Tensor, metadata: dict[str, Any]) -> TensorD
     # ``object`` entries are only used inside a pickle; keep JSON-able metadata on the result
     _to_json_entries(metadata["td"])
     return out
+
+
+# ``torch.load`` (``weights_only=True`` by default) may rebuild a consolidated tensordict: the
+# pickle holds only the buffer (a tensor) and plain metadata (dicts, lists, strings, numbers),
+# and rebuilding views the buffer without unpickling anything (allow_pickle=False).
+torch.serialization.add_safe_globals([_unpickle_consolidated])
 
 
 def _to_json_entries(node: dict[str, Any]) -> None:

@@ -616,7 +616,9 @@ def maybe_dense_stack(
     out: TensorDictBase | None = None,
     **kwargs: Any,
 ) -> TensorDictBase:
-    """Stack densely when the tensordicts share keys and shapes, lazily otherwise.
+    """Stack densely when the tensordicts share keys and shapes, lazily otherwise: dense
+    tensordicts with the same keys and tensor shapes whose nested tensordicts differ give
+    a dense stack holding lazy stacks of those.
 
     >>> import torch
     >>> from tensordict import TensorDict, maybe_dense_stack
@@ -632,6 +634,9 @@ def maybe_dense_stack(
         return inner[1](maybe_dense_stack(inner[0], dim, out=target, **kwargs))
     if items and _same_structure(items):
         return _combine_all(items, "stack", dim, out)  # type: ignore[no-any-return]
+    best = _stack_best_effort(items, dim) if out is None and not kwargs else None
+    if best is not None:
+        return best
     if items and all(isinstance(td, _kinds.Lazy) for td in items):
         keys = set(items[0].keys(True))
         if all(set(td.keys(True)) == keys for td in items[1:]):  # else: a stack of the stacks
@@ -639,6 +644,40 @@ def maybe_dense_stack(
             if lazy is not None:
                 return lazy  # type: ignore[no-any-return]
     return lazy_stack(items, dim, out=out, **kwargs)  # type: ignore[no-any-return]
+
+
+def _stack_best_effort(items: list[Any], dim: int) -> TensorDict | None:
+    """Dense tensordicts with the same keys, whose tensor entries agree in shape (and
+    non-tensor entries in kind): a dense stack whose nested entries are stacked by
+    :func:`maybe_dense_stack` (lazily where they differ). ``None`` when the top level
+    itself cannot be dense."""
+    if not items or not all(type(td) is _kinds.Dense for td in items):
+        return None
+    first = items[0]
+    bs, keys = first.batch_size, first._tensordict.keys()
+    if any(td.batch_size != bs or td._tensordict.keys() != keys for td in items[1:]):
+        return None
+    d = normalize_dim(dim, len(bs), extra=1)
+    new_bs = bs[:d] + torch.Size([len(items)]) + bs[d:]
+    out: dict[str, Any] = {}
+    for key, value in first._tensordict.items():
+        values = [td._tensordict[key] for td in items]
+        if type(value) is _Tensor:
+            if any(type(v) is not _Tensor or v.shape != value.shape for v in values):
+                return None
+            out[key] = torch.stack(values, d)
+        elif isinstance(value, NON_TENSOR):
+            if not all(isinstance(v, NON_TENSOR) for v in values):
+                return None
+            out[key] = _combine_non_tensor((key,), values, "stack", d, new_bs)
+        elif isinstance(value, TensorDictBase):
+            if not all(isinstance(v, TensorDictBase) for v in values):
+                return None
+            out[key] = maybe_dense_stack(values, d)
+        else:
+            return None
+    devices = {td.device for td in items}
+    return _kinds.Dense._new_unsafe(out, new_bs, devices.pop() if len(devices) == 1 else None)
 
 
 def dense_stack_tds(

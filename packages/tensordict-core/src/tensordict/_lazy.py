@@ -557,6 +557,10 @@ class LazyStackedTensorDict(
             isinstance(value, np.ndarray) and value.dtype.kind not in "OUS"
         ):
             value = torch.as_tensor(value)
+        if type(value) is list and _lists_span(value, bs[: sd + 1]):
+            # nested lists laid out as the batch: each member takes its elements, which it
+            # stores as any list (tensors of different shapes stay one per member)
+            return [_take(value, sd, j) for j in range(n)]
         if isinstance(value, _Tensor):
             if value.shape[:nb] != bs:
                 raise RuntimeError(
@@ -766,6 +770,22 @@ class LazyStackedTensorDict(
 
 
 _kinds.bind(Lazy=LazyStackedTensorDict)
+
+
+def _lists_span(value: Any, sizes: Sequence[int]) -> bool:
+    """Whether ``value`` is nested lists of (at least) the given leading sizes."""
+    if not sizes:
+        return True
+    if type(value) is not list or len(value) != sizes[0]:
+        return False
+    return all(_lists_span(v, sizes[1:]) for v in value)
+
+
+def _take(value: list[Any], dim: int, index: int) -> Any:
+    """Element ``index`` along nesting level ``dim`` of nested lists (the others kept)."""
+    if dim == 0:
+        return value[index]
+    return [_take(v, dim - 1, index) for v in value]
 
 
 def _member_entry_class(td: TensorDictBase, path: tuple[Any, ...]) -> type:
