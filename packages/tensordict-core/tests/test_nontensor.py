@@ -104,8 +104,8 @@ def test_values_of_different_types_are_not_merged():
 
 
 def test_objects_and_arrays_stack():
-    a, b = object(), [1, 2]
-    stacked = torch.stack([TensorDict({"o": a}), TensorDict({"o": b})])
+    a, b = object(), [1, 2]  # a list of numbers would become a tensor: wrap it
+    stacked = torch.stack([TensorDict({"o": a}), TensorDict({"o": NonTensorData(b)})])
     got = stacked["o"]
     assert got[0] is a and got[1] is b
 

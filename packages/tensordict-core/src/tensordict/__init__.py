@@ -75,6 +75,7 @@ from tensordict._repr import td_repr as _td_repr
 from tensordict._repr_parse import parse_tensor_dict_string
 from tensordict._td import TensorDict
 from tensordict._testing import assert_allclose_td, assert_close
+from tensordict._unbatched import UnbatchedTensor
 from tensordict.base import (
     TensorDictBase,
     get_defaults_to_none,
@@ -143,6 +144,7 @@ __all__ = [
     "TensorAttrs",
     "TensorCollection",
     "TensorDictBase",
+    "UnbatchedTensor",
     "assert_allclose_td",
     "assert_close",
     "capture_non_tensor_stack",

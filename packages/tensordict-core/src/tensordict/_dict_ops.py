@@ -128,7 +128,7 @@ class DictOps:
             trusted = False
         for key, value in items:
             if type(key) is str and wanted is None:
-                if isinstance(value, _Tensor) and not clone:  # the hot path, inlined
+                if type(value) is _Tensor and not clone:  # the hot path, inlined
                     if not trusted:
                         if dev is not None and value.device != dev:
                             value = value.to(dev)

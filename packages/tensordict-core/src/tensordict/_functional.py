@@ -23,6 +23,7 @@ from tensordict._nontensor import (
 from tensordict._ops import BINARY, BINARY_NO_INPLACE, OPERATORS, UNARY
 from tensordict._ragged import RAGGED_OPTIONS, check_options, stack_ragged
 from tensordict._shape import normalize_dim, parse_device
+from tensordict._unbatched import UnbatchedTensor, combine_unbatched
 from tensordict.base import (
     NO_DEFAULT,
     TD_HANDLED_BY_NAME,
@@ -125,7 +126,9 @@ def _combine(
             values = [td._tensordict[key] for td in tds]
         except KeyError:
             raise _keys_error(tds, op, prefix) from None
-        if isinstance(value, _Tensor):
+        if type(value) is not _Tensor and isinstance(value, UnbatchedTensor):
+            out[key] = combine_unbatched(values, new_bs, prefix + (key,))
+        elif isinstance(value, _Tensor):
             try:
                 out[key] = tensor_fn(values, dim)
             except RuntimeError as err:

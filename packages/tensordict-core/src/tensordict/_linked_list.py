@@ -17,7 +17,7 @@ def _unlinked() -> None:
     return None
 
 
-class LinkedList(list):  # type: ignore[type-arg]
+class LinkedList(list[Any]):
     """A list of the values of a non-tensor entry that writes item assignments back.
 
     ``td[key]`` returns one when the entry is a :class:`~tensordict.NonTensorStack`.
@@ -54,7 +54,7 @@ class LinkedList(list):  # type: ignore[type-arg]
     def _unlink(self) -> None:
         self._td = _unlinked
 
-    def __setitem__(self, index: Any, value: Any) -> None:  # type: ignore[override]
+    def __setitem__(self, index: Any, value: Any) -> None:
         target = self._td()
         if target is not None:
             if isinstance(index, slice):
@@ -108,13 +108,15 @@ class LinkedList(list):  # type: ignore[type-arg]
         self._unlink()
         super().__delitem__(index)
 
-    def __iadd__(self, values: Iterable[Any]) -> LinkedList:  # type: ignore[override, misc]
+    def __iadd__(self, values: Iterable[Any]) -> LinkedList:  # type: ignore[misc]
         self._unlink()
-        return super().__iadd__(values)  # type: ignore[return-value]
+        super().__iadd__(values)
+        return self
 
-    def __imul__(self, n: SupportsIndex) -> LinkedList:  # type: ignore[override, misc]
+    def __imul__(self, n: SupportsIndex) -> LinkedList:
         self._unlink()
-        return super().__imul__(n)  # type: ignore[return-value]
+        super().__imul__(n)
+        return self
 
     def __repr__(self) -> str:
         return f"LinkedList({list.__repr__(self)})"
@@ -122,12 +124,12 @@ class LinkedList(list):  # type: ignore[type-arg]
     __str__ = __repr__
 
     def __eq__(self, other: object) -> bool:
-        return list.__eq__(self, other)  # type: ignore[no-any-return]
+        return list.__eq__(self, other)
 
     def __ne__(self, other: object) -> bool:
-        return list.__ne__(self, other)  # type: ignore[no-any-return]
+        return list.__ne__(self, other)
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (LinkedList, (list(self),))

@@ -6,20 +6,34 @@
 * :func:`where` — ``torch.where`` over stacks: one value per element from either side;
 * :func:`torch_function` — the torch functions a leaf answers through
   ``__torch_function__``: ``torch.stack``/``torch.cat`` of leaves, the batch-shape
-  functions (``torch.unbind``, ``torch.squeeze``…) and comparisons with tensors.
+  functions (``torch.unbind``, ``torch.squeeze``…) and comparisons with tensors;
+* :func:`stack_non_tensor`, :func:`cat_non_tensor` — stacking/concatenating leaves: a
+  stack, or one leaf where the rules of :class:`~tensordict.set_capture_non_tensor_stack`
+  and :class:`~tensordict.MetaData` say so; :func:`write_non_tensor` — an indexed write.
+
+The leaf classes call these through ``tensordict._nontensor_data.bound``, bound here.
 """
 
 from __future__ import annotations
 
 import numbers
 import operator
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
-from tensordict._nontensor import NonTensorDataBase, _same_value
-from tensordict._nontensor_stack import NonTensorStack, cat_non_tensor, stack_non_tensor
+from tensordict import _modes
+from tensordict._nontensor_data import (
+    MetaData,
+    NonTensorData,
+    NonTensorDataBase,
+    _same_value,
+    _single_value,
+    bound,
+)
+from tensordict._nontensor_stack import NonTensorStack, _join
 
 _Leaf = (NonTensorDataBase, NonTensorStack)
 
@@ -70,23 +84,23 @@ def compare(leaf: Any, other: Any, op: str) -> Any:
     if isinstance(other, _Leaf):
         values_a, index_a = _parts(leaf)
         values_b, index_b = _parts(other)
-        shape = torch.broadcast_shapes(index_a.shape, index_b.shape)
+        shape = torch.broadcast_shapes(index_a.shape, index_b.shape)  # type: ignore[no-untyped-call]
         flat_a = index_a.expand(shape).reshape(-1).tolist()
         flat_b = index_b.expand(shape).reshape(-1).tolist()
         element = ELEMENT_OPS[op]
         cache: dict[tuple[int, int], bool] = {}
         out = []
         for i, j in zip(flat_a, flat_b, strict=True):
-            result = cache.get((i, j))
-            if result is None:
-                result = cache[(i, j)] = element(values_a[i], values_b[j])
-            out.append(result)
+            one = cache.get((i, j))
+            if one is None:
+                one = cache[(i, j)] = element(values_a[i], values_b[j])
+            out.append(one)
         return torch.tensor(out, dtype=torch.bool).reshape(shape)
     if isinstance(other, torch.Tensor) and isinstance(leaf, NonTensorDataBase):
         data = leaf.data
         if isinstance(data, (numbers.Number, torch.Tensor)):
             result = TENSOR_OPS[op](other, torch.as_tensor(data))
-            shape = torch.broadcast_shapes(result.shape, leaf.batch_size)
+            shape = torch.broadcast_shapes(result.shape, leaf.batch_size)  # type: ignore[no-untyped-call]
             return result.expand(shape)
     return NotImplemented
 
@@ -120,6 +134,89 @@ def where(stack: NonTensorStack, condition: torch.Tensor, other: Any, out: Any) 
         return result
     out[...] = result
     return out
+
+
+def _all_same(items: Sequence[Any], kind: type[Any]) -> bool:
+    """Whether every item is a one-value leaf of exactly type ``kind`` holding one value."""
+    first: Any = items[0]
+    if type(first) is not kind:
+        return False
+    data = first.data
+    return all(type(v) is kind and _same_value(v.data, data) for v in items[1:])
+
+
+def stack_non_tensor(
+    items: Sequence[NonTensorDataBase | NonTensorStack], dim: int, batch_size: torch.Size
+) -> NonTensorDataBase | NonTensorStack:
+    """Stack non-tensor leaves: a :class:`NonTensorStack` keeping every value, except for
+    identical :class:`MetaData` (one ``MetaData``) and, with
+    :class:`~tensordict.set_capture_non_tensor_stack` on, identical ``NonTensorData``.
+
+    >>> import torch
+    >>> from tensordict import MetaData, NonTensorData
+    >>> stack_non_tensor([NonTensorData("a"), NonTensorData("a")], 0, torch.Size([2])).tolist()
+    ['a', 'a']
+    >>> stack_non_tensor([MetaData("a"), MetaData("a")], 0, torch.Size([2]))
+    MetaData(data=a, batch_size=torch.Size([2]), device=None)
+    """
+    first = items[0]
+    if isinstance(first, MetaData) and _all_same(items, type(first)):
+        return first._with(batch_size)
+    if _modes.CAPTURE_NON_TENSOR_STACK[0] and _all_same(items, NonTensorData):
+        return first._with(batch_size)
+    values, index = _join(items, dim, torch.stack)
+    return NonTensorStack._from_parts(values, index, first.device, dim)
+
+
+def cat_non_tensor(
+    items: Sequence[NonTensorDataBase | NonTensorStack], dim: int, batch_size: torch.Size
+) -> NonTensorDataBase | NonTensorStack:
+    """Concatenate non-tensor leaves along ``dim``: one leaf when they are one-value leaves
+    of one type holding the same value, a :class:`NonTensorStack` otherwise.
+
+    >>> import torch
+    >>> from tensordict import NonTensorData
+    >>> a = NonTensorData("a", batch_size=[2])
+    >>> cat_non_tensor([a, NonTensorData("b", batch_size=[1])], 0, torch.Size([3])).tolist()
+    ['a', 'a', 'b']
+    """
+    first = items[0]
+    if isinstance(first, NonTensorDataBase) and _all_same(items, type(first)):
+        return first._with(batch_size)
+    values, index = _join(items, dim, torch.cat)
+    stack_dim = first.stack_dim if isinstance(first, NonTensorStack) else 0
+    return NonTensorStack._from_parts(values, index, first.device, stack_dim)
+
+
+def write_non_tensor(
+    target: NonTensorDataBase | NonTensorStack, index: Any, value: Any, batch_size: torch.Size
+) -> NonTensorDataBase | NonTensorStack:
+    """The leaf to store after writing ``value`` at ``index`` of the non-tensor ``target``
+    (the leaf of a tensordict of ``batch_size``).
+
+    A value differing from a ``NonTensorData`` on part of the batch turns it into a
+    :class:`NonTensorStack`; a stack is written in place. ``MetaData`` is replaced.
+
+    >>> import torch
+    >>> from tensordict import NonTensorData
+    >>> target = NonTensorData("a", batch_size=[3])
+    >>> out = write_non_tensor(target, 1, NonTensorData("b"), torch.Size([3]))
+    >>> out.tolist()
+    ['a', 'b', 'a']
+    """
+    if isinstance(target, MetaData):
+        return target._make(_single_value(value, "write"), target.batch_size, target.device)
+    if isinstance(target, NonTensorDataBase):
+        if isinstance(value, NonTensorDataBase) and _same_value(value.data, target.data):
+            return target
+        stack = NonTensorStack._from_parts(  # the leaf's own batch size: extra dims kept
+            [target.data], torch.zeros(target.batch_size, dtype=torch.long), target.device
+        )
+    else:
+        stack = target
+    stack[index] = value
+    out = stack._wrap(stack._index)  # one NonTensorData again if every element agrees
+    return out if isinstance(out, NonTensorDataBase) or stack is not target else stack
 
 
 def _stack_like(fn: Callable[..., Any], joiner: Any) -> Callable[..., Any]:
@@ -207,3 +304,6 @@ def torch_function(func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     if handler is None:
         return NotImplemented
     return handler(*args, **kwargs)
+
+
+bound.ops = sys.modules[__name__]

@@ -6,9 +6,8 @@ integer tensor of that shape whose entries index the list, so every batch-shape 
 tensor. Writes copy the index tensor first, so that stacks derived from one another never
 see each other's writes; the value list only grows, so it can be shared.
 
-Stacking or concatenating non-tensor leaves (:func:`stack_non_tensor`,
-:func:`cat_non_tensor`) gives a stack, or one leaf where the rules of
-:class:`~tensordict.set_capture_non_tensor_stack` and :class:`~tensordict.MetaData` say so.
+Writing a list to a tensordict goes through :func:`list_entry`. Stacking leaves, comparing
+them and the ``torch`` functions they answer are in :mod:`tensordict._nontensor_ops`.
 """
 
 from __future__ import annotations
@@ -17,17 +16,17 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
-from tensordict import _modes, _nontensor_ops
+from tensordict import _modes
 from tensordict._linked_list import LinkedList
-from tensordict._nontensor import (
-    MetaData,
+from tensordict._nontensor_data import (
+    NON_TENSOR_TYPES,
     NonTensorData,
     NonTensorDataBase,
     _same_value,
-    _single_value,
-    batch_shape_after,
+    bound,
 )
 from tensordict._shape import normalize_dim, parse_batch_size, parse_device
 
@@ -94,6 +93,41 @@ class NonTensorStack:
     _index: torch.Tensor
     _device: torch.device | None
     stack_dim: int
+
+    if TYPE_CHECKING:  # installed from STACK_SHAPE_METHODS / STACK_SPLIT_METHODS below
+
+        def view(self, *shape: Any) -> NonTensorDataBase | NonTensorStack: ...
+        def reshape(self, *shape: Any) -> NonTensorDataBase | NonTensorStack: ...
+        def unflatten(
+            self, dim: int, sizes: Sequence[int]
+        ) -> NonTensorDataBase | NonTensorStack: ...
+        def squeeze(self, *dim: Any) -> NonTensorDataBase | NonTensorStack: ...
+        def unsqueeze(self, dim: int) -> NonTensorDataBase | NonTensorStack: ...
+        def permute(self, *dims: Any) -> NonTensorDataBase | NonTensorStack: ...
+        def transpose(self, dim0: int, dim1: int) -> NonTensorDataBase | NonTensorStack: ...
+        def swapaxes(self, dim0: int, dim1: int) -> NonTensorDataBase | NonTensorStack: ...
+        def swapdims(self, dim0: int, dim1: int) -> NonTensorDataBase | NonTensorStack: ...
+        def movedim(self, source: Any, destination: Any) -> NonTensorDataBase | NonTensorStack: ...
+        def expand(self, *shape: Any) -> NonTensorDataBase | NonTensorStack: ...
+        def repeat(self, *repeats: Any) -> NonTensorDataBase | NonTensorStack: ...
+        def flip(self, *dims: Any) -> NonTensorDataBase | NonTensorStack: ...
+        def narrow(
+            self, dim: int, start: int, length: int
+        ) -> NonTensorDataBase | NonTensorStack: ...
+        def roll(self, shifts: Any, dims: Any = None) -> NonTensorDataBase | NonTensorStack: ...
+        def tile(self, *dims: Any) -> NonTensorDataBase | NonTensorStack: ...
+        def repeat_interleave(
+            self, repeats: Any, dim: int | None = None
+        ) -> NonTensorDataBase | NonTensorStack: ...
+        def split(
+            self, split_size: Any, dim: int = 0
+        ) -> tuple[NonTensorDataBase | NonTensorStack, ...]: ...
+        def chunk(
+            self, chunks: int, dim: int = 0
+        ) -> tuple[NonTensorDataBase | NonTensorStack, ...]: ...
+        def tensor_split(
+            self, indices_or_sections: Any, dim: int = 0
+        ) -> tuple[NonTensorDataBase | NonTensorStack, ...]: ...
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         unknown = set(kwargs) - _INIT_KEYWORDS - _IGNORED_KEYWORDS
@@ -299,6 +333,8 @@ class NonTensorStack:
     ) -> NonTensorDataBase | NonTensorStack:
         """A stack over ``index`` (derived from ours), or one ``NonTensorData`` when every
         element points at the same stored value."""
+        if len(self._values) == 1 and index.numel():  # one value: no need to read the index
+            return NonTensorData._make(self._values[0], index.shape, self._device)
         flat = index.reshape(-1)
         if flat.numel() and bool((flat == flat[0]).all()):
             return NonTensorData._make(self._values[int(flat[0])], index.shape, self._device)
@@ -401,7 +437,8 @@ class NonTensorStack:
         >>> s.where(torch.tensor([True, False]), NonTensorStack("x", "y")).tolist()
         ['a', 'y']
         """
-        return _nontensor_ops.where(self, condition, other, out)
+        result: NonTensorStack = bound.ops.where(self, condition, other, out)
+        return result
 
     # ------------------------------------------------------------------ copies
     def clone(self, recurse: bool = True) -> NonTensorStack:
@@ -419,6 +456,19 @@ class NonTensorStack:
         )
 
     copy = clone
+
+    def flatten(
+        self, start_dim: int | None = 0, end_dim: int | None = -1
+    ) -> NonTensorDataBase | NonTensorStack:
+        """The batch dimensions ``start_dim..end_dim`` merged (``None``: the first / last).
+
+        >>> from tensordict import NonTensorStack
+        >>> NonTensorStack.from_list([["a", "b"], ["c", "d"]]).flatten().tolist()
+        ['a', 'b', 'c', 'd']
+        """
+        start = 0 if start_dim is None else start_dim
+        end = -1 if end_dim is None else end_dim
+        return self._wrap(self._index.flatten(start, end))
 
     def contiguous(self, canonical: bool = False) -> Self:
         """The stack itself: it is its own contiguous form."""
@@ -445,20 +495,20 @@ class NonTensorStack:
         return self._with(self.batch_size)
 
     # ------------------------------------------------------------------ comparisons
-    def __eq__(self, other: object) -> Any:  # type: ignore[override]
-        return _nontensor_ops.compare(self, other, "eq")
+    def __eq__(self, other: object) -> Any:
+        return bound.ops.compare(self, other, "eq")
 
-    def __ne__(self, other: object) -> Any:  # type: ignore[override]
-        return _nontensor_ops.compare(self, other, "ne")
+    def __ne__(self, other: object) -> Any:
+        return bound.ops.compare(self, other, "ne")
 
     def __or__(self, other: object) -> Any:
-        return _nontensor_ops.compare(self, other, "or")
+        return bound.ops.compare(self, other, "or")
 
     def __xor__(self, other: object) -> Any:
-        return _nontensor_ops.compare(self, other, "xor")
+        return bound.ops.compare(self, other, "xor")
 
     def __and__(self, other: object) -> Any:
-        return _nontensor_ops.compare(self, other, "and")
+        return bound.ops.compare(self, other, "and")
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -470,7 +520,7 @@ class NonTensorStack:
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
-        return _nontensor_ops.torch_function(func, args, kwargs or {})
+        return bound.ops.torch_function(func, args, kwargs or {})
 
     def __repr__(self) -> str:
         return (
@@ -510,6 +560,40 @@ def nested_list_shape(data: list[Any], ndim: int | None = None) -> tuple[list[in
     return shape, level
 
 
+_SCALARS = (bool, int, float, complex, np.number, np.bool_)
+
+
+def _all_scalars(value: Any) -> bool:
+    """Whether the nested lists ``value`` hold numbers (or booleans) only."""
+    if type(value) is list:
+        return all(_all_scalars(v) for v in value)
+    return isinstance(value, _SCALARS)
+
+
+def list_entry(value: list[Any]) -> Any:
+    """What a list written to a tensordict becomes: a tensor for (nested) numbers or for
+    tensors of one shape; otherwise, with :func:`~tensordict.list_to_stack` on (the
+    default), a :class:`NonTensorStack` of one value per element (nested lists of one
+    length give several dimensions), else one :class:`NonTensorData` holding the list.
+
+    >>> list_entry([1, 2]), list_entry([[0.5], [1.5]]).shape
+    (tensor([1, 2]), torch.Size([2, 1]))
+    >>> list_entry(["a", "b"]).tolist()
+    ['a', 'b']
+    """
+    if _all_scalars(value):
+        try:
+            return torch.tensor(value)
+        except (ValueError, TypeError, RuntimeError):  # ragged nested lists
+            pass
+    elif value and all(isinstance(v, torch.Tensor) for v in value):
+        if all(v.shape == value[0].shape for v in value[1:]):
+            return torch.stack(value)
+    if _modes.list_to_stack():
+        return NonTensorStack.from_list(value)
+    return NonTensorData(value)
+
+
 def _broadcastable(src: Sequence[int], dst: Sequence[int]) -> bool:
     if len(src) > len(dst):
         return False
@@ -538,7 +622,6 @@ def _split_method(name: str) -> Callable[..., Any]:
 STACK_SHAPE_METHODS: tuple[str, ...] = (
     "view",
     "reshape",
-    "flatten",
     "unflatten",
     "squeeze",
     "unsqueeze",
@@ -579,94 +662,8 @@ def _join(
     return values, fn(indices, dim)
 
 
-def _all_same(items: Sequence[Any], kind: type) -> bool:
-    """Whether every item is a one-value leaf of exactly type ``kind`` holding one value."""
-    first = items[0]
-    if type(first) is not kind:
-        return False
-    data = first.data
-    return all(type(v) is kind and _same_value(v.data, data) for v in items[1:])
+bound.stack = NonTensorStack
+NON_TENSOR_TYPES.add(NonTensorStack)
 
 
-def stack_non_tensor(
-    items: Sequence[NonTensorDataBase | NonTensorStack], dim: int, batch_size: torch.Size
-) -> NonTensorDataBase | NonTensorStack:
-    """Stack non-tensor leaves: a :class:`NonTensorStack` keeping every value, except for
-    identical :class:`MetaData` (one ``MetaData``) and, with
-    :class:`~tensordict.set_capture_non_tensor_stack` on, identical ``NonTensorData``.
-
-    >>> import torch
-    >>> from tensordict import MetaData, NonTensorData
-    >>> stack_non_tensor([NonTensorData("a"), NonTensorData("a")], 0, torch.Size([2])).tolist()
-    ['a', 'a']
-    >>> stack_non_tensor([MetaData("a"), MetaData("a")], 0, torch.Size([2]))
-    MetaData(data=a, batch_size=torch.Size([2]), device=None)
-    """
-    first = items[0]
-    if isinstance(first, MetaData) and _all_same(items, type(first)):
-        return first._with(batch_size)
-    if _modes.CAPTURE_NON_TENSOR_STACK[0] and _all_same(items, NonTensorData):
-        return first._with(batch_size)
-    values, index = _join(items, dim, torch.stack)
-    return NonTensorStack._from_parts(values, index, first.device, dim)
-
-
-def cat_non_tensor(
-    items: Sequence[NonTensorDataBase | NonTensorStack], dim: int, batch_size: torch.Size
-) -> NonTensorDataBase | NonTensorStack:
-    """Concatenate non-tensor leaves along ``dim``: one leaf when they are one-value leaves
-    of one type holding the same value, a :class:`NonTensorStack` otherwise.
-
-    >>> import torch
-    >>> from tensordict import NonTensorData
-    >>> a = NonTensorData("a", batch_size=[2])
-    >>> cat_non_tensor([a, NonTensorData("b", batch_size=[1])], 0, torch.Size([3])).tolist()
-    ['a', 'a', 'b']
-    """
-    first = items[0]
-    if isinstance(first, NonTensorDataBase) and _all_same(items, type(first)):
-        return first._with(batch_size)
-    values, index = _join(items, dim, torch.cat)
-    stack_dim = first.stack_dim if isinstance(first, NonTensorStack) else 0
-    return NonTensorStack._from_parts(values, index, first.device, stack_dim)
-
-
-def write_non_tensor(
-    target: NonTensorDataBase | NonTensorStack, index: Any, value: Any, batch_size: torch.Size
-) -> NonTensorDataBase | NonTensorStack:
-    """The leaf to store after writing ``value`` at ``index`` of the non-tensor ``target``
-    (the leaf of a tensordict of ``batch_size``).
-
-    A value differing from a ``NonTensorData`` on part of the batch turns it into a
-    :class:`NonTensorStack`; a stack is written in place. ``MetaData`` is replaced.
-
-    >>> import torch
-    >>> from tensordict import NonTensorData
-    >>> target = NonTensorData("a", batch_size=[3])
-    >>> out = write_non_tensor(target, 1, NonTensorData("b"), torch.Size([3]))
-    >>> out.tolist()
-    ['a', 'b', 'a']
-    """
-    if isinstance(target, MetaData):
-        return target._make(_single_value(value, "write"), batch_size, target.device)
-    if isinstance(target, NonTensorDataBase):
-        if isinstance(value, NonTensorDataBase) and _same_value(value.data, target.data):
-            return target
-        stack = NonTensorStack._from_parts(
-            [target.data], torch.zeros(batch_size, dtype=torch.long), target.device
-        )
-    else:
-        stack = target
-    stack[index] = value
-    out = stack._wrap(stack._index)  # one NonTensorData again if every element agrees
-    return out if isinstance(out, NonTensorDataBase) or stack is not target else stack
-
-
-__all__ = [
-    "NonTensorStack",
-    "batch_shape_after",
-    "cat_non_tensor",
-    "nested_list_shape",
-    "stack_non_tensor",
-    "write_non_tensor",
-]
+__all__ = ["NonTensorStack", "list_entry", "nested_list_shape"]

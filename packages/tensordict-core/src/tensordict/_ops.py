@@ -25,6 +25,8 @@ import torch
 
 from tensordict._inplace import adopt
 from tensordict._keys import unravel_key
+from tensordict._nontensor import NON_TENSOR
+from tensordict._nontensor_ops import compare
 from tensordict._shape import broadcastable_to, normalize_dim
 from tensordict._tree import leaf_items
 from tensordict.base import TensorDictBase, is_tensor_collection
@@ -488,6 +490,31 @@ def _signed(name: str, params: str, impl: Callable[..., Any]) -> Callable[..., A
     return method
 
 
+#: comparisons that non-tensor leaves take part in (their values compared element-wise)
+_NON_TENSOR_COMPARISONS = {
+    "eq": "eq",
+    "ne": "ne",
+    "bitwise_or": "or",
+    "bitwise_xor": "xor",
+    "bitwise_and": "and",
+}
+
+
+def _compare_non_tensors(out: TensorDictBase, td: TensorDictBase, other: Any, op: str) -> None:
+    """Write into ``out`` the comparison of every non-tensor leaf of ``td`` with the entry
+    of ``other`` (a tensordict) at the same key: a boolean tensor of its batch shape, as
+    the reference gives (the tensor leaves were compared by the torch operation). Values
+    without that operation (``"a" | "b"``) keep the entry carried over."""
+    for path, leaf in leaf_items(td, members=False):
+        if isinstance(leaf, NON_TENSOR):
+            try:
+                result = compare(leaf, other.get(path, None), op)
+            except TypeError:
+                continue
+            if result is not NotImplemented:
+                out.set(path, result)
+
+
 def _make_binary(
     name: str, row: Binary, with_inplace: bool
 ) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
@@ -546,6 +573,9 @@ def _make_binary(
                 ) from None
             results = _leafwise(lambda x, *o: op(x, *o, **kwargs), leaves, operands)
         out = self._rebuild(iter(results))
+        compared = _NON_TENSOR_COMPARISONS.get(name)
+        if compared is not None and isinstance(args[0], TensorDictBase):
+            _compare_non_tensors(out, self, args[0], compared)
         if with_inplace and source.is_locked:  # arithmetic keeps the lock (as the reference)
             out.lock_()
         return out

@@ -26,7 +26,7 @@ import torch
 from tensordict import _kinds
 from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
-from tensordict._nontensor import NON_TENSOR
+from tensordict._nontensor import NON_TENSOR, NonTensorDataBase, NonTensorStack
 from tensordict._ops import PREDICATES
 from tensordict._ops_reduce import reduce_non_tensor
 from tensordict._shape import normalize_dim, unpack_shape
@@ -420,6 +420,17 @@ def _empty_lazy(source: Any, result: Any) -> Any:
     return result
 
 
+def _new_non_tensor(value: Any, old_bs: torch.Size, new_bs: torch.Size) -> Any:
+    """The entry of a ``new_*`` result for a non-tensor entry: a one-value leaf keeps its
+    value; a stack becomes a stack of the new shape (holding its first value: the content
+    of a ``new_*`` result is not meant to be read before it is written)."""
+    shape = new_bs + value.batch_size[len(old_bs) :]
+    if isinstance(value, NonTensorDataBase):
+        return value._with(shape)
+    first = value.reshape(-1)[0].data if value.numel() else None
+    return NonTensorStack._from_parts([first], torch.zeros(shape, dtype=torch.long), value.device)
+
+
 def _make_new(name: str) -> Callable[..., Any]:
     full = name == "new_full"
 
@@ -464,7 +475,7 @@ def _make_new(name: str) -> Callable[..., Any]:
             lambda s: torch.Size((*shape, *s[nb:])),
             lambda n: None,
             fn,
-            reduce_non_tensor,
+            _new_non_tensor,
         )[0]
         if device is not NO_DEFAULT:
             _set_device(result, None if device is None else torch.device(device))

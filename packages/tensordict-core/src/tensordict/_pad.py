@@ -17,6 +17,7 @@ from tensordict._inplace import check as check_inplace
 from tensordict._keys import NestedKey, key_as_tuple, unravel_key
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._tree import leaf_items
+from tensordict._unbatched import UnbatchedTensor
 from tensordict.base import TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -79,7 +80,9 @@ def _pad_td(
     store = td._tensordict if isinstance(td, _kinds.Dense) else None
     items = store.items() if store is not None else td.items()
     for key, entry in items:
-        if isinstance(entry, _Tensor):
+        if isinstance(entry, UnbatchedTensor):  # no batch dimension: carried whole
+            out[key] = entry._with(new_bs)
+        elif isinstance(entry, _Tensor):
             fill = value.get(prefix + (key,), 0.0) if isinstance(value, dict) else value
             out[key] = _pad_tensor(entry, widths, fill)
         elif isinstance(entry, MetaData) or (isinstance(entry, NonTensorData) and not padding):
@@ -148,13 +151,14 @@ def pad(
     torch.Size([2, 4])
     """
     if is_non_tensor(tensordict):
-        widths = _widths("pad", tensordict.batch_size, pad_size)
-        if inplace and isinstance(tensordict, NonTensorData):
+        leaf: Any = tensordict
+        widths = _widths("pad", leaf.batch_size, pad_size)
+        if inplace and isinstance(leaf, NonTensorData):
             raise RuntimeError(
                 "pad(inplace=True) cannot preserve the identity of a NonTensorData: padding "
                 "makes it a NonTensorStack (one value per element); use inplace=False."
             )
-        return _pad_stack(tensordict, widths, inplace)
+        return _pad_stack(leaf, widths, inplace)  # type: ignore[return-value]
     if not isinstance(tensordict, TensorDictBase):
         raise TypeError(f"pad expects a tensordict, got {type(tensordict).__name__}.")
     widths = _widths("pad", tensordict.batch_size, pad_size)

@@ -44,11 +44,13 @@ from tensordict._nontensor import (
     unwrap_non_tensor,
     write_non_tensor,
 )
+from tensordict._nontensor_stack import list_entry
 from tensordict._pad import PadOps
 from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
 from tensordict._shape_ops import DenseShapeOps
 from tensordict._state_dict import StateDictOps
 from tensordict._tree import TreeMapOps
+from tensordict._unbatched import CARRIED, UnbatchedTensor
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 _Tensor = torch.Tensor
@@ -143,7 +145,7 @@ class TensorDict(
         dev = self._device
         nb = len(bs)
         for key, value in source.items():
-            if type(key) is str and isinstance(value, _Tensor):
+            if type(key) is str and type(value) is _Tensor:  # subclasses: _validate_value
                 if dev is not None and value.device != dev:
                     value = value.to(dev, non_blocking=bool(non_blocking))
                 if value.shape[:nb] != bs:
@@ -194,7 +196,7 @@ class TensorDict(
         new = parse_batch_size(new)
         nb = len(new)
         for key, value in self._tensordict.items():
-            if isinstance(value, NonTensorData):
+            if isinstance(value, CARRIED):
                 continue
             if value.shape[:nb] != new:
                 raise RuntimeError(
@@ -202,7 +204,7 @@ class TensorDict(
                     f"whose leading dimensions must equal the batch size."
                 )
         for key, value in self._tensordict.items():
-            if isinstance(value, NonTensorData):
+            if isinstance(value, CARRIED):
                 self._tensordict[key] = value._with(new)
         if self._names is not None and len(self._names) != nb:
             kept = (list(self._names) + [None] * nb)[:nb]
@@ -406,6 +408,8 @@ class TensorDict(
             dev = self._device
             if dev is not None and value.device != dev:
                 value = value.to(dev, non_blocking=non_blocking)
+            if type(value) is not _Tensor and isinstance(value, UnbatchedTensor):
+                return value._with(bs)  # any shape: it has no batch dimension
             if value.shape[:nb] != bs:
                 raise self._shape_error(key, value)
             return value
@@ -456,6 +460,8 @@ class TensorDict(
             if tensor.shape[:nb] != bs:
                 raise self._shape_error(key, tensor)
             return tensor
+        if type(value) is list:  # numbers: a tensor; other values: see set_list_to_stack
+            return self._validate_value(key, list_entry(value), non_blocking)
         return NonTensorData._make(value, bs, self._device)
 
     # ------------------------------------------------------------------ get
@@ -609,7 +615,7 @@ class TensorDict(
         tensor([0., 1., 2.])
         """
         if type(index) is str:
-            if isinstance(value, _Tensor):  # the hot path of _set_str/_validate_value
+            if type(value) is _Tensor:  # the hot path of _set_str/_validate_value
                 dev = self._device
                 if dev is not None and value.device != dev:
                     value = value.to(dev)
@@ -689,6 +695,15 @@ class TensorDict(
                 if self._is_locked:
                     raise lock_error(unravel_key(prefix + (key,)))
                 continue
+            if isinstance(target, UnbatchedTensor):  # the payload is written whole
+                if not isinstance(v, _Tensor) or not broadcastable_to(v.shape, target.shape):
+                    raise RuntimeError(
+                        f"cannot write a {type(v).__name__} of shape "
+                        f"{tuple(getattr(v, 'shape', ()))} into the UnbatchedTensor at key "
+                        f"{unravel_key(prefix + (key,))!r} (shape {tuple(target.shape)}): an "
+                        "unbatched entry is written whole, whatever the index."
+                    )
+                continue
             if isinstance(target, _Tensor):
                 if isinstance(v, TensorDictBase):
                     raise RuntimeError(
@@ -723,6 +738,9 @@ class TensorDict(
             if target is None:
                 if isinstance(v, TensorDictBase):
                     target = TensorDict._new_unsafe({}, bs + v.batch_size[vnb:], self._device)
+                elif isinstance(v, UnbatchedTensor):
+                    store[key] = v._with(bs)
+                    continue
                 elif isinstance(v, _Tensor):
                     target = torch.zeros(
                         bs + v.shape[vnb:], dtype=v.dtype, device=self._device or v.device
@@ -731,12 +749,16 @@ class TensorDict(
                     target = NonTensorStack._from_parts(
                         [None], torch.zeros(bs, dtype=torch.long), self._device
                     )
-                else:
-                    store[key] = v._with(bs, self._device) if isinstance(v, NonTensorData) else v
+                else:  # one value (with the value's own extra dimensions)
+                    if isinstance(v, NonTensorData):
+                        v = v._with(bs + v.batch_size[vnb:], self._device)
+                    store[key] = v
                     continue
                 store[key] = target
             if isinstance(target, TensorDict):
                 target._write_at(idx, idx_bs, v)
+            elif isinstance(target, UnbatchedTensor):
+                target.copy_(v)  # shared by the whole batch: written whole
             elif isinstance(target, _Tensor):
                 target[idx] = v
             elif type(target) in NON_TENSOR_TYPES:
@@ -864,6 +886,9 @@ class TensorDict(
         pending = []
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
+                if type(value) is not _Tensor and isinstance(value, UnbatchedTensor):
+                    pending.append(key)  # carried whole, with the new batch size
+                    continue
                 try:
                     result = value[idx]
                 except IndexError as err:
@@ -972,7 +997,7 @@ class TensorDict(
         """
         common: list[int] | None = None
         for value in self._tensordict.values():
-            if isinstance(value, NonTensorData):
+            if isinstance(value, CARRIED):
                 continue
             if isinstance(value, TensorDict):
                 if not (

@@ -34,6 +34,7 @@ from tensordict._keys import unravel_key
 from tensordict._kinds import is_nested
 from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
+from tensordict._unbatched import UnbatchedTensor
 from tensordict.base import CHECKED_APPLY, DEFAULT_APPLY, NO_DEFAULT, ApplySpec, TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -134,10 +135,13 @@ class TreeMapOps(_kinds.DenseMixin):
         if names is not None and all(n is None for n in names):
             names = None
         nb = len(self._batch_size)
-        out = {}
+        out: dict[str, Any] = {}
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
-                out[key] = fn(value)
+                if type(value) is not _Tensor and isinstance(value, UnbatchedTensor):
+                    out[key] = value._with(batch_size)  # no batch dimension: carried whole
+                else:
+                    out[key] = fn(value)
             elif isinstance(value, NonTensorData):
                 out[key] = value._with(batch_size)
             elif isinstance(value, _kinds.Dense):
@@ -252,7 +256,9 @@ class TreeMapOps(_kinds.DenseMixin):
                 if r is None:
                     continue
                 if not checked and isinstance(r, _Tensor):
-                    if r.shape[:nb] != bs:
+                    if type(r) is not _Tensor and isinstance(r, UnbatchedTensor):
+                        r = r._with(bs)
+                    elif r.shape[:nb] != bs:
                         raise _result_shape_error(r, (key,), bs)
                     if device is not None and r.device != device:
                         device = None
@@ -383,7 +389,9 @@ class TreeMapOps(_kinds.DenseMixin):
                 result._tensordict[key] = r
             elif isinstance(r, _Tensor):
                 rbs = result._batch_size
-                if r.shape[: len(rbs)] != rbs:
+                if type(r) is not _Tensor and isinstance(r, UnbatchedTensor):
+                    r = r._with(rbs)
+                elif r.shape[: len(rbs)] != rbs:
                     raise _result_shape_error(r, prefix + (key,), rbs)
                 if result._device is not None and r.device != result._device:
                     if device is NO_DEFAULT:
@@ -446,7 +454,9 @@ def map_leaves(
     if n_out == 1:  # the common case, in one loop
         one: dict[str, Any] = {}
         for key, value in td._tensordict.items():
-            if isinstance(value, _Tensor):
+            if type(value) is not _Tensor and isinstance(value, UnbatchedTensor):
+                one[key] = value._with(new_bs)  # no batch dimension: carried whole
+            elif isinstance(value, _Tensor):
                 try:
                     one[key] = leaf_fn(value, nb)
                 except (RuntimeError, TypeError, ValueError, IndexError) as err:
@@ -466,7 +476,11 @@ def map_leaves(
     outs: list[dict[str, Any]] = [{} for _ in range(n_out)]
     out = outs[0]
     for key, value in td._tensordict.items():
-        if isinstance(value, _Tensor):
+        if type(value) is not _Tensor and isinstance(value, UnbatchedTensor):
+            r = value._with(new_bs)
+            if n_out > 1:
+                r = (r,) + tuple(r.copy() for _ in range(n_out - 1))
+        elif isinstance(value, _Tensor):
             try:
                 r = leaf_fn(value, nb)
             except (RuntimeError, TypeError, ValueError, IndexError) as err:
