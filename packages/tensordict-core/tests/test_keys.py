@@ -233,7 +233,7 @@ def test_rename_key_into_new_nested(td):
 
 
 def test_rename_key_safe_refuses_overwrite(td):
-    with pytest.raises(KeyError, match="already exists"):
+    with pytest.raises(KeyError, match=r"\(.a., .y.\) is already present"):
         td.rename_key_("z", ("a", "y"), safe=True)
     assert torch.equal(td["z"], torch.zeros(2))
     assert torch.equal(td["a", "y"], torch.ones(2))

@@ -32,7 +32,7 @@ from tensordict._ops import (
     UNARY,
 )
 from tensordict._ops_batch import BATCH_OPS, METHODS, NEW
-from tensordict._ops_reduce import CUMULATIVE, REDUCTIONS, ValuesIndices
+from tensordict._ops_reduce import CUMULATIVE, REDUCTIONS
 
 pytestmark = [
     # expected torch warnings: std/var over one element, complex32 and quantized dtypes
@@ -394,9 +394,10 @@ def test_reduction_reduce_true(name, dim, kind):
 def test_max_min_values_and_indices(name, dim, keepdim):
     td = make_td()
     result = getattr(td, name)(dim, keepdim)
-    assert isinstance(result, ValuesIndices)
+    # as torch and the reference: a torch.return_types.max/min of two tensordicts
+    assert isinstance(result, getattr(torch.return_types, name))
     values, indices = result
-    assert result["values"] is values and result.indices is indices
+    assert result.values is values and result.indices is indices and result[1] is indices
     fn = getattr(torch, name)
     check_leafwise(values, td, lambda k, x: fn(x, dim % 2, keepdim).values)
     check_leafwise(indices, td, lambda k, x: fn(x, dim % 2, keepdim).indices)

@@ -377,7 +377,10 @@ class DictOps:
             raise lock_error(unravel_key(old), "rename")
         value = self._get_tuple(old, NO_DEFAULT)
         if safe and self._get_tuple(new, None) is not None:
-            raise KeyError(f"rename_key_(safe=True): key {unravel_key(new)!r} already exists.")
+            raise KeyError(
+                f"rename_key_(safe=True): key {unravel_key(new)!r} is already present in "
+                f"{type(self).__name__}; pass safe=False to overwrite it."
+            )
         if old == new:
             return self
         if new[: len(old)] == old:  # moved inside itself: take it out first

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -47,6 +48,17 @@ def lock_error(key: object, what: str = "add") -> RuntimeError:
         f"Cannot modify locked TensorDict: cannot {what} key {key!r} because the tensordict "
         "is locked. Write existing entries in place with td.set_() (or inplace=True), or "
         "unlock it first with td.unlock_() (or `with td.unlock_(): ...`)."
+    )
+
+
+def index_write_error(
+    value_batch: Sequence[int], index: object, selected: Sequence[int]
+) -> RuntimeError:
+    """The error for writing a tensordict at an index whose selection it cannot fill."""
+    return RuntimeError(
+        f"batch dimension mismatch: cannot write a tensordict of batch_size="
+        f"{tuple(value_batch)} at index {index!r}, which selects a batch of shape "
+        f"{tuple(selected)}."
     )
 
 

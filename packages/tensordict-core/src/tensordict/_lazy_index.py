@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from tensordict import _kinds
+from tensordict._errors import index_write_error
 from tensordict._index import indexed_batch_size, normalize_index
 from tensordict._indexed import _check_at, _check_non_tensor_at, _plan_in, _write_at
 from tensordict._keys import unravel_key
@@ -190,10 +191,7 @@ class LazyIndexOps(_kinds.LazyMixin):
                 try:
                     value = value.expand(idx_bs)
                 except RuntimeError:
-                    raise RuntimeError(
-                        f"cannot write a tensordict of batch_size={tuple(value.batch_size)} at "
-                        f"index {index!r}, which selects a batch of shape {tuple(idx_bs)}."
-                    ) from None
+                    raise index_write_error(value.batch_size, index, idx_bs) from None
             flat: Any = value.reshape(-1)
         elif isinstance(value, (_Tensor, *_NUMBERS)):
             t = torch.as_tensor(value)
@@ -352,10 +350,7 @@ def _split_at(value: Any, idx_bs: torch.Size, pos: int, n: int, index: Any) -> l
             try:
                 value = value.expand(idx_bs)
             except RuntimeError:
-                raise RuntimeError(
-                    f"cannot write a tensordict of batch_size={tuple(value.batch_size)} at "
-                    f"index {index!r}, which selects a batch of shape {tuple(idx_bs)}."
-                ) from None
+                raise index_write_error(value.batch_size, index, idx_bs) from None
         return list(value.unbind(pos))
     if isinstance(value, (_Tensor, *_NUMBERS)):
         t = torch.as_tensor(value)

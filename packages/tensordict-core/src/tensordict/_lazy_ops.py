@@ -655,7 +655,10 @@ class LazyMemberOps(_kinds.LazyMixin):
                     f"rename_key_: key {unravel_key(old)!r} is not in tensordict {i} of the stack."
                 )
             if safe and td._get_tuple(new, None) is not None:
-                raise KeyError(f"rename_key_(safe=True): key {unravel_key(new)!r} already exists.")
+                raise KeyError(
+                    f"rename_key_(safe=True): key {unravel_key(new)!r} is already present in "
+                    f"{type(self).__name__}; pass safe=False to overwrite it."
+                )
             if td.is_locked:
                 raise lock_error(unravel_key(old), "rename")
         for td in self.tensordicts:

@@ -29,10 +29,9 @@ dimensions, and is left out of the result when they differ (Python values have n
 reduction). See :func:`reduce_non_tensor`.
 
 ``max``/``min`` with one batch ``dim`` return the values and the indices, like
-:func:`torch.max`, as a :class:`ValuesIndices` pair of tensordicts (``.values`` /
-``.indices``, ``["values"]`` / ``["indices"]``, or tuple unpacking); the reference library
-returns a tensorclass with those two fields. ``return_indices=False`` returns the values
-alone, and so do ``dim=None``, ``dim="feature"`` and ``reduce=True``. ``cummax``/``cummin``
+:func:`torch.max`: a ``torch.return_types.max`` (``min`` …) of two tensordicts
+(``.values`` / ``.indices``, or tuple unpacking), see :func:`values_indices`.
+``return_indices=False`` returns the values alone, and so do ``dim=None``, ``dim="feature"`` and ``reduce=True``. ``cummax``/``cummin``
 (:data:`CUMULATIVE`) follow the same rule along one batch dimension.
 """
 
@@ -43,7 +42,7 @@ import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import torch
 
@@ -55,30 +54,18 @@ from tensordict.base import NO_DEFAULT, TensorDictBase, implements_for_td
 _Tensor = torch.Tensor
 
 
-class ValuesIndices(NamedTuple):
-    """The ``(values, indices)`` pair returned by ``max``/``min``/``cummax``/``cummin``.
-
-    Like :class:`torch.return_types.max`: attribute access, indexing and unpacking work;
-    ``result["values"]`` and ``result["indices"]`` work too (the reference library returns
-    a tensorclass with these two fields).
+def values_indices(name: str, values: Any, indices: Any) -> Any:
+    """The ``(values, indices)`` pair returned by ``max``/``min``/``cummax``/``cummin``: a
+    ``torch.return_types.<name>`` of two tensordicts, as torch and the reference return.
 
     >>> import torch
     >>> from tensordict import TensorDict
     >>> td = TensorDict({"a": torch.tensor([[1.0, 5.0], [4.0, 2.0]])}, [2, 2])
     >>> values, indices = td.max(dim=0)
-    >>> values["a"], td.max(dim=0)["indices"]["a"]
-    (tensor([4., 5.]), tensor([1, 0]))
+    >>> values["a"], td.max(dim=0).indices["a"], type(td.max(dim=0)).__name__
+    (tensor([4., 5.]), tensor([1, 0]), 'max')
     """
-
-    values: Any
-    indices: Any
-
-    def __getitem__(self, key: Any) -> Any:
-        if isinstance(key, str):
-            if key not in ("values", "indices"):
-                raise KeyError(f"{key!r}: a ValuesIndices pair has keys 'values' and 'indices'.")
-            return getattr(self, key)
-        return tuple.__getitem__(self, key)
+    return getattr(torch.return_types, name)((values, indices))
 
 
 #: keyword parameters of a reduction: (name, default, annotation for the signature)
@@ -422,7 +409,7 @@ def _reduce(
             non_tensor,
             2,
         )
-        return ValuesIndices(values, indices)
+        return values_indices(name, values, indices)
     nested_kw = dict(kw, return_indices=False) if spec.indices else kw
     fn = spec.fn
     torch_fn = spec.torch_fn
@@ -550,8 +537,8 @@ def _doc(name: str, spec: Reduction) -> str:
     extra = ""
     if spec.indices:
         extra = (
-            "\n\nWith one batch ``dim`` the result is a :class:`ValuesIndices` pair of "
-            "tensordicts (values and indices) unless ``return_indices=False``."
+            f"\n\nWith one batch ``dim`` the result is a ``torch.return_types.{name}`` of "
+            "two tensordicts (values and indices) unless ``return_indices=False``."
         )
     return (
         f"{spec.summary} of each leaf, like :func:`torch.{name}`.\n\n"
@@ -650,7 +637,7 @@ def _make_cumulative(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
         (d,) = batch_dims_of(name, dim, bs)
         if reduce:
             values, indices = fn(_feature_matrix(self, name), d)
-            return ValuesIndices(values, indices) if return_indices else values
+            return values_indices(name, values, indices) if return_indices else values
         values, indices = map_leaves(
             self,
             name,
@@ -661,12 +648,13 @@ def _make_cumulative(name: str, fn: Callable[..., Any]) -> Callable[..., Any]:
             reduce_non_tensor,
             2,
         )
-        return ValuesIndices(values, indices) if return_indices else values
+        return values_indices(name, values, indices) if return_indices else values
 
     method.__name__ = method.__qualname__ = name
     method.__doc__ = (
         f"Cumulative :func:`torch.{name}` of each leaf along batch dimension ``dim``.\n\n"
-        "Returns a :class:`ValuesIndices` pair of tensordicts with the batch size unchanged "
+        f"Returns a ``torch.return_types.{name}`` of two tensordicts (values and indices) "
+        "with the batch size unchanged "
         "(the values alone with ``return_indices=False``). ``reduce=True`` runs it on the "
         "leaves concatenated as ``(*batch_size, n_features)`` and returns tensors.\n\n"
         "    >>> import torch\n"

@@ -20,7 +20,7 @@ from tensordict._collection import data_of
 from tensordict._consolidate import ConsolidateOps
 from tensordict._device_ops import DeviceOps
 from tensordict._dict_ops import DictOps, write_inplace
-from tensordict._errors import KeyThroughLeafError, lock_error, missing_key
+from tensordict._errors import KeyThroughLeafError, index_write_error, lock_error, missing_key
 from tensordict._index import index_names, indexed_batch_size, normalize_index
 from tensordict._indexed import IndexedOps
 from tensordict._key_sets import KeySetOps
@@ -658,10 +658,7 @@ class TensorDict(
                 try:
                     value = value.expand(idx_bs)
                 except RuntimeError:
-                    raise RuntimeError(
-                        f"cannot write a tensordict of batch_size={tuple(value.batch_size)} at "
-                        f"index {index!r}, which selects a batch of shape {tuple(idx_bs)}."
-                    ) from None
+                    raise index_write_error(value.batch_size, index, idx_bs) from None
             self._check_set_at(idx, idx_bs, value, ())
             self._write_at(idx, idx_bs, value)
             return

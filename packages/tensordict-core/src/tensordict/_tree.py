@@ -328,7 +328,7 @@ class TreeMapOps(_kinds.DenseMixin):
                     vals.append(v)
             else:
                 vals = []
-            if isinstance(value, NON_TENSOR):
+            if isinstance(value, NON_TENSOR) and (is_leaf is None or not is_leaf(type(value))):
                 if not inplace:
                     carried = carry_non_tensor(value, result._batch_size, result._device)
                     if carried is not None:
@@ -405,7 +405,7 @@ class TreeMapOps(_kinds.DenseMixin):
             if top and plan:
                 run_plan(plan)  # every result was computed and checked: now write them all
             return result
-        if spec.filter_empty and not any_kept and prefix:
+        if spec.filter_empty and not any_kept:
             return None
         return result
 

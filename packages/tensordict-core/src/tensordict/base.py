@@ -600,12 +600,14 @@ class TensorDictBase(
         describe the result when ``fn`` changes the batch shape; ``default`` fills keys
         missing from ``others``; ``call_on_nested`` passes nested tensordicts to ``fn``
         instead of recursing. Non-tensor entries are carried into the result (in their
-        own containers), ``fn`` is not applied to them. On a lazy stack the result is a
-        lazy stack of the members' results (``others`` are split along the stack
-        dimension). ``propagate_lock`` locks the result when this tensordict is locked.
-        The reference's multithreading keywords (``num_threads``, ``checked``) are
-        accepted; the leaves are mapped in this thread. ``is_leaf`` only takes its default
-        (tensors are the leaves).
+        own containers), ``fn`` is not applied to them unless ``is_leaf`` (a predicate on
+        the entry's type) says they are leaves (:func:`~tensordict.is_leaf_nontensor`).
+        With ``filter_empty=True`` a result without any entry is ``None``. ``out``
+        receives the results (its entries are replaced, unless ``inplace``) and is
+        returned. On a lazy stack the result is a lazy stack of the members' results
+        (``others`` are split along the stack dimension). ``propagate_lock`` locks the
+        result when this tensordict is locked. The reference's multithreading keywords
+        (``num_threads``, ``checked``) are accepted; the leaves are mapped in this thread.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -621,14 +623,15 @@ class TensorDictBase(
             unknown = set(constructor_kwargs) - _APPLY_THREAD_KWARGS
             if unknown:
                 raise TypeError(f"apply() got unexpected keyword arguments {sorted(unknown)}.")
-        if is_leaf is not None and is_leaf is not _kinds.is_leaf_default:
-            raise NotImplementedError("apply(is_leaf=...): only the default leaves are supported.")
+        if is_leaf is _kinds.is_leaf_default:
+            is_leaf = None
         if (
             device is NO_DEFAULT
             and not inplace
             and default is NO_DEFAULT
             and filter_empty is None
             and not call_on_nested
+            and is_leaf is None
         ):
             spec = DEFAULT_APPLY
         else:
@@ -638,11 +641,17 @@ class TensorDictBase(
                 default=default,
                 filter_empty=filter_empty,
                 call_on_nested=call_on_nested,
+                is_leaf=is_leaf,
             )
+        into = out if inplace else None  # out= without inplace: the result is written there
         result = self._apply_nest(
-            fn, *others, spec=spec, batch_size=batch_size, names=names, out=out
+            fn, *others, spec=spec, batch_size=batch_size, names=names, out=into
         )
-        assert result is not None  # only nested levels are dropped (filter_empty)
+        if result is None:  # filter_empty=True and nothing was kept
+            return None  # type: ignore[return-value]
+        if out is not None and not inplace:
+            out.update(result)
+            return out
         if propagate_lock and not inplace and result is not self and self.is_locked:
             result.lock_()
         return result
