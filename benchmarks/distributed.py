@@ -20,7 +20,7 @@ alternating rounds, minimum over rounds):
   on PATH and the redis client; skipped otherwise).
 
 It uses the public API only, so the same script measures the reference library when run
-with its interpreter (``/work/refvenv/bin/python benchmarks/distributed.py``).
+with its interpreter (``/tmp/refvenv/bin/python benchmarks/distributed.py``).
 Benchmarks never assert timings.
 
 Usage::
@@ -28,6 +28,7 @@ Usage::
     python benchmarks/distributed.py            # every row (~2 min on 2 busy cores)
     python benchmarks/distributed.py --quick    # fewer rounds, smaller data
     python benchmarks/distributed.py -k send    # only rows whose name matches
+    python benchmarks/distributed.py --rounds 21  # more rounds: steadier minima on a busy machine
     python benchmarks/distributed.py --json out.json
 """
 
@@ -245,8 +246,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("-k", default="")
     parser.add_argument("--json")
+    parser.add_argument("--rounds", type=int, help="rounds per row (default 7, 3 with --quick)")
     args = parser.parse_args()
-    rounds = 3 if args.quick else 7
+    rounds = args.rounds or (3 if args.quick else 7)
     total = 8 * MIB if args.quick else 64 * MIB
     p2p_rows = [
         "send 1000 leaves",
