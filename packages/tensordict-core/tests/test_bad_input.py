@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from tensordict import TensorDict, cat, from_consolidated, stack
+from tensordict._nesting import MAX_NESTING_DEPTH
 
 
 def make_td():
@@ -441,7 +442,7 @@ def test_rename_key_into_its_own_subtree_moves_it(td):
     td.rename_key_("n", ("n", "moved"))
     assert set(td["n"].keys()) == {"moved"}
     for key, value in leaves.items():
-        assert td["n", "moved", *(key if isinstance(key, tuple) else (key,))] is value
+        assert td.get(("n", "moved") + (key if isinstance(key, tuple) else (key,))) is value
 
 
 def test_nested_tensordict_of_a_locked_one_cannot_be_unlocked(td):
@@ -557,3 +558,23 @@ def test_consolidated_metadata_with_a_negative_batch_size():
     bad["td"]["entries"]["n"]["batch_size"] = [-3]
     with pytest.raises(ValueError, match=r"batch_size \[-3\] at 'n'"):
         from_consolidated(cons._consolidated["storage"], bad)
+
+
+def test_nesting_deeper_than_the_limit_is_refused_when_built():
+    top = TensorDict()
+    cur = top
+    for _ in range(MAX_NESTING_DEPTH):  # top-down, one level at a time
+        cur["a"] = TensorDict()
+        cur = cur["a"]
+    with pytest.raises(RecursionError, match="MAX_NESTING_DEPTH"):
+        cur["a"] = TensorDict()
+    assert "a" not in cur.keys()
+    for op in (TensorDict.clone, TensorDict.to_dict, TensorDict.consolidate, repr):
+        op(top)  # every level reachable by the recursive walks
+    chain = TensorDict(x=torch.zeros(1))
+    for _ in range(MAX_NESTING_DEPTH):  # bottom-up
+        chain = TensorDict(a=chain)
+    with pytest.raises(RecursionError, match="'b'"):
+        TensorDict(b=chain)
+    with pytest.raises(RecursionError, match="MAX_NESTING_DEPTH"):
+        TensorDict().set(("a",) * (MAX_NESTING_DEPTH + 2), torch.zeros(1))

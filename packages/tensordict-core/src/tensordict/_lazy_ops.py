@@ -848,16 +848,18 @@ class LazyMemberOps(_kinds.LazyMixin):
     def unlock_(self) -> Any:
         """Unlock every member (all checked first); as a context manager, re-locks on exit."""
         held = 1 if self._holds_lock else 0
-        for td in self.tensordicts:
-            if isinstance(td, _kinds.Dense):
-                _lock.check_unlock(td, held)
-        for td in self.tensordicts:
-            if not isinstance(td, _kinds.Dense):
-                td.unlock_()
-            elif held:
-                _lock.release(td)
-            else:
-                _lock.unlock(td)
+        plans = [
+            _lock.plan_unlock(td, held) if isinstance(td, _kinds.Dense) else None
+            for td in self.tensordicts
+        ]
+        member: Any
+        for member, plan in zip(self.tensordicts, plans, strict=True):
+            if plan is None:
+                member.unlock_()
+                continue
+            member._lock_parents = max(0, member._lock_parents - held)
+            if not member._lock_parents:
+                _lock.unlock(member, plan)
         self._holds_lock = False
         self._last_op = ("unlock_", self._undo_unlock)
         return self

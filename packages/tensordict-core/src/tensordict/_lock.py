@@ -23,40 +23,58 @@ False
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
+
+import torch
 
 from tensordict import _kinds
 from tensordict._collection import data_of
+
+_Tensor = torch.Tensor
 
 
 def _children(td: Any) -> list[Any]:
     """The dense tensordicts whose lock ``td`` holds: its nested tensordicts (of
     tensorclasses too) and the members of its nested lazy stacks."""
-    out = []
+    dense, tensor = _kinds.Dense, _Tensor
+    out: list[Any] = []
     for value in td._tensordict.values():
-        sub = data_of(value)
-        if isinstance(sub, _kinds.Dense):
-            out.append(sub)
-        elif isinstance(sub, _kinds.Lazy):
-            stack = list(sub.tensordicts)
-            while stack:  # members of nested stacks, flattened
-                member = stack.pop()
-                if isinstance(member, _kinds.Lazy):
-                    stack.extend(member.tensordicts)
-                elif isinstance(member, _kinds.Dense):
-                    out.append(member)
+        if type(value) is tensor:  # the common case, skipped at once
+            continue
+        if isinstance(value, dense):
+            out.append(value)
+        else:
+            _add_held(data_of(value), out)
     return out
 
 
+def _add_held(sub: Any, out: list[Any]) -> None:
+    """Add to ``out`` the dense tensordict ``sub`` or, for a lazy stack, its members."""
+    if isinstance(sub, _kinds.Dense):
+        out.append(sub)
+    elif isinstance(sub, _kinds.Lazy):
+        stack = list(sub.tensordicts)
+        while stack:  # members of nested stacks, flattened
+            member = stack.pop()
+            if isinstance(member, _kinds.Lazy):
+                stack.extend(member.tensordicts)
+            elif isinstance(member, _kinds.Dense):
+                out.append(member)
+
+
 def lock(td: Any) -> None:
-    """Lock the dense ``td`` and what it holds (each held tensordict counts it once)."""
+    """Lock the dense ``td`` and what it holds (each held tensordict counts it once).
+    Walks without recursion, so any depth of nesting locks."""
     if td._is_locked:
         return
     td._is_locked = True
-    for child in _children(td):
+    stack = _children(td)
+    while stack:
+        child = stack.pop()
         child._lock_parents = child._lock_parents + 1
-        lock(child)
+        if not child._is_locked:
+            child._is_locked = True
+            stack.extend(_children(child))
 
 
 def hold(parent: Any, child: Any) -> None:
@@ -65,29 +83,38 @@ def hold(parent: Any, child: Any) -> None:
     lock(child)
 
 
-def check_unlock(td: Any, held_by_caller: int = 0) -> None:
-    """Raise ``RuntimeError`` (changing nothing) if unlocking ``td`` would unlock a
-    tensordict that a locked tensordict outside ``td`` holds (``held_by_caller``: the
-    holds of the caller, a lazy stack unlocking its members, that do not count)."""
+def plan_unlock(td: Any, held_by_caller: int = 0) -> list[tuple[Any, int]]:
+    """What unlocking ``td`` releases: ``(nested tensordict, holds from inside td)``.
+    Raises ``RuntimeError`` (nothing changed) if a locked tensordict outside ``td``
+    holds ``td`` or one of them (``held_by_caller``: the holds of the caller, a lazy stack
+    unlocking its members, that do not count)."""
     if not td._is_locked:
-        return
+        return []
     if td._lock_parents > held_by_caller:
         raise RuntimeError(
             "cannot unlock this tensordict: it is nested in a locked tensordict "
             f"({td._lock_parents} locked parent(s)), whose tree would then take writes. "
             "Unlock the root tensordict instead."
         )
-    held: Counter[int] = Counter()
+    plan: list[tuple[Any, int]] = []
+    stack = _children(td)
+    if not stack:
+        return plan
+    held: dict[int, int] = {}  # tensordicts held more than once: counted
     nodes: dict[int, Any] = {}
-    stack = [td]
     while stack:
-        node = stack.pop()
-        for child in _children(node):
-            held[id(child)] += 1
-            if id(child) not in nodes:
-                nodes[id(child)] = child
-                if child._is_locked:
-                    stack.append(child)
+        child = stack.pop()
+        if child._lock_parents == 1:  # held by this parent only: released with it
+            plan.append((child, 1))
+            if child._is_locked:
+                stack.extend(_children(child))
+            continue
+        key = id(child)
+        held[key] = held.get(key, 0) + 1
+        if key not in nodes:
+            nodes[key] = child
+            if child._is_locked:
+                stack.extend(_children(child))
     for key, count in held.items():
         if nodes[key]._lock_parents > count:
             raise RuntimeError(
@@ -95,19 +122,18 @@ def check_unlock(td: Any, held_by_caller: int = 0) -> None:
                 "another locked tensordict. Unlock that one first, or group both under one "
                 "root and unlock the root."
             )
+        plan.append((nodes[key], count))
+    return plan
 
 
-def release(td: Any) -> None:
-    """Drop one hold on the dense ``td`` (see :func:`hold`); unlock it if none is left."""
-    td._lock_parents = max(0, td._lock_parents - 1)
-    if not td._lock_parents:
-        unlock(td)
-
-
-def unlock(td: Any) -> None:
-    """Unlock the dense ``td`` and what only it keeps locked (see :func:`check_unlock`)."""
-    if not td._is_locked:
-        return
+def unlock(td: Any, plan: list[tuple[Any, int]] | None = None) -> None:
+    """Unlock the dense ``td`` and what only it keeps locked, as :func:`plan_unlock`
+    checked (planned here when not given). Walks without recursion."""
+    if plan is None:
+        plan = plan_unlock(td)
     td._is_locked = False
-    for child in _children(td):
-        release(child)
+    for child, count in plan:
+        left = child._lock_parents - count
+        child._lock_parents = left if left > 0 else 0
+        if left <= 0:
+            child._is_locked = False

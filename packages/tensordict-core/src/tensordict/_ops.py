@@ -403,6 +403,12 @@ def _check_inplace(
     """Refuse an in-place op before writing anything if an operand cannot fit its leaf:
     its shape does not broadcast to the leaf's, or the result's dtype cannot be cast to the
     leaf's (a float result for an integer leaf)."""
+    if not any(isinstance(o, (list, _Tensor)) for o in operands):  # scalars: dtypes only
+        need = 2 if _true_division(name, kwargs) else 0
+        for o in operands:
+            need = max(need, _SCALAR_CATEGORY.get(type(o), 0))
+        if not need or {leaf.dtype for leaf in leaves} <= _AT_LEAST[need]:
+            return
     castable: dict[tuple[Any, Any], bool] = {}
     for i, leaf in enumerate(leaves):
         for o in operands:
@@ -436,6 +442,28 @@ def _category(dtype: torch.dtype) -> int:
 
 
 _SCALAR_CATEGORY = {bool: 0, int: 1, float: 2, complex: 3}
+_DTYPES = (  # the usual ones: a leaf of another dtype takes the leaf-by-leaf check
+    torch.bool,
+    torch.uint8,
+    torch.int8,
+    torch.int16,
+    torch.int32,
+    torch.int64,
+    torch.float16,
+    torch.bfloat16,
+    torch.float32,
+    torch.float64,
+    torch.complex64,
+    torch.complex128,
+)
+#: The usual dtypes a result of category ``c`` (or lower) can be written into in place.
+_AT_LEAST = {c: frozenset(d for d in _DTYPES if _category(d) >= c) for c in range(4)}
+
+
+def _true_division(name: str, kwargs: dict[str, Any] | None) -> bool:
+    return name.rstrip("_") in ("div", "true_divide", "divide") and not (kwargs or {}).get(
+        "rounding_mode"
+    )
 
 
 def _result_castable(name: str, leaf: _Tensor, operand: Any, kwargs: dict[str, Any] | None) -> bool:
@@ -449,9 +477,7 @@ def _result_castable(name: str, leaf: _Tensor, operand: Any, kwargs: dict[str, A
         return True  # let the op itself judge
     mine = _category(leaf.dtype)
     result = max(mine, other)
-    if name.rstrip("_") in ("div", "true_divide", "divide") and not (kwargs or {}).get(
-        "rounding_mode"
-    ):
+    if _true_division(name, kwargs):
         result = max(result, 2)  # true division of integers gives floats
     return result <= mine
 

@@ -15,7 +15,7 @@ from typing import Any, overload
 import numpy as np
 import torch
 
-from tensordict import _kinds, _lock
+from tensordict import _kinds, _lock, _nesting
 from tensordict._collection import data_of
 from tensordict._consolidate import ConsolidateOps
 from tensordict._device_ops import DeviceOps
@@ -111,6 +111,7 @@ class TensorDict(
     _device: torch.device | None
     _names: list[str | None] | None
     _lock_parents: int = 0  # the locked tensordicts holding this one (see _lock)
+    _depth: int = 0  # the nesting level it was stored at (see _nesting)
 
     def __init__(
         self,
@@ -438,6 +439,7 @@ class TensorDict(
                         f"the parent's names {self._names}."
                     )
                 value._set_names(list(self._names) + sub_names[nb:])
+            _nesting.check_nesting(self, key, value)
             if self._is_locked:
                 inner = data_of(value)
                 if isinstance(inner, TensorDict):
@@ -582,9 +584,11 @@ class TensorDict(
         if sub is None:
             if self._is_locked:
                 raise lock_error(key[0])
+            _nesting.check_key_length(self, key)
             sub = TensorDict._new_unsafe(
                 {}, self._batch_size, self._device, self._names and list(self._names)
             )
+            sub._depth = self._depth + 1
             sub._set_tuple(
                 key[1:], value, inplace=inplace, validated=validated, non_blocking=non_blocking
             )
@@ -960,14 +964,12 @@ class TensorDict(
         A tensordict nested in a locked one cannot be unlocked on its own (``RuntimeError``):
         unlock the root.
         """
-        _lock.check_unlock(self)
         _lock.unlock(self)
         self._last_op = ("unlock_", TensorDict._undo_unlock, self)
         return self
 
     def _undo_lock(self) -> None:
         if not self._lock_parents:  # still held locked by a parent: stays locked
-            _lock.check_unlock(self)
             _lock.unlock(self)
 
     def _undo_unlock(self) -> None:
