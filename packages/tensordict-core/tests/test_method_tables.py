@@ -776,10 +776,19 @@ def test_operator_module_is_consistent():
 def test_backward_grad_zero_grad():
     w = torch.ones(2, 3, requires_grad=True)
     td = TensorDict({"a": w * 2, "n": {"b": (w * w).unsqueeze(-1)}, "i": torch.ones(2, 3)}, BS)
-    td.backward(retain_graph=True)
+    # as the reference: a gradient tensordict for non-scalar leaves ...
+    td.backward(td.apply(torch.ones_like), retain_graph=True)
     torch.testing.assert_close(w.grad, torch.full((2, 3), 4.0))
     w.grad = None
-    td.backward(use_global_sum=False)
+    td.backward(td.apply(lambda x: torch.full_like(x, 2.0)), retain_graph=True, inputs=[w])
+    torch.testing.assert_close(w.grad, torch.full((2, 3), 8.0))
+    with pytest.raises(RuntimeError, match=r"'a' has shape \(2, 3\)"):
+        td.backward()
+    with pytest.raises(KeyError, match="'a'"):
+        td.backward(td.exclude("a"))
+    # ... and none for leaves of one element
+    w.grad = None
+    TensorDict({"a": (w * 2).sum(), "b": (w * w).sum()}).backward()
     torch.testing.assert_close(w.grad, torch.full((2, 3), 4.0))
     params = TensorDict({"w": w, "n": {"v": torch.zeros(2, 3), "u": w}}, BS)
     grads = params.grad

@@ -433,9 +433,17 @@ def test_bool_of_tensordict_is_refused():
         bool(make_td())
 
 
-def test_bool_of_tensordict_raises_value_error():
-    with pytest.raises(ValueError):
+def test_bool_of_tensordict_raises_runtime_error():
+    # as torch (a tensor of several values) and the reference
+    with pytest.raises(RuntimeError, match="ambiguous"):
         bool(make_td())
+
+
+def test_equality_with_dicts_and_other_objects():
+    td = make_td()
+    assert (td == td.to_dict()).all() and not (td != td.to_dict()).any()
+    # an object that is not comparable leaf by leaf is never equal (Python's fallback)
+    assert (td == "z") is False and (td != "z") is True
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1])

@@ -64,8 +64,12 @@ def test_key_mismatch_is_assertion_and_key_error(td):
 
 
 def test_other_mismatches(td):
-    with pytest.raises(AssertionError, match="batch sizes differ"):
+    with pytest.raises(AssertionError, match="key 'a' does not match.*shape"):
         assert_allclose_td(td, td[:1])
+    # as the reference: batch sizes are not compared, the leaves are
+    assert assert_allclose_td(
+        TensorDict(a=torch.zeros(3)), TensorDict(a=torch.zeros(3), batch_size=[3])
+    )
     other = td.clone()
     other["s"] = "y"
     with pytest.raises(AssertionError, match="key 's'.*'x'"):

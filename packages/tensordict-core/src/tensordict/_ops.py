@@ -17,12 +17,13 @@ Tables:
 from __future__ import annotations
 import __future__
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from tensordict import _kinds
 from tensordict._inplace import adopt
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NON_TENSOR
@@ -728,6 +729,10 @@ def _cast_type(
     return _cast(self, lambda x: x.type(dst_type), cast_filter)
 
 
+#: what ``td == other`` compares leaf by leaf (besides tensordicts and dicts)
+_COMPARABLE = (_Tensor, bool, int, float, complex)
+
+
 def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable[..., Any]:
     if reflected:
         op = getattr(torch, _torch_name(method_name))
@@ -743,6 +748,18 @@ def _make_operator(dunder: str, method_name: str, reflected: bool) -> Callable[.
 
         reflected_op.__name__ = dunder
         return reflected_op
+
+    if method_name in ("eq", "ne"):
+
+        def compare(self: TensorDictBase, other: Any) -> Any:
+            if isinstance(other, Mapping) and not is_tensor_collection(other):
+                other = _kinds.Dense(other, batch_size=self.batch_size)  # a dict: compared by key
+            elif not isinstance(other, _COMPARABLE) and not is_tensor_collection(other):
+                return NotImplemented  # another object: never equal (as the reference)
+            return getattr(self, method_name)(other)
+
+        compare.__name__ = dunder
+        return compare
 
     def forward(self: TensorDictBase, other: Any) -> Any:
         return getattr(self, method_name)(other)
@@ -976,37 +993,61 @@ def zero_grad(self: TensorDictBase, set_to_none: bool = True) -> TensorDictBase:
 
 def backward(
     self: TensorDictBase,
-    use_global_sum: bool = True,
-    retain_graph: bool = False,
+    gradient: TensorDictBase | None = None,
+    retain_graph: bool | None = None,
     create_graph: bool = False,
+    inputs: TensorDictBase | Sequence[_Tensor] | None = None,
 ) -> None:
-    """Back-propagate from the leaves that require grad.
+    """Back-propagate from the leaves that require grad, like
+    :func:`torch.autograd.backward` over them.
 
-    With ``use_global_sum`` the gradient is that of the sum of every element of those
-    leaves, in one ``backward`` call; otherwise each leaf is back-propagated with a
-    gradient of ones (the same gradients, through :func:`torch.autograd.backward`).
+    Without ``gradient`` every such leaf must hold one element (a loss); otherwise
+    ``gradient`` is a tensordict holding the gradient of each of them under its key.
+    ``inputs`` (tensors, or a tensordict of them) restricts the tensors gradients are
+    accumulated into.
 
     >>> import torch
     >>> from tensordict import TensorDict
     >>> w = torch.ones(2, requires_grad=True)
-    >>> TensorDict({"a": w * 3, "n": {"b": w * w}}, [2]).backward()
+    >>> td = TensorDict({"a": w * 3, "n": {"b": w * w}}, [2])
+    >>> td.backward(td.apply(torch.ones_like))
+    >>> w.grad
+    tensor([5., 5.])
+    >>> w.grad = None
+    >>> td.sum().backward(retain_graph=True)  # leaves of one element
     >>> w.grad
     tensor([5., 5.])
     """
-    leaves = [x for x in self._flat_tensors([]) if x.requires_grad]
-    if not leaves:
+    pairs = [(k, x) for k, x in leaf_items(self) if isinstance(x, _Tensor) and x.requires_grad]
+    if not pairs:
         raise RuntimeError("backward(): no leaf of the tensordict requires grad.")
-    if use_global_sum:
-        total = leaves[0].sum()
-        for x in leaves[1:]:
-            total = total + x.sum()
-        total.backward(retain_graph=retain_graph, create_graph=create_graph)
-        return
+    grads: list[Any] | None = None
+    if gradient is None:
+        for key, x in pairs:
+            if x.numel() != 1:
+                raise RuntimeError(
+                    f"backward(): a gradient can be created implicitly only for leaves of one "
+                    f"element, but the leaf {unravel_key(key)!r} has shape {tuple(x.shape)}; pass "
+                    "a gradient tensordict holding the gradient of each leaf."
+                )
+    else:
+        grads = []
+        for key, _ in pairs:
+            g = gradient.get(key, None)
+            if g is None:
+                raise KeyError(
+                    f"backward(): the gradient tensordict has no entry {unravel_key(key)!r} for "
+                    "a leaf that requires grad."
+                )
+            grads.append(g)
+    if is_tensor_collection(inputs):
+        inputs = list(inputs._flat_tensors([]))  # type: ignore[union-attr]
     torch.autograd.backward(
-        leaves,
-        [torch.ones_like(x) for x in leaves],
+        [x for _, x in pairs],
+        grads,
         retain_graph=retain_graph,
         create_graph=create_graph,
+        inputs=inputs,
     )
 
 

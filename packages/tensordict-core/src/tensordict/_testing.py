@@ -26,7 +26,7 @@ def _leaves(td: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]
     for key, value in items:
         path = prefix + (key,)
         if is_tensor_collection(value) and not is_non_tensor(value):
-            out[path] = value  # the container itself: its batch size is compared too
+            out[path] = value  # the container itself (its kind is compared)
             if not isinstance(value, _kinds.Lazy):  # lazy stacks: compared member by member
                 out.update(_leaves(value, path))
         else:
@@ -58,11 +58,13 @@ def assert_allclose_td(
 ) -> bool:
     """Assert that two tensordicts hold the same keys and close values; returns ``True``.
 
-    Checks batch sizes, key sets (including nested ones; a mismatch raises
+    Checks the key sets (including nested ones; a mismatch raises
     :class:`KeyMismatchError`, both an ``AssertionError`` and a ``KeyError``), then each
     leaf in order with :func:`torch.testing.assert_close` (dtypes and shapes must match,
     values within ``atol + rtol * |expected|``; ``None`` takes torch's defaults for the
-    dtype; nested tensors component by component); non-tensor values must be equal. With ``intersection=True`` only the keys
+    dtype; nested tensors component by component); non-tensor values must be equal.
+    Batch sizes are not compared, the leaves' shapes are (as the reference). With
+    ``intersection=True`` only the keys
     both hold are compared. Lazy stacks are compared member by member, so entries whose
     shape differs across members are compared too. The error names the first differing
     key (under ``prefix``); ``msg`` is appended to it.
@@ -87,14 +89,8 @@ def assert_allclose_td(
         )
     suffix = f"\n{msg}" if msg else ""
     base = key_as_tuple(prefix) if prefix else ()
-    if actual.batch_size != expected.batch_size:
-        where = f" at {unravel_key(base)!r}" if base else ""
-        raise AssertionError(
-            f"batch sizes differ{where}: actual {tuple(actual.batch_size)}, expected "
-            f"{tuple(expected.batch_size)}.{suffix}"
-        )
     lazy = next((x for x in (actual, expected) if isinstance(x, _kinds.Lazy)), None)
-    if lazy is not None:
+    if lazy is not None and actual.batch_size == expected.batch_size:
         sd = lazy.stack_dim
         for a, e in zip(_members(actual, sd), _members(expected, sd), strict=True):
             assert_allclose_td(a, e, rtol, atol, equal_nan, intersection, msg, base)
@@ -116,11 +112,10 @@ def assert_allclose_td(
         act = got[path]
         name = unravel_key(path)
         if is_tensor_collection(exp) and not is_non_tensor(exp):
-            if not is_tensor_collection(act) or act.batch_size != exp.batch_size:
-                what = act.batch_size if is_tensor_collection(act) else type(act).__name__
+            if not is_tensor_collection(act):
                 raise AssertionError(
-                    f"key {name!r} does not match: actual {what}, expected a tensordict of "
-                    f"batch size {tuple(exp.batch_size)}.{suffix}"
+                    f"key {name!r} does not match: actual is a {type(act).__name__}, expected "
+                    f"a tensordict.{suffix}"
                 )
             if isinstance(act, _kinds.Lazy) or isinstance(exp, _kinds.Lazy):
                 assert_allclose_td(act, exp, rtol, atol, equal_nan, intersection, msg, path)

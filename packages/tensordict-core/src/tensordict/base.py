@@ -337,7 +337,7 @@ class TensorDictBase(
         return iter(self.unbind(0))
 
     def __bool__(self) -> bool:
-        raise ValueError(
+        raise RuntimeError(
             "Converting a tensordict to a boolean is ambiguous; use .all() or .any(), "
             "or .is_empty() to test for entries."
         )
