@@ -437,7 +437,7 @@ class LazyStackedTensorDict(
     def _stack_values(self, key: tuple[Any, ...], values: list[Any]) -> Any:
         first = values[0]
         sd = self.stack_dim
-        if type(first) is not _Tensor and isinstance(first, UnbatchedTensor):
+        if type(first) is UnbatchedTensor:
             bs = first.batch_size
             return combine_unbatched(values, bs[:sd] + torch.Size([len(values)]) + bs[sd:], key)
         if isinstance(first, _Tensor):
@@ -743,10 +743,14 @@ class LazyStackedTensorDict(
         return out
 
     def _map_batch(
-        self, fn: Callable[..., Any], batch_size: torch.Size, names: list[Any] | None = None
+        self,
+        fn: Callable[..., Any],
+        batch_size: torch.Size,
+        names: list[Any] | None = None,
+        spread: bool = False,
     ) -> TensorDictBase:
         """Batch-shape operations without a lazy form run on a dense copy."""
-        return self.contiguous()._map_batch(fn, batch_size, names)
+        return self.contiguous()._map_batch(fn, batch_size, names, spread)
 
     def to_lazystack(self, dim: int = 0) -> LazyStackedTensorDict:
         """This stack if ``dim`` is its stack dimension, else a lazy stack along ``dim``."""

@@ -532,14 +532,33 @@ def _compare_non_tensors(out: TensorDictBase, td: TensorDictBase, other: Any, op
     of ``other`` (a tensordict) at the same key: a boolean tensor of its batch shape, as
     the reference gives (the tensor leaves were compared by the torch operation). Values
     without that operation (``"a" | "b"``) keep the entry carried over."""
-    for path, leaf in leaf_items(td, members=False):
-        if isinstance(leaf, NON_TENSOR):
-            try:
-                result = compare(leaf, other.get(path, None), op)
-            except TypeError:
-                continue
-            if result is not NotImplemented:
-                out.set(path, result)
+    for path, leaf in _non_tensor_leaves(td, ()):
+        try:
+            result = compare(leaf, other.get(path, None), op)
+        except TypeError:
+            continue
+        if result is not NotImplemented:
+            out.set(path, result)
+
+
+def _non_tensor_leaves(td: Any, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
+    """``(key path, leaf)`` of the non-tensor leaves of ``td`` (tensors skipped cheaply)."""
+    store = getattr(td, "_tensordict", None)
+    if type(store) is not dict:  # lazy stacks & co: their stacked entries
+        return [
+            (path, v)
+            for path, v in leaf_items(td, prefix, members=False)
+            if isinstance(v, NON_TENSOR)
+        ]
+    out = []
+    for key, value in store.items():
+        if type(value) is _Tensor:
+            continue
+        if isinstance(value, NON_TENSOR):
+            out.append((prefix + (key,), value))
+        elif is_tensor_collection(value):
+            out.extend(_non_tensor_leaves(value, prefix + (key,)))
+    return out
 
 
 def _make_binary(

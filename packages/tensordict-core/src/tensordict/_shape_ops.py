@@ -18,7 +18,7 @@ from tensordict._errors import DimsError
 from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
 from tensordict._legacy import lazy_legacy
-from tensordict._nontensor import NON_TENSOR, NonTensorData
+from tensordict._nontensor import NON_TENSOR
 from tensordict._shape import (
     flip_dims,
     infer_shape,
@@ -38,7 +38,7 @@ from tensordict._shape_context import (
     keeps_lock,
     undoable,
 )
-from tensordict._unbatched import CARRIED
+from tensordict._unbatched import is_carried
 from tensordict.base import NO_DEFAULT, TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -208,7 +208,7 @@ class DenseShapeOps:
         if self._has_names():
             old = self.names
             names = old[:d] + [None] + old[d:]
-        return _spread_non_tensor(self._map_batch(lambda x: x.unsqueeze(d), new, names))
+        return self._map_batch(lambda x: x.unsqueeze(d), new, names, spread=True)
 
     @undoable(inverse_permute)
     def permute(self, *args: Any, dims: Sequence[int] | None = None) -> TensorDict:
@@ -324,14 +324,13 @@ class DenseShapeOps:
         names = None
         if self._has_names():
             names = [None] * extra + self.names
-        return _spread_non_tensor(
-            self._map_batch(
-                (lambda x: x.expand(*new, *x.shape[nb:]))
-                if new
-                else (lambda x: x.expand((*new, *x.shape[nb:]))),
-                new,
-                names,
-            )
+        return self._map_batch(
+            (lambda x: x.expand(*new, *x.shape[nb:]))
+            if new
+            else (lambda x: x.expand((*new, *x.shape[nb:]))),
+            new,
+            names,
+            spread=True,
         )
 
     def expand_as(self, other: Any) -> TensorDict:
@@ -525,7 +524,7 @@ class DenseShapeOps:
     def _split_entries(self, fn: Any, n: int, shapes: list, names: list | None) -> tuple:
         parts: list[dict] = [{} for _ in range(n)]
         for key, value in self._tensordict.items():
-            if isinstance(value, CARRIED):  # one value / no batch dimension: carried whole
+            if is_carried(value):  # one value / no batch dimension: carried whole
                 for i in range(n):
                     parts[i][key] = value._with(shapes[i])
                 continue
@@ -537,20 +536,6 @@ class DenseShapeOps:
             cls._new_unsafe(parts[i], torch.Size(shapes[i]), dev, names and list(names))
             for i in range(n)
         )
-
-
-def _spread_non_tensor(td: Any) -> Any:
-    """``td`` (the result of ``expand``/``unsqueeze``) with its ``NonTensorData`` entries,
-    at any depth, turned into stacks of their value, as those operations make of a
-    ``NonTensorData`` (a ``MetaData`` stays one value)."""
-    store = getattr(td, "_tensordict", None)
-    if isinstance(store, dict):
-        for key, value in store.items():
-            if type(value) is NonTensorData:
-                store[key] = value.expand(value.batch_size)
-            elif isinstance(value, TensorDictBase):
-                _spread_non_tensor(value)
-    return td
 
 
 def _split_leaf(x: Any, arg: Any, sizes: list[int], d: int) -> Any:

@@ -50,7 +50,7 @@ from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
 from tensordict._shape_ops import DenseShapeOps
 from tensordict._state_dict import StateDictOps
 from tensordict._tree import TreeMapOps
-from tensordict._unbatched import CARRIED, UnbatchedTensor
+from tensordict._unbatched import UnbatchedTensor, is_carried
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 _Tensor = torch.Tensor
@@ -197,7 +197,7 @@ class TensorDict(
         new = parse_batch_size(new)
         nb = len(new)
         for key, value in self._tensordict.items():
-            if isinstance(value, CARRIED):
+            if is_carried(value):
                 continue
             if value.shape[:nb] != new:
                 raise RuntimeError(
@@ -205,7 +205,7 @@ class TensorDict(
                     f"whose leading dimensions must equal the batch size."
                 )
         for key, value in self._tensordict.items():
-            if isinstance(value, CARRIED):
+            if is_carried(value):
                 self._tensordict[key] = value._with(new)
         if self._names is not None and len(self._names) != nb:
             kept = (list(self._names) + [None] * nb)[:nb]
@@ -409,7 +409,7 @@ class TensorDict(
             dev = self._device
             if dev is not None and value.device != dev:
                 value = value.to(dev, non_blocking=non_blocking)
-            if type(value) is not _Tensor and isinstance(value, UnbatchedTensor):
+            if type(value) is UnbatchedTensor:
                 return value._with(bs)  # any shape: it has no batch dimension
             if value.shape[:nb] != bs:
                 raise self._shape_error(key, value)
@@ -696,7 +696,7 @@ class TensorDict(
                 if self._is_locked:
                     raise lock_error(unravel_key(prefix + (key,)))
                 continue
-            if isinstance(target, UnbatchedTensor):  # the payload is written whole
+            if type(target) is UnbatchedTensor:  # the payload is written whole
                 if not isinstance(v, _Tensor) or not broadcastable_to(v.shape, target.shape):
                     raise RuntimeError(
                         f"cannot write a {type(v).__name__} of shape "
@@ -739,7 +739,7 @@ class TensorDict(
             if target is None:
                 if isinstance(v, TensorDictBase):
                     target = TensorDict._new_unsafe({}, bs + v.batch_size[vnb:], self._device)
-                elif isinstance(v, UnbatchedTensor):
+                elif type(v) is UnbatchedTensor:
                     store[key] = v._with(bs)
                     continue
                 elif isinstance(v, _Tensor):
@@ -758,7 +758,7 @@ class TensorDict(
                 store[key] = target
             if isinstance(target, TensorDict):
                 target._write_at(idx, idx_bs, v)
-            elif isinstance(target, UnbatchedTensor):
+            elif type(target) is UnbatchedTensor:
                 target.copy_(v)  # shared by the whole batch: written whole
             elif isinstance(target, _Tensor):
                 target[idx] = v
@@ -887,7 +887,7 @@ class TensorDict(
         pending = []
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
-                if type(value) is not _Tensor and isinstance(value, UnbatchedTensor):
+                if type(value) is UnbatchedTensor:
                     pending.append(key)  # carried whole, with the new batch size
                     continue
                 try:
@@ -996,7 +996,7 @@ class TensorDict(
         """
         common: list[int] | None = None
         for value in self._tensordict.values():
-            if isinstance(value, CARRIED):
+            if is_carried(value):
                 continue
             if isinstance(value, TensorDict):
                 if not (

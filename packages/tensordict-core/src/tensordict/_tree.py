@@ -123,6 +123,7 @@ class TreeMapOps(_kinds.DenseMixin):
         fn: Callable[[Any], Any],
         batch_size: torch.Size,
         names: list[str | None] | None = None,
+        spread: bool = False,
     ) -> TensorDict:
         """Apply a batch-shape operation ``fn`` to every tensor, at any depth.
 
@@ -130,7 +131,8 @@ class TreeMapOps(_kinds.DenseMixin):
         along, so it applies unchanged to the leaves of nested dense tensordicts, whose
         new batch size is ``batch_size`` plus their own extra dimensions. Other tensordict
         types receive ``fn`` themselves (they expose ``.shape`` too); non-tensor values
-        only get the new batch size.
+        only get the new batch size — with ``spread`` (``expand``, ``unsqueeze``, as the
+        reference) a ``NonTensorData`` becomes a stack of its value (a ``MetaData`` does not).
         """
         if names is not None and all(n is None for n in names):
             names = None
@@ -138,12 +140,12 @@ class TreeMapOps(_kinds.DenseMixin):
         out: dict[str, Any] = {}
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
-                if type(value) is not _Tensor and isinstance(value, UnbatchedTensor):
+                if type(value) is UnbatchedTensor:
                     out[key] = value._with(batch_size)  # no batch dimension: carried whole
                 else:
                     out[key] = fn(value)
             elif isinstance(value, NonTensorData):
-                out[key] = value._with(batch_size)
+                out[key] = value._spread(batch_size) if spread else value._with(batch_size)
             elif isinstance(value, _kinds.Dense):
                 sub_bs = value._batch_size
                 extra = len(sub_bs) - nb
@@ -152,7 +154,7 @@ class TreeMapOps(_kinds.DenseMixin):
                     own = value._names[nb:] if value._names is not None else [None] * extra
                     sub_names = (names or [None] * len(batch_size)) + own
                 new_bs = torch.Size((*batch_size, *sub_bs[nb:])) if extra else batch_size
-                out[key] = value._map_batch(fn, new_bs, sub_names)
+                out[key] = value._map_batch(fn, new_bs, sub_names, spread)
             else:
                 out[key] = fn(value)
         return self._new_unsafe(out, batch_size, self._device, names)
@@ -256,7 +258,7 @@ class TreeMapOps(_kinds.DenseMixin):
                 if r is None:
                     continue
                 if not checked and isinstance(r, _Tensor):
-                    if type(r) is not _Tensor and isinstance(r, UnbatchedTensor):
+                    if type(r) is UnbatchedTensor:
                         r = r._with(bs)
                     elif r.shape[:nb] != bs:
                         raise _result_shape_error(r, (key,), bs)
@@ -389,7 +391,7 @@ class TreeMapOps(_kinds.DenseMixin):
                 result._tensordict[key] = r
             elif isinstance(r, _Tensor):
                 rbs = result._batch_size
-                if type(r) is not _Tensor and isinstance(r, UnbatchedTensor):
+                if type(r) is UnbatchedTensor:
                     r = r._with(rbs)
                 elif r.shape[: len(rbs)] != rbs:
                     raise _result_shape_error(r, prefix + (key,), rbs)
@@ -454,7 +456,7 @@ def map_leaves(
     if n_out == 1:  # the common case, in one loop
         one: dict[str, Any] = {}
         for key, value in td._tensordict.items():
-            if type(value) is not _Tensor and isinstance(value, UnbatchedTensor):
+            if type(value) is UnbatchedTensor:
                 one[key] = value._with(new_bs)  # no batch dimension: carried whole
             elif isinstance(value, _Tensor):
                 try:
@@ -476,7 +478,7 @@ def map_leaves(
     outs: list[dict[str, Any]] = [{} for _ in range(n_out)]
     out = outs[0]
     for key, value in td._tensordict.items():
-        if type(value) is not _Tensor and isinstance(value, UnbatchedTensor):
+        if type(value) is UnbatchedTensor:
             r = value._with(new_bs)
             if n_out > 1:
                 r = (r,) + tuple(r.copy() for _ in range(n_out - 1))

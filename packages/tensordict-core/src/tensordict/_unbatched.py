@@ -5,7 +5,7 @@ has none and may have any shape (a lookup table, parameters shared by every elem
 batch-shape operations of the tensordict (indexing, ``reshape``, ``unsqueeze``, ``unbind``,
 ``stack``, ``cat``, reductions…) carry it over as it is: the same storage, with the new
 batch size in :attr:`UnbatchedTensor.batch_size` — the rule the walkers apply to the entries
-of :data:`CARRIED`, which non-tensor values share. Every other operation (arithmetic,
+of :func:`is_carried`, which one-value non-tensor leaves share. Every other operation (arithmetic,
 casts, ``clone``, ``to``…) applies to it as to any tensor and gives an
 ``UnbatchedTensor`` back.
 """
@@ -239,9 +239,15 @@ def combine_unbatched(
     return first._with(batch_size)
 
 
-#: Entries that batch-shape operations carry over whole, with the new batch size
-#: (``entry._with(new_batch_size)``): one-value non-tensor leaves and unbatched tensors.
-CARRIED: tuple[type[NonTensorDataBase], type[UnbatchedTensor]] = (
-    NonTensorDataBase,
-    UnbatchedTensor,
-)
+def is_carried(value: Any) -> bool:
+    """Whether batch-shape operations carry ``value`` over whole, with the new batch size
+    (``value._with(new_batch_size)``): a one-value non-tensor leaf or an unbatched tensor.
+
+    >>> import torch
+    >>> from tensordict import NonTensorData
+    >>> is_carried(UnbatchedTensor(torch.zeros(2))), is_carried(NonTensorData("a"))
+    (True, True)
+    >>> is_carried(torch.zeros(2))
+    False
+    """
+    return type(value) is UnbatchedTensor or isinstance(value, NonTensorDataBase)
