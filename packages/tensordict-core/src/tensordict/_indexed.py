@@ -66,7 +66,7 @@ class IndexedOps(_kinds.SharedMixin):
         tensor([[0., 0., 0.],
                 [1., 1., 1.]])
         >>> td.set_at_("s", "y", 0)["s"]
-        ['y', 'x']
+        LinkedList(['y', 'x'])
         """
         plan: list[Callable[[], None]] = []
         _plan_leaf(self, _key_tuple(key), value, index, plan, non_blocking, "set_at_")
