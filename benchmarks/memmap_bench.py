@@ -10,6 +10,7 @@ tensors (default 1 GiB in 64 leaves), and ``--small-leaves`` tiny tensors (defau
   and the same followed by ``fsync`` (the limit for a durable save);
 * ``td.memmap(prefix)``: the default save, atomic and durable (staging folder, fsync,
   rename); ``atomic=False``: writes in place, no fsync (the reference's default);
+  ``td.save("x.tdz")``: the single-file archive (and its ``load_memmap``);
 * ``torch.save`` of the same tensors (a dict) and ``safetensors.torch.save_file``;
 * ``load_memmap`` (maps the files: reads nothing), ``load_memmap`` + reading every byte
   (summing every leaf), ``torch.load``, ``safetensors.torch.load_file``, the raw
@@ -103,6 +104,7 @@ def run_case(name: str, td: TensorDict, work: Path, repeat: int) -> list[dict]:
     nbytes = sum(t.numel() * t.element_size() for t in tensors)
     as_dict = {str(k): v for k, v in td.items(True, True)}
     raw, pt, st, folder = work / "raw.bin", work / "data.pt", work / "data.safetensors", work / "td"
+    archive = work / "data.tdz"
 
     def fresh(path: Path) -> Callable[[], None]:
         def clean() -> None:
@@ -139,6 +141,7 @@ def run_case(name: str, td: TensorDict, work: Path, repeat: int) -> list[dict]:
             fresh(folder),
             "raw write",
         ),
+        ("td.save(.tdz archive)", lambda: td.save(archive), fresh(archive), "raw write + fsync"),
         ("raw read", lambda: raw_read(raw, nbytes), None, None),
         ("torch.load", lambda: torch.load(pt), None, "raw read"),
     ]
@@ -153,9 +156,10 @@ def run_case(name: str, td: TensorDict, work: Path, repeat: int) -> list[dict]:
             "raw read",
         ),
         ("raw read + read every byte", lambda: touch_raw(raw, nbytes), None, None),
+        ("load_memmap(.tdz archive)", lambda: TensorDict.load_memmap(archive), None, "raw read"),
     ]
     best = interleaved([(what, fn, setup) for what, fn, setup, _ in plan], repeat)
-    for path in (folder, raw, pt, st):
+    for path in (folder, raw, pt, st, archive):
         fresh(path)()
     return [
         {"case": name, "what": what, "seconds": best[what], "ref": ref} for what, _, _, ref in plan
@@ -197,7 +201,7 @@ def main(argv: list[str] | None = None) -> list[dict]:
         text = ""
         if ref is not None and (case, ref) in by_key:
             text = f"{r['seconds'] / by_key[(case, ref)]:6.2f}x {ref}"
-        if r["what"].startswith("td.memmap") and (case, "torch.save") in by_key:
+        if r["what"].startswith("td.") and (case, "torch.save") in by_key:
             text += f"; torch.save / this = {by_key[(case, 'torch.save')] / r['seconds']:.2f}"
         print(f"  {r['what']:34s} {r['seconds']:9.4f}  {text}")
     if args.json:
