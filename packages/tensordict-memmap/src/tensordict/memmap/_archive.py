@@ -77,9 +77,12 @@ def write_archive(
     for job in plan.jobs:
         entries.append(("/".join(job.rel), job.tensor, job.nbytes))
     _write_entries(target, entries, method, compresslevel, num_threads, progress, dirty=like)
-    from tensordict.memmap._api import load_memmap
+    from tensordict.memmap._reader import Loader
 
-    return load_memmap(target, mode="r+" if like else "r", allow_pickle=allow_pickle)
+    loader = Loader(robust_key=robust_key, mode="r+" if like else "r", allow_pickle=allow_pickle)
+    with ArchiveSource(target, mode=loader.mode) as source:
+        source.verify = False  # the bytes were just written (and checksummed) by this call
+        return loader.load(source)
 
 
 def _payload_view(payload: Any) -> memoryview | None:
