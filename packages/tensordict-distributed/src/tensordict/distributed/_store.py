@@ -30,7 +30,7 @@ from tensordict._errors import missing_key
 from tensordict._index import normalize_index
 from tensordict._keys import TensorDictKeysView
 from tensordict._kinds import is_tensorclass
-from tensordict._nontensor import NonTensorData, is_non_tensor
+from tensordict._nontensor import NonTensorData, is_non_tensor, unwrap_non_tensor
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
 from tensordict.distributed._redis import Connection, StoreDataLostError
@@ -617,7 +617,8 @@ class TensorDictStore(StoreOps, TensorDictBase):
 
     def __getitem__(self, index: Any) -> Any:
         if is_key(index):
-            return self.get(index, NO_DEFAULT)  # a missing key raises, as td[key] does
+            # a missing key raises and a non-tensor entry reads as its value, as td[key] does
+            return unwrap_non_tensor(self.get(index, NO_DEFAULT))
         plan = self._row_plan(index)
         if plan is None:
             return self.to_local()[index]
