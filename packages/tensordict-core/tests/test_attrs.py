@@ -238,11 +238,15 @@ def test_to_attrs_takes_no_further_arguments():
         _td().to(_td().attrs(), torch.float64)
 
 
-def test_to_plain_tensordict_still_uses_its_device():
+def test_to_plain_tensordict_uses_its_device_and_dtype():
+    # as the reference: the other tensordict's device, and its dtype when it has one
     td = _td()
     other = TensorDict(x=torch.zeros(1, dtype=torch.int8), device="cpu")
     out = td.to(other)
-    assert out.device == CPU and out["b"].dtype == torch.int32
+    assert out.device == CPU and out["b"].dtype == torch.int8
+    assert td.to(other=other)["b"].dtype == torch.int8
+    mixed = TensorDict(x=torch.zeros(1, dtype=torch.int8), y=torch.zeros(1), device="cpu")
+    assert td.to(mixed)["b"].dtype == torch.int32  # no common dtype: kept
 
 
 @pytest.mark.cuda

@@ -310,3 +310,36 @@ def test_pad_sequence_and_lazy_stacks_keep_working_with_the_new_lock_rule():
         lazy.set("a", torch.ones(2, 2))
     lazy.set("a", torch.ones(2, 2), inplace=True)
     assert lazy["a"].tolist() == [[1.0, 1.0], [1.0, 1.0]]
+
+
+# ---------------------------------------------------------------------- lazy-legacy views
+def test_lazy_legacy_views_write_through_and_refuse_other_shape_ops():
+    td = _td()
+    with set_lazy_legacy(True):
+        t = td.transpose(0, 1)
+        t["new"] = torch.ones(4, 3)
+        t.set(("n", "x"), torch.arange(12.0).reshape(4, 3))
+        assert torch.equal(td["n", "x"], torch.arange(12.0).reshape(4, 3).T)
+        assert td["new"].shape == (3, 4) and t.transpose(1, 0) is td
+        u = td.unsqueeze(-1)
+        assert u.squeeze(-1) is td
+        with pytest.raises(RuntimeError, match="Make it dense"):
+            u.transpose(0, 1)
+        with pytest.raises(RuntimeError, match="Cannot call `view`"):
+            u.view(-1)
+        with pytest.raises(ValueError, match="dimensions are incompatible"):
+            t.transpose(-5, -6)
+    assert type(td.transpose(0, 1)) is TensorDict  # outside the mode: a plain tensordict
+    with pytest.raises(RuntimeError, match="Make it dense"):
+        u.squeeze(-1)  # the view refuses even its inverse outside the mode
+    assert type(u + 1) is TensorDict and type(u.clone()) is TensorDict
+
+
+def test_to_another_tensordict_and_index_names():
+    td = _td()
+    other = TensorDict(x=torch.zeros(1, dtype=torch.float64))
+    assert td.to(other=other)["b", "c"].dtype == torch.float64
+    named = TensorDict(a=torch.zeros(4, 3, 2), batch_size=[4, 3, 2], names=["a", "b", "c"])
+    index = torch.tensor([[0, 1], [1, 2]])
+    assert named[:, index].names == ["a", "b", "b", "c"]
+    assert named[:, index].batch_size == torch.zeros(4, 3, 2)[:, index].shape

@@ -36,6 +36,7 @@ __version__ = "0.1.0"
 
 from tensordict import (
     _autograd,  # noqa: F401 - registers torch.autograd.grad
+    _legacy_view,  # noqa: F401 - binds the lazy-legacy view class
     _ops,
     _ops_batch,
     _ops_reduce,

@@ -26,7 +26,8 @@ class DeviceOps:
     def to(self, *args: Any, **kwargs: Any) -> TensorDict:
         """Move and/or cast every leaf, like :meth:`torch.Tensor.to`.
 
-        Accepts a device, a dtype, a tensor or a tensordict (whose device is used), and
+        Accepts a device, a dtype, a tensor or a tensordict (``other=``: its device, and its
+        dtype when all its tensors share one), and
         ``non_blocking``/``batch_size`` keywords; ``inplace=True`` makes the tensordict
         itself hold the result, ``non_blocking_pin=True`` pins host memory before a copy
         to CUDA, ``num_threads`` is accepted for compatibility. A tensordict of
@@ -58,6 +59,8 @@ class DeviceOps:
             )
             return adopt(self, result, "to", keeps_structure=True)  # type: ignore[no-any-return]
         result = self
+        if "other" in kwargs and not args:  # to(other=tensordict), as the reference
+            args = (kwargs.pop("other"),)
         if args and isinstance(args[0], TensorDictBase):
             other = args[0]
             args = args[1:]
@@ -71,8 +74,8 @@ class DeviceOps:
                     )
                 result = to_tensor_attrs(self, other, non_blocking=non_blocking)
                 device = dtype = None
-            else:
-                device, dtype = other.device, None
+            else:  # its device, and its dtype when all its tensors share one
+                device, dtype = other.device, other.dtype
         else:
             device, dtype, nb, _ = torch._C._nn._parse_to(*args, **kwargs)
             non_blocking = non_blocking or nb

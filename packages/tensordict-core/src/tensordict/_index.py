@@ -184,7 +184,7 @@ def index_names(
                 if item.ndim == 0:
                     dim += 1
                     continue
-                out.extend([names[dim]] if item.ndim == 1 else [None] * item.ndim)
+                out.extend([names[dim]] * item.ndim)  # the name repeats (as the reference)
                 dim += 1
     out.extend(names[dim:])
     if n_tensors > 1 or len(out) != new_ndim:

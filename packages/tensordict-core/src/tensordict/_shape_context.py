@@ -10,7 +10,10 @@ inside the block are not deleted from the source.
 Nothing is recorded under ``torch.compile`` (weak references do not trace).
 
 The results of these operations, and of ``reshape`` and ``expand``, are views of the
-source: when it is locked, they are locked too.
+source: when it is locked, they are locked too. In lazy-legacy mode
+(:func:`~tensordict.set_lazy_legacy`) the results of the recorded operations are
+:class:`~tensordict._legacy_view.LegacyView` s, which write every entry set on them
+through to their source at once.
 """
 
 from __future__ import annotations
@@ -22,10 +25,15 @@ from typing import Any, TypeVar
 
 import torch
 
+from tensordict._legacy import lazy_legacy
 from tensordict._shape import normalize_dim
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 _compiling = torch.compiler.is_dynamo_compiling
+
+#: the class the results of these operations take in lazy-legacy mode, bound by
+#: :mod:`tensordict._legacy_view` (which needs ``TensorDict``, defined after this module)
+LEGACY_VIEW: list[Any] = [None]
 
 
 def undoable(inverse: Callable[..., tuple[str, tuple[Any, ...]]]) -> Callable[[_F], _F]:
@@ -43,6 +51,9 @@ def undoable(inverse: Callable[..., tuple[str, tuple[Any, ...]]]) -> Callable[[_
             out = method(self, *args, **kwargs)
             if out is self:
                 return out
+            mine = self.__dict__.get("_last_op")
+            if mine is not None and len(mine) == 7 and mine[3]() is out:
+                return out  # the inverse gave the source back (lazy-legacy mode): untouched
             if self._is_locked and not out._is_locked:
                 out.lock_()  # a view of a locked tensordict is locked too
             if not _compiling():
@@ -55,6 +66,9 @@ def undoable(inverse: Callable[..., tuple[str, tuple[Any, ...]]]) -> Callable[[_
                     args,
                     kwargs,
                 )
+                view_cls = LEGACY_VIEW[0]
+                if view_cls is not None and view_cls.__base__ is type(out) and lazy_legacy():
+                    out.__class__ = view_cls  # a lazy-legacy view (see tensordict._legacy_view)
             return out
 
         return wrapper  # type: ignore[return-value]

@@ -73,7 +73,7 @@ class DenseShapeOps:
         nb = self.batch_dims
         if shape == self.batch_size:
             return self
-        source = _undone_by(self, "view", (shape,))
+        source = _undone_by(self, lambda n, a, src: n == "view" and a == (shape,))
         if source is not None:  # viewing back (lazy-legacy mode): the original
             return source
         # varargs are faster than one tuple argument, which an empty shape needs
@@ -184,6 +184,9 @@ class DenseShapeOps:
             dims = sorted({d for d in (normalize_dim(d, nb) for d in asked) if bs[d] == 1})
         if not dims:
             return self
+        source = _undone_by(self, lambda n, a, src: n == "squeeze" and list(a) == dims)
+        if source is not None:  # squeezing back (lazy-legacy mode): the original
+            return source
         keep = [i for i in range(nb) if i not in dims]
         new = torch.Size([bs[i] for i in keep])
         names = [self.names[i] for i in keep] if self._has_names() else None
@@ -204,6 +207,9 @@ class DenseShapeOps:
         d = normalize_dim(dim, nb, extra=1)
         bs = self.batch_size
         new = bs[:d] + torch.Size([1]) + bs[d:]
+        source = _undone_by(self, lambda n, a, src: n == "reshape" and src.batch_size == new)
+        if source is not None:  # unsqueezing back (lazy-legacy mode): the original
+            return source
         names = None
         if self._has_names():
             old = self.names
@@ -235,7 +241,7 @@ class DenseShapeOps:
             )
         if perm == list(range(nb)):
             return self
-        source = _undone_by(self, "permute", (perm,))
+        source = _undone_by(self, lambda n, a, src: n == "permute" and a == (perm,))
         if source is not None:  # permuting back (lazy-legacy mode): the original
             return source
         bs = self.batch_size
@@ -257,9 +263,21 @@ class DenseShapeOps:
         torch.Size([3, 2])
         """
         nb = self.batch_dims
-        d0, d1 = normalize_dim(dim0, nb), normalize_dim(dim1, nb)
+        if not (-nb <= dim0 < nb and -nb <= dim1 < nb):
+            bad = dim0 if not -nb <= dim0 < nb else dim1
+            raise DimsError(
+                f"transpose(): dim={bad} is out of range. The provided dimensions are "
+                f"incompatible with the {nb} batch dimension(s) of batch_size="
+                f"{tuple(self.batch_size)} (expected values in [{-nb}, {nb - 1}])."
+            )
+        d0, d1 = dim0 % nb, dim1 % nb
         if d0 == d1:
             return self
+        source = _undone_by(
+            self, lambda n, a, src: n == "transpose" and {x % nb for x in a} == {d0, d1}
+        )
+        if source is not None:  # transposing back (lazy-legacy mode): the original
+            return source
         bs = list(self.batch_size)
         bs[d0], bs[d1] = bs[d1], bs[d0]
         names = None
@@ -561,16 +579,21 @@ def _needs_dims(td: Any, what: str, n: int) -> None:
         )
 
 
-def _undone_by(td: Any, name: str, args: tuple[Any, ...]) -> Any:
+def _undone_by(td: Any, accept: Any) -> Any:
     """In lazy-legacy mode (:func:`~tensordict.set_lazy_legacy`), the tensordict that
-    ``td`` was made from by a shape op that ``name(*args)`` undoes (as the reference's
-    lazy views: permuting back gives the original), else ``None``."""
+    ``td`` was made from by a shape op, when ``accept(name, args, source)`` says that the
+    call being made is that op's inverse ``name(*args)`` (as the reference's lazy views:
+    permuting back gives the original), else ``None``."""
     if not lazy_legacy():
         return None
     last = td.__dict__.get("_last_op")
-    if not last or last[0] != name or len(last) != 7:
+    if not last or len(last) != 7:
         return None
     source = last[3]()
     if source is None:
         return None
-    return source if last[4](source, td, *last[5], **last[6]) == (name, args) else None
+    try:
+        name, args = last[4](source, td, *last[5], **last[6])
+    except RuntimeError:  # an op without an inverse (squeeze() of every size-1 dim)
+        return None
+    return source if accept(name, args, source) else None
