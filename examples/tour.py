@@ -166,7 +166,7 @@ def _peer(port: int) -> None:
 
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=1, world_size=2)
     received = TensorDict.from_remote_init(src=0)  # no template: the message says it all
-    received["observation"] += 1
+    received["observation"].add_(1)  # in place: a received tensordict is locked, as the sent one
     received.send(dst=0)
     dist.destroy_process_group()
 
