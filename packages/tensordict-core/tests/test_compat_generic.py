@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 from core_helpers import assert_same, assert_unchanged, snapshot
 
 from tensordict import (
@@ -343,3 +344,16 @@ def test_to_another_tensordict_and_index_names():
     index = torch.tensor([[0, 1], [1, 2]])
     assert named[:, index].names == ["a", "b", "b", "c"]
     assert named[:, index].batch_size == torch.zeros(4, 3, 2)[:, index].shape
+
+
+def test_elementwise_losses_leaf_by_leaf():
+    td = _td()
+    target = td.apply(lambda x: x * 0.5)
+    none = F.l1_loss(td, target, reduction="none")
+    assert none.batch_size == td.batch_size
+    assert torch.equal(none["b", "c"], F.l1_loss(td["b", "c"], target["b", "c"], reduction="none"))
+    mean = F.mse_loss(td, target)
+    assert mean.batch_size == () and torch.equal(mean["a"], F.mse_loss(td["a"], target["a"]))
+    total = F.smooth_l1_loss(td, torch.zeros(4), reduction="sum")
+    want = F.smooth_l1_loss(td["b", "c"], torch.zeros(3, 4, 5), reduction="sum")
+    assert torch.equal(total["b", "c"], want)

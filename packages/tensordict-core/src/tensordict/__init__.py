@@ -37,6 +37,7 @@ __version__ = "0.1.0"
 from tensordict import (
     _autograd,  # noqa: F401 - registers torch.autograd.grad
     _legacy_view,  # noqa: F401 - binds the lazy-legacy view class
+    _losses,  # noqa: F401 - registers torch.nn.functional's element-wise losses
     _ops,
     _ops_batch,
     _ops_reduce,
