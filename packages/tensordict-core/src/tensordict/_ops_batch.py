@@ -542,11 +542,10 @@ def new_tensor(
     """
 
     def copy(x: _Tensor, y: Any) -> _Tensor:
-        y = torch.as_tensor(y)
-        out: _Tensor = y.detach().to(
-            dtype=dtype or x.dtype,
-            device=x.device if device is NO_DEFAULT else device,
-            copy=True,
+        # Tensor.new_tensor: a detached copy (which warns, as torch does, when ``y`` is a
+        # tensor: clone().detach() is the idiom there)
+        out: _Tensor = x.new_tensor(
+            y, dtype=dtype or x.dtype, device=x.device if device is NO_DEFAULT else device
         )
         if pin_memory:
             out = out.pin_memory()
@@ -555,12 +554,13 @@ def new_tensor(
     if is_tensor_collection(data):
         result = self.apply(copy, data, batch_size=data.batch_size)
     else:
+        raw = data
         data = torch.as_tensor(data)
         shape = data.shape
         result = map_leaves(
             self,
             "new_tensor",
-            lambda x, nb: copy(x, data),
+            lambda x, nb: copy(x, raw),
             lambda s: shape,
             lambda n: None,
             lambda v: v.new_tensor(data, dtype=dtype, device=device),
