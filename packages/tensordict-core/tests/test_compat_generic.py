@@ -324,15 +324,20 @@ def test_lazy_legacy_views_write_through_and_refuse_other_shape_ops():
         assert td["new"].shape == (3, 4) and t.transpose(1, 0) is td
         u = td.unsqueeze(-1)
         assert u.squeeze(-1) is td
-        with pytest.raises(RuntimeError, match="Make it dense"):
-            u.transpose(0, 1)
-        with pytest.raises(RuntimeError, match="Cannot call `view`"):
-            u.view(-1)
+        uu = u.transpose(0, 1)  # a view of the view: writes through both
+        uu["deep"] = torch.zeros(4, 3, 1)
+        assert td["deep"].shape == (3, 4) and u["deep"].shape == (3, 4, 1)
         with pytest.raises(ValueError, match="dimensions are incompatible"):
             t.transpose(-5, -6)
     assert type(td.transpose(0, 1)) is TensorDict  # outside the mode: a plain tensordict
     with pytest.raises(RuntimeError, match="Make it dense"):
-        u.squeeze(-1)  # the view refuses even its inverse outside the mode
+        u.squeeze(-1)  # outside the mode a view refuses shape operations, its inverse too
+    with pytest.raises(RuntimeError, match="Cannot call `view`"):
+        u.view(-1)
+    td.lock_()
+    assert u.is_locked  # a view follows its source's lock
+    td.unlock_()
+    assert not u.is_locked
     assert type(u + 1) is TensorDict and type(u.clone()) is TensorDict
 
 

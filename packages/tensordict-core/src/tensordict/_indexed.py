@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import torch
 
 from tensordict import _kinds
@@ -285,6 +286,8 @@ def _check_at(path: tuple[str, ...], target: Any, value: Any, index: Any) -> Non
 
 
 def _write_at(target: Any, value: Any, index: Any, non_blocking: bool) -> None:
+    if isinstance(target, _Tensor) and isinstance(value, np.ndarray):
+        value = torch.from_numpy(value)  # tensors take arrays only through torch
     if isinstance(value, _Tensor) and isinstance(target, _Tensor) and value.device != target.device:
         value = value.to(target.device, non_blocking=non_blocking)
     target[index] = value

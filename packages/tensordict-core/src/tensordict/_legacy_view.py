@@ -8,8 +8,10 @@ return a :class:`LegacyView`: a tensordict of views of the source's tensors that
   inverse operation applied, so that the source holds it too;
 * gives the source itself back when the inverse operation is called on it in that mode
   (``td.permute(1, 0).permute(1, 0) is td``);
-* refuses the other shape operations (``RuntimeError``; make it dense first with
-  :meth:`to_tensordict`), as the reference's lazy views do.
+* in that mode, takes further shape operations (views of the view, writing through
+  both); outside it, refuses them (``RuntimeError``; make it dense first with
+  :meth:`to_tensordict`), as the reference's lazy views do;
+* is locked when its source is.
 
 Every tensordict made from a view (arithmetic, indexing, ``clone`` …) is a plain
 :class:`TensorDict`.
@@ -22,6 +24,7 @@ from typing import Any
 import torch
 
 from tensordict import _shape_context
+from tensordict._legacy import lazy_legacy
 from tensordict._td import TensorDict
 from tensordict.base import _key_tuple
 
@@ -53,7 +56,7 @@ class LegacyView(TensorDict):
     # ------------------------------------------------------------------ write-through
     def _write_through(self, key: str) -> None:
         """Write the entry ``key`` of this view into its source (inverse op applied)."""
-        last = self.__dict__.get("_last_op")
+        last = self.__dict__.get("_legacy_origin")
         source = last[3]() if last else None
         if source is None:
             return
@@ -85,7 +88,7 @@ class LegacyView(TensorDict):
 
     # ------------------------------------------------------------------ shape ops
     def _made_by(self) -> str:
-        last = self.__dict__.get("_last_op")
+        last = self.__dict__.get("_legacy_origin")
         return last[0] if last else "a shape operation"
 
     def _refused(self, name: str) -> RuntimeError:
@@ -96,16 +99,28 @@ class LegacyView(TensorDict):
         )
 
     def _inverse_or_refuse(self, name: str, call: Any) -> Any:
+        if not lazy_legacy():  # outside the mode a lazy view is not reshaped further
+            raise self._refused(name)
         try:
-            out = call()
+            return call()  # another view (of this view), or the source for the inverse
         except (ValueError, IndexError):
             raise  # bad arguments (they are RuntimeErrors too, for torch's sake)
         except RuntimeError:
             raise self._refused(name) from None
-        last = self.__dict__.get("_last_op")
-        if out is self or (last and out is last[3]()):
-            return out  # the identity, or the inverse giving the source back
-        raise self._refused(name)
+
+    # ------------------------------------------------------------------ lock
+    @property
+    def _is_locked(self) -> bool:  # type: ignore[override]
+        """A view is locked when its source is (it writes through to it)."""
+        last = self.__dict__.get("_legacy_origin")
+        source = last[3]() if last else None
+        if source is not None:
+            return bool(source._is_locked)
+        return bool(self.__dict__.get("_own_lock", False))
+
+    @_is_locked.setter
+    def _is_locked(self, value: bool) -> None:
+        self.__dict__["_own_lock"] = value
 
     def permute(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
         """Only the inverse permutation (in lazy-legacy mode), else ``RuntimeError``."""

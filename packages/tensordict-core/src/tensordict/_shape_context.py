@@ -51,7 +51,7 @@ def undoable(inverse: Callable[..., tuple[str, tuple[Any, ...]]]) -> Callable[[_
             out = method(self, *args, **kwargs)
             if out is self:
                 return out
-            mine = self.__dict__.get("_last_op")
+            mine = self.__dict__.get("_legacy_origin") or self.__dict__.get("_last_op")
             if mine is not None and len(mine) == 7 and mine[3]() is out:
                 return out  # the inverse gave the source back (lazy-legacy mode): untouched
             if self._is_locked and not out._is_locked:
@@ -69,6 +69,7 @@ def undoable(inverse: Callable[..., tuple[str, tuple[Any, ...]]]) -> Callable[[_
                 view_cls = LEGACY_VIEW[0]
                 if view_cls is not None and view_cls.__base__ is type(out) and lazy_legacy():
                     out.__class__ = view_cls  # a lazy-legacy view (see tensordict._legacy_view)
+                    out._legacy_origin = out._last_op  # kept when _last_op is reused (locks)
             return out
 
         return wrapper  # type: ignore[return-value]
