@@ -362,3 +362,14 @@ def test_elementwise_losses_leaf_by_leaf():
     total = F.smooth_l1_loss(td, torch.zeros(4), reduction="sum")
     want = F.smooth_l1_loss(td["b", "c"], torch.zeros(3, 4, 5), reduction="sum")
     assert torch.equal(total["b", "c"], want)
+
+
+def test_compare_lazy_stack_with_heterogeneous_tensors():
+    # the non-tensor leaves are compared; the tensors that differ across members are not
+    # stacked for that
+    a = TensorDict({"a": torch.zeros(3), "s": "x"}, [])
+    b = TensorDict({"a": torch.zeros(4), "s": "y"}, [])
+    stack = lazy_stack([a, b])
+    out = stack == stack.clone()
+    assert torch.equal(out["s"], torch.tensor([True, True]))
+    assert out.tensordicts[1]["a"].shape == (4,) and out.tensordicts[1]["a"].all()

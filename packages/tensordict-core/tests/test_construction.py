@@ -199,7 +199,20 @@ def test_source_must_be_a_mapping():
 
 def test_negative_batch_size_rejected():
     with pytest.raises(ValueError, match="non-negative"):
-        TensorDict(batch_size=[-1])
+        TensorDict(batch_size=[-2])
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
+def test_ragged_batch_dim_of_nested_tensors():
+    # -1 stands for a ragged dim: a strided nested tensor has no size there
+    nt = torch.nested.nested_tensor([torch.ones(3, 4), torch.ones(3, 6)])
+    td = TensorDict({"nt": nt}, batch_size=[2, 3, -1])
+    assert td.batch_size == torch.Size([2, 3, -1])
+    with pytest.raises(RuntimeError, match="batch dimension mismatch"):
+        TensorDict({"nt": nt}, batch_size=[2, 4])
+    padded = td.to_padded_tensor()
+    assert padded.batch_size == torch.Size([2, 3, 6])
+    assert padded["nt"].shape == (2, 3, 6)
 
 
 def test_auto_batch_size_():

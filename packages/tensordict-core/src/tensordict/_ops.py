@@ -544,7 +544,15 @@ def _compare_non_tensors(out: TensorDictBase, td: TensorDictBase, other: Any, op
 def _non_tensor_leaves(td: Any, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:
     """``(key path, leaf)`` of the non-tensor leaves of ``td`` (tensors skipped cheaply)."""
     store = getattr(td, "_tensordict", None)
-    if type(store) is not dict:  # lazy stacks & co: their stacked entries
+    if type(store) is not dict:  # lazy stacks & co: only their non-tensor entries are read
+        entry_class = getattr(td, "entry_class", None)
+        if entry_class is not None:  # (tensors that differ across members are not stacked)
+            keys = [k if isinstance(k, tuple) else (k,) for k in td.keys(True, True)]
+            return [
+                (prefix + k, td._get_tuple(k, None))
+                for k in keys
+                if issubclass(entry_class(k), NON_TENSOR)
+            ]
         return [
             (path, v)
             for path, v in leaf_items(td, prefix, members=False)

@@ -405,7 +405,8 @@ class PadOps(_kinds.SharedMixin):
     def to_padded_tensor(
         self, padding: float = 0.0, mask_key: NestedKey | None = None
     ) -> TensorDict:
-        """Replace every nested (jagged) tensor leaf by its padded version.
+        """Replace every nested (jagged or strided) tensor leaf by its padded version;
+        ragged batch dimensions (``-1``) take their padded size.
 
         With ``mask_key``, a boolean mask of the valid positions (shape: the padded
         shape up to the ragged dimension) is written there; every nested leaf must then
@@ -436,6 +437,12 @@ class PadOps(_kinds.SharedMixin):
         out = self._map_tensors(
             lambda t: torch.nested.to_padded_tensor(t, padding) if id(t) in ids else t
         )
+        if -1 in out.batch_size and nested:  # ragged batch dims get the padded size
+            path = nested[0][0]
+            padded = out.get(path)
+            out.batch_size = [  # type: ignore[misc]
+                padded.shape[d] if s == -1 else s for d, s in enumerate(out.batch_size)
+            ]
         if mask is not None and mask_key is not None:
             out.set(mask_key, mask)
         return out  # type: ignore[return-value]
@@ -465,10 +472,22 @@ class PadOps(_kinds.SharedMixin):
         return pad(src, pad_size, value, safe=safe)
 
 
+def _ragged_dim(nt: _Tensor) -> int:
+    """The (first) ragged dimension of a nested tensor, jagged or strided."""
+    if nt.layout is torch.jagged:
+        return next(i for i, s in enumerate(nt.shape) if not isinstance(s, int))
+    for d in range(nt.dim()):
+        try:
+            nt.size(d)
+        except RuntimeError:  # a strided nested tensor has no size there
+            return d
+    return nt.dim() - 1
+
+
 def _valid_mask(nt: _Tensor) -> _Tensor:
-    """For a jagged tensor: ``True`` where the padded tensor holds data (up to the
+    """For a nested tensor: ``True`` where the padded tensor holds data (up to the
     ragged dimension)."""
-    ragged = next(i for i, s in enumerate(nt.shape) if not isinstance(s, int))
+    ragged = _ragged_dim(nt)
     ones = torch.ones_like(nt, dtype=torch.uint8)
     full = torch.nested.to_padded_tensor(ones, 0).bool()
     while full.ndim > ragged + 1:

@@ -33,9 +33,33 @@ def parse_batch_size(batch_size: Sequence[int] | torch.Size | int | None) -> tor
         raise TypeError(
             f"batch_size must be an int or a sequence of ints, got {batch_size!r}."
         ) from None
-    if any(s < 0 for s in out):
-        raise ValueError(f"batch_size must be non-negative, got {list(out)}.")
+    if any(s < -1 for s in out):
+        raise ValueError(
+            f"batch_size must be non-negative (or -1 for a ragged dim of nested tensors), got "
+            f"{list(out)}."
+        )
     return out
+
+
+def nested_fits(value: torch.Tensor, batch_size: Sequence[int]) -> bool:
+    """Whether a strided nested tensor (which has no ``shape``) starts with ``batch_size``:
+    its regular dims match, ``-1`` stands for a ragged one.
+
+    >>> import torch
+    >>> nt = torch.nested.nested_tensor([torch.ones(3, 4), torch.ones(3, 6)])
+    >>> nested_fits(nt, [2, 3, -1]), nested_fits(nt, [2, 4])
+    (True, False)
+    """
+    if value.dim() < len(batch_size):
+        return False
+    for d, s in enumerate(batch_size):
+        try:
+            size = value.size(d)
+        except RuntimeError:  # a ragged dimension
+            size = -1
+        if size != s:
+            return False
+    return True
 
 
 def parse_device(device: torch.device | str | int | None) -> torch.device | None:

@@ -543,6 +543,7 @@ class TableMethods:
         keepdim: builtins.bool = ...,
         *,
         reduce: Literal[True],
+        out: TensorDictBase | None = ...,
     ) -> torch.Tensor: ...
     @overload
     def logsumexp(
@@ -551,6 +552,7 @@ class TableMethods:
         keepdim: builtins.bool = ...,
         *,
         reduce: Literal[False] | None = ...,
+        out: TensorDictBase | None = ...,
     ) -> Self: ...
     @overload
     def norm(
@@ -561,6 +563,7 @@ class TableMethods:
         p: builtins.float = ...,
         dtype: torch.dtype | None = ...,
         reduce: Literal[True],
+        out: TensorDictBase | None = ...,
         key_transform: Callable[..., Any] | None = ...,
     ) -> torch.Tensor: ...
     @overload
@@ -572,6 +575,7 @@ class TableMethods:
         p: builtins.float = ...,
         dtype: torch.dtype | None = ...,
         reduce: Literal[False] | None = ...,
+        out: TensorDictBase | None = ...,
         key_transform: Callable[..., Any] | None = ...,
     ) -> Self: ...
     @overload
@@ -798,7 +802,7 @@ class TableMethods:
         state_dict: Mapping[builtins.str, Any],
         strict: builtins.bool = ...,
         assign: builtins.bool = ...,
-        from_flatten: builtins.bool = ...,
+        from_flatten: builtins.bool | None = ...,
     ) -> Self: ...
     def lock_(self) -> Self: ...
     def moveaxis(

@@ -46,7 +46,7 @@ from tensordict._nontensor import (
 )
 from tensordict._nontensor_stack import list_entry
 from tensordict._pad import PadOps
-from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
+from tensordict._shape import broadcastable_to, nested_fits, parse_batch_size, parse_device
 from tensordict._shape_ops import DenseShapeOps
 from tensordict._state_dict import StateDictOps
 from tensordict._tree import TreeMapOps
@@ -149,7 +149,11 @@ class TensorDict(
             if type(key) is str and type(value) is _Tensor:  # subclasses: _validate_value
                 if dev is not None and value.device != dev:
                     value = value.to(dev, non_blocking=bool(non_blocking))
-                if value.shape[:nb] != bs:
+                try:
+                    bad = value.shape[:nb] != bs
+                except RuntimeError:  # a strided nested tensor has no shape
+                    bad = not nested_fits(value, bs)
+                if bad:
                     raise self._shape_error(key, value)
                 store[key] = value
             elif type(key) is str:
@@ -388,9 +392,13 @@ class TensorDict(
 
     # ------------------------------------------------------------------ validation
     def _shape_error(self, key: Any, value: Any) -> RuntimeError:
+        try:
+            shape: Any = tuple(value.shape)
+        except RuntimeError:  # a strided nested tensor
+            shape = f"nested {value.dim()}-d"
         return RuntimeError(
             f"batch dimension mismatch for key {_fmt(key)!r}: the value has shape "
-            f"{tuple(value.shape)} but its leading dimensions must equal the tensordict's "
+            f"{shape} but its leading dimensions must equal the tensordict's "
             f"batch_size={tuple(self._batch_size)}."
         )
 
@@ -411,7 +419,11 @@ class TensorDict(
                 value = value.to(dev, non_blocking=non_blocking)
             if type(value) is UnbatchedTensor:
                 return value._with(bs)  # any shape: it has no batch dimension
-            if value.shape[:nb] != bs:
+            try:
+                bad = value.shape[:nb] != bs
+            except RuntimeError:  # a strided nested tensor has no shape
+                bad = not nested_fits(value, bs)
+            if bad:
                 raise self._shape_error(key, value)
             return value
         if isinstance(value, TensorDictBase):
@@ -624,7 +636,11 @@ class TensorDict(
                 if dev is not None and value.device != dev:
                     value = value.to(dev)
                 bs = self._batch_size
-                if value.shape[: len(bs)] != bs:
+                try:
+                    bad = value.shape[: len(bs)] != bs
+                except RuntimeError:  # a strided nested tensor has no shape
+                    bad = not nested_fits(value, bs)
+                if bad:
                     raise self._shape_error(index, value)
                 store = self._tensordict
                 if self._is_locked:
