@@ -373,3 +373,18 @@ def test_compare_lazy_stack_with_heterogeneous_tensors():
     out = stack == stack.clone()
     assert torch.equal(out["s"], torch.tensor([True, True]))
     assert out.tensordicts[1]["a"].shape == (4,) and out.tensordicts[1]["a"].all()
+
+
+def test_consolidated_is_locked():
+    import pickle
+
+    td = TensorDict({"a": torch.zeros(1, 1), "b": TensorDict(c=torch.zeros(1, 1))}, [1])
+    out = td.consolidate()
+    assert out.is_locked and out["b"].is_locked and not td.is_locked
+    with pytest.raises(RuntimeError, match="locked"):
+        out["new"] = torch.zeros(1)
+    # the lock is consolidate's: a pickled copy has the source's (none here)
+    assert not pickle.loads(pickle.dumps(out)).is_locked
+    assert pickle.loads(pickle.dumps(td.clone().lock_().consolidate())).is_locked
+    same = td.consolidate(inplace=True)
+    assert same is td and td.is_locked

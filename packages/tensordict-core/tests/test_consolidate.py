@@ -190,8 +190,8 @@ def test_deepcopy_of_consolidated(td, assert_td_equal):
 def test_not_consolidated_after_new_entry(td):
     out = td.consolidate()
     out["a"].add_(1)  # in place: still consolidated
-    assert out.is_consolidated()
-    out["new"] = torch.zeros(2)
+    assert out.is_consolidated() and out.is_locked  # locked, as the reference
+    out.unlock_()["new"] = torch.zeros(2)
     assert not out.is_consolidated()
     back = pickle.loads(pickle.dumps(out))  # plain pickling then
     assert not back.is_consolidated() and torch.equal(back["a"], td["a"] + 1)
@@ -221,7 +221,7 @@ def test_non_json_non_tensor_raises_unless_opted_in():
 
 def test_pickling_carries_any_non_tensor():
     out = TensorDict({"a": torch.zeros(1), "obj": (1, 2)}, [1]).consolidate(allow_pickle=True)
-    out.set_non_tensor("obj", {3})  # not JSON, replaced after consolidation
+    out.unlock_().set_non_tensor("obj", {3})  # not JSON, replaced after consolidation
     back = pickle.loads(pickle.dumps(out))
     assert back["obj"] == {3} and back.is_consolidated()
     assert json.dumps(back._consolidated["metadata"])

@@ -629,7 +629,7 @@ def test_consolidate_gives_one_buffer(stack_dim):
     assert all(not set(storages(m)) & storages(out) for m in members)  # a copy
     out.tensordicts[0]["a"].add_(1)  # views of the buffer: still consolidated
     assert out.is_consolidated()
-    out.tensordicts[0]["new"] = torch.zeros(3)  # a tensor from elsewhere
+    out.unlock_().tensordicts[0]["new"] = torch.zeros(3)  # a tensor from elsewhere
     assert not out.is_consolidated()
 
 

@@ -175,7 +175,7 @@ class _Plan:
             "batch_size": list(td.batch_size),
             "device": None if dense._device is None else str(dense._device),
             "names": None if dense._names is None else list(dense._names),
-            "locked": bool(td._is_locked),
+            "locked": bool(td._is_locked) and "_consolidate_lock" not in td.__dict__,
             "entries": entries,
         }
 
@@ -523,8 +523,29 @@ def consolidate(
     if inplace:
         _adopt(td, out)
         td.__dict__["_consolidated"] = out.__dict__["_consolidated"]
-        return td
-    return out
+        return _lock(td)
+    return _lock(out)
+
+
+def _lock(td: Any) -> Any:
+    """Lock a consolidated result, as the reference does. The tensordicts that were not
+    locked are marked: their metadata (pickles, chunks sent to workers) still records them
+    unlocked, as their source was."""
+    _mark_unlocked(td)
+    return td.lock_()
+
+
+def _mark_unlocked(td: Any) -> None:
+    members = _kinds.lazy_members(td)
+    if members is not None:
+        for member in members:
+            _mark_unlocked(member)
+        return
+    if not td._is_locked:
+        td.__dict__["_consolidate_lock"] = True
+    for value in td._tensordict.values():
+        if isinstance(value, _kinds.Base) and not is_non_tensor(value):
+            _mark_unlocked(value)
 
 
 _EARLY_POOL: list[ThreadPoolExecutor] = []
@@ -1101,11 +1122,12 @@ class ConsolidateOps(_kinds.SharedMixin):
 
         The result keeps ``_consolidated = {"storage": buffer, "metadata": dict}``, where
         the metadata is plain JSON data (see :func:`~tensordict.from_consolidated`).
-        Shapes, dtypes, ``requires_grad`` flags, batch sizes, names, locks and non-tensor
+        Shapes, dtypes, ``requires_grad`` flags, batch sizes, names and non-tensor
         values are kept; contiguous and densely permuted (e.g. channels-last) leaves keep
         their strides, other leaves become contiguous. Autograd history is not carried.
-        Pickling the result sends the buffer and the metadata only, and unpickles as a
-        consolidated tensordict.
+        The result is locked (``unlock_()`` it to add keys). Pickling it sends the buffer
+        and the metadata only, and unpickles as a consolidated tensordict, locked as the
+        source was.
 
         Args:
             filename: write the buffer, followed by its metadata, to this file (atomically)
