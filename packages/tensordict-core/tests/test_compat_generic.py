@@ -388,3 +388,33 @@ def test_consolidated_is_locked():
     assert pickle.loads(pickle.dumps(td.clone().lock_().consolidate())).is_locked
     same = td.consolidate(inplace=True)
     assert same is td and td.is_locked
+
+
+def test_where_out_takes_the_entries_it_lacks():
+    td = _td()
+    mask = torch.tensor([[True, False, True, False]] * 3)
+    out = td.empty()
+    result = td.where(mask, td.empty(), pad=1, out=out)
+    assert result is out and set(out.keys(True, True)) == set(td.keys(True, True))
+    want = torch.where(mask[..., None], td["b", "c"], torch.ones(()))
+    assert torch.equal(out["b", "c"], want)
+
+
+def test_dtype_views_of_lazy_tensordicts():
+    members = [TensorDict(a=torch.randn(3, 2), batch_size=[3]) for _ in range(2)]
+    stack = lazy_stack(members, 1)
+    dense = stack.view(torch.uint8, batch_size=[])  # a new batch size: dense
+    assert type(dense) is TensorDict and dense.batch_size == ()
+    assert torch.equal(dense["a"], torch.stack([m["a"] for m in members], 1).view(torch.uint8))
+    with pytest.raises(TypeError, match="batch_size"):
+        stack.to(torch.float64, batch_size=[])
+    source = TensorDict(a=torch.randn(4, 1, 2), batch_size=[4, 1, 2])
+    with set_lazy_legacy(True):
+        view = source.squeeze(1)
+        viewed = view.view(torch.int32)
+        assert type(viewed) is TensorDict
+        assert torch.equal(viewed["a"], source["a"].squeeze(1).view(torch.int32))
+    with pytest.raises(TypeError, match="batch_size"):
+        view.to(torch.float64, batch_size=[])
+    out = torch.vmap(lambda x: x + 1)(view)  # a pytree node as TensorDict is
+    assert type(out) is TensorDict and torch.equal(out["a"], source["a"].squeeze(1) + 1)

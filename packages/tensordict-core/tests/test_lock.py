@@ -177,3 +177,33 @@ def test_arithmetic_results_of_a_locked_tensordict_are_locked():
 def test_lock_at_construction_propagates():
     td = TensorDict({"n": {"b": torch.zeros(2)}}, [2], lock=True)
     assert td["n"].is_locked
+
+
+def test_held_tensordict_is_released_when_its_locked_parent_dies():
+    import copy
+    import gc
+    import pickle
+
+    from tensordict import lazy_stack
+
+    td = TensorDict(a=torch.zeros(3), some=TensorDict(x=torch.zeros(3)), batch_size=[3])
+    td.lock_()
+    some = td["some"]
+    with pytest.raises(RuntimeError, match="nested in a locked tensordict"):
+        some.unlock_()
+    # copies keep their own lock bookkeeping: unlocking one leaves the original's hold
+    for clone in (copy.deepcopy(td), pickle.loads(pickle.dumps(td))):
+        assert clone.is_locked and clone["some"].is_locked
+        assert not clone.unlock_()["some"].is_locked
+    with pytest.raises(RuntimeError, match="nested in a locked tensordict"):
+        some.unlock_()
+    del td
+    gc.collect()
+    assert not some.unlock_().is_locked
+    stack = lazy_stack([TensorDict(a=torch.zeros(3), batch_size=[3]) for _ in range(2)])
+    member = stack.lock_().tensordicts[0]
+    with pytest.raises(RuntimeError, match="nested in a locked tensordict"):
+        member.unlock_()
+    del stack
+    gc.collect()
+    assert not member.unlock_().is_locked

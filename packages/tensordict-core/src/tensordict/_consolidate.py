@@ -1242,4 +1242,5 @@ class ConsolidateOps(_kinds.SharedMixin):
         state.pop("_consolidated", None)
         state.pop("_ctx_ops", None)
         state.pop("_last_op", None)  # may hold weak references (shape-op contexts)
+        state.pop("_lock_holds", None)  # this object's lock bookkeeping (see _lock)
         return state

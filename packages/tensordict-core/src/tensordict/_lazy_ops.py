@@ -323,10 +323,9 @@ class LazyShapeOps(_kinds.LazyMixin):
             shape = (size,)
         if len(shape) == 1 and isinstance(shape[0], torch.dtype):
             dtype = shape[0]
-            viewed = self._restack([td.view(dtype) for td in self.tensordicts], self.stack_dim)
-            if batch_size is not None:
-                viewed.batch_size = batch_size
-            return viewed
+            if batch_size is not None:  # a new batch size: a dense result, as the reference
+                return self.contiguous().view(dtype, batch_size=batch_size)
+            return self._restack([td.view(dtype) for td in self.tensordicts], self.stack_dim)
         new = infer_shape(unpack_shape(shape), self._batch_size.numel())
         if new == self._batch_size:
             return self
@@ -860,6 +859,7 @@ class LazyMemberOps(_kinds.LazyMixin):
             member._lock_parents = max(0, member._lock_parents - held)
             if not member._lock_parents:
                 _lock.unlock(member, plan)
+        _lock.drop_holds(self)
         self._holds_lock = False
         self._last_op = ("unlock_", self._undo_unlock)
         return self
@@ -884,6 +884,11 @@ class LazyMemberOps(_kinds.LazyMixin):
         >>> type(moved).__name__, moved["a"].device, moved.is_consolidated()
         ('LazyStackedTensorDict', device(type='meta'), True)
         """
+        if kwargs.get("batch_size") is not None:  # as the reference: TypeError
+            raise TypeError(
+                "to(batch_size=...) cannot set the batch size of a LazyStackedTensorDict (its "
+                "members keep theirs); make it dense first with td.contiguous()."
+            )
         if "_consolidated" in self.__dict__:
             return consolidated_to(self, args, kwargs, self._to_members)
         return self._to_members(*args, **kwargs)

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from tensordict import _shape_context
+from tensordict import _pytree, _shape_context
 from tensordict._legacy import lazy_legacy
 from tensordict._td import TensorDict
 from tensordict.base import _key_tuple
@@ -108,6 +108,16 @@ class LegacyView(TensorDict):
         except RuntimeError:
             raise self._refused(name) from None
 
+    def to(self, *args: Any, **kwargs: Any) -> Any:
+        """:meth:`TensorDict.to`; a view's batch size is not set by it (``TypeError``)."""
+        if kwargs.get("batch_size") is not None:
+            raise TypeError(
+                f"to(batch_size=...) cannot set the batch size of a lazy view (the result of "
+                f"`{self._made_by()}` in lazy-legacy mode); make it dense first with "
+                "td.to_tensordict()."
+            )
+        return super().to(*args, **kwargs)
+
     # ------------------------------------------------------------------ lock
     @property
     def _is_locked(self) -> bool:  # type: ignore[override]
@@ -147,12 +157,14 @@ class LegacyView(TensorDict):
         )
 
     def view(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
-        """Only the inverse ``view`` (in lazy-legacy mode), else ``RuntimeError``."""
-        if len(args) == 1 and isinstance(args[0], torch.dtype):
-            raise self._refused("view")
+        """Only the inverse ``view`` (in lazy-legacy mode), else ``RuntimeError``; a dtype
+        view is a plain :class:`TensorDict` of the leaves viewed as that dtype."""
+        if (len(args) == 1 and isinstance(args[0], torch.dtype)) or "dtype" in kwargs:
+            return TensorDict.view(self, *args, **kwargs)
         return self._inverse_or_refuse(
             "view", lambda: super(LegacyView, self).view(*args, **kwargs)
         )
 
 
 _shape_context.LEGACY_VIEW[0] = LegacyView
+_pytree.register(LegacyView)  # torch.vmap & co. take it as a TensorDict

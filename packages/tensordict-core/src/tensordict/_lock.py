@@ -7,7 +7,9 @@ hold it (``_lock_parents``), so that:
 * it cannot be unlocked on its own while a parent is locked — that would let writes reach
   a locked tree (``td.lock_(); td["nest"].unlock_()`` raises ``RuntimeError``);
 * unlocking a root unlocks what it holds, except a tensordict that another locked
-  tensordict also holds: that unlock is refused as a whole, before anything changes.
+  tensordict also holds: that unlock is refused as a whole, before anything changes;
+* a locked parent that is garbage-collected releases its holds (through a
+  :func:`weakref.finalize` kept while it holds any), so what it held can then be unlocked.
 
 >>> import torch
 >>> from tensordict import TensorDict
@@ -23,6 +25,7 @@ False
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
@@ -62,24 +65,52 @@ def _add_held(sub: Any, out: list[Any]) -> None:
                 out.append(member)
 
 
+def _count_hold(parent: Any, child: Any) -> None:
+    """``parent`` (locked) holds ``child``: count it, and remember it so that the hold is
+    released if ``parent`` is garbage-collected while locked."""
+    child._lock_parents = child._lock_parents + 1
+    holds = parent.__dict__.get("_lock_holds")
+    if holds is None:
+        refs: list[Any] = []
+        finalizer = weakref.finalize(parent, _release, refs)
+        finalizer.atexit = False
+        holds = parent.__dict__["_lock_holds"] = (finalizer, refs)
+    holds[1].append(weakref.ref(child))
+
+
+def _release(refs: list[Any]) -> None:
+    """A locked parent died: the tensordicts it held lose that hold."""
+    for ref in refs:
+        child = ref()
+        if child is not None and child._lock_parents > 0:
+            child._lock_parents = child._lock_parents - 1
+
+
+def drop_holds(parent: Any) -> None:
+    """``parent`` is unlocked: its holds were released by the unlock itself."""
+    holds = parent.__dict__.pop("_lock_holds", None)
+    if holds is not None:
+        holds[0].detach()
+
+
 def lock(td: Any) -> None:
     """Lock the dense ``td`` and what it holds (each held tensordict counts it once).
     Walks without recursion, so any depth of nesting locks."""
     if td._is_locked:
         return
     td._is_locked = True
-    stack = _children(td)
+    stack = [(td, child) for child in _children(td)]
     while stack:
-        child = stack.pop()
-        child._lock_parents = child._lock_parents + 1
+        parent, child = stack.pop()
+        _count_hold(parent, child)
         if not child._is_locked:
             child._is_locked = True
-            stack.extend(_children(child))
+            stack.extend((child, grandchild) for grandchild in _children(child))
 
 
 def hold(parent: Any, child: Any) -> None:
     """``child`` (a dense tensordict) was just stored in the locked ``parent``."""
-    child._lock_parents = child._lock_parents + 1
+    _count_hold(parent, child)
     lock(child)
 
 
@@ -132,8 +163,10 @@ def unlock(td: Any, plan: list[tuple[Any, int]] | None = None) -> None:
     if plan is None:
         plan = plan_unlock(td)
     td._is_locked = False
+    drop_holds(td)
     for child, count in plan:
         left = child._lock_parents - count
         child._lock_parents = left if left > 0 else 0
         if left <= 0:
             child._is_locked = False
+            drop_holds(child)

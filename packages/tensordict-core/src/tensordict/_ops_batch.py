@@ -708,8 +708,9 @@ def where(
     ``condition`` is a boolean tensor over the leading batch dimensions (or a tensordict of
     them, matched by key); ``other`` is a tensordict (matched by key), a tensor or a
     scalar. With ``pad``, keys present on one side only are filled with ``pad`` on the
-    other; without it they raise ``KeyError``. ``out`` receives the result in place (with
-    ``update_batch_size=True`` through :meth:`update`, taking the result's batch size).
+    other; without it they raise ``KeyError``. ``out`` receives the result (in place
+    where it has the entry, added where it lacks it; with ``update_batch_size=True``
+    through :meth:`update`, taking the result's batch size).
     ``torch.where(condition, td, other)`` calls this method.
 
     >>> import torch
@@ -737,7 +738,7 @@ def where(
     if out is not None:
         if update_batch_size:
             return out.update(result, update_batch_size=True)
-        return out.update_(result)
+        return out.update(result, inplace=True)  # entries it lacks are added
     return result
 
 

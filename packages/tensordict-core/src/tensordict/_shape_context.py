@@ -67,7 +67,13 @@ def undoable(inverse: Callable[..., tuple[str, tuple[Any, ...]]]) -> Callable[[_
                     kwargs,
                 )
                 view_cls = LEGACY_VIEW[0]
-                if view_cls is not None and view_cls.__base__ is type(out) and lazy_legacy():
+                dtype_view = name == "view" and args and isinstance(args[0], torch.dtype)
+                if (
+                    view_cls is not None
+                    and view_cls.__base__ is type(out)
+                    and lazy_legacy()
+                    and not dtype_view  # leaf by leaf, not a shape op: a plain TensorDict
+                ):
                     out.__class__ = view_cls  # a lazy-legacy view (see tensordict._legacy_view)
                     out._legacy_origin = out._last_op  # kept when _last_op is reused (locks)
             return out
