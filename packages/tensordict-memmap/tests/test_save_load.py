@@ -65,6 +65,19 @@ def test_lazy_stack_round_trip(tmp_path):
     assert (tmp_path / "0" / "meta.json").is_file() and (tmp_path / "1" / "only.memmap").is_file()
 
 
+@pytest.mark.parametrize("stack_dim", [0, 1, 2])
+def test_empty_lazy_stack_round_trip(tmp_path, stack_dim):
+    # an empty stack is built from its (absent) members' batch size: saved and loaded, it
+    # keeps its own batch size, with the 0 at the stack dimension
+    empty = LazyStackedTensorDict(stack_dim=stack_dim, batch_size=[2, 3])
+    expected = torch.Size([2, 3][:stack_dim] + [0] + [2, 3][stack_dim:])
+    assert empty.batch_size == expected
+    out = empty.memmap(tmp_path / "d")
+    loaded = TensorDict.load_memmap(tmp_path / "d")
+    assert out.batch_size == loaded.batch_size == expected
+    assert isinstance(loaded, LazyStackedTensorDict) and loaded.stack_dim == stack_dim
+
+
 def test_lazy_stack_inside_a_tensordict_and_stack_dim(tmp_path):
     inner = LazyStackedTensorDict(
         TensorDict({"a": torch.zeros(3)}, [3]), TensorDict({"a": torch.ones(3)}, [3]), stack_dim=1

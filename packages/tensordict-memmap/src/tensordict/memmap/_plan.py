@@ -317,3 +317,14 @@ def _names(td: Any) -> list[str | None] | None:
     except (AttributeError, RuntimeError):
         return None
     return names if any(n is not None for n in names) else None
+
+
+def member_batch(batch_size: torch.Size, stack_dim: int) -> torch.Size:
+    """The batch size of the members of a lazy stack of ``batch_size`` (``stack_dim``
+    removed): what an empty ``LazyStackedTensorDict`` is built from.
+
+    >>> import torch
+    >>> member_batch(torch.Size([2, 0, 3]), 1)
+    torch.Size([2, 3])
+    """
+    return batch_size[:stack_dim] + batch_size[stack_dim + 1 :]

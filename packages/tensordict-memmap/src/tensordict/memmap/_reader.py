@@ -19,7 +19,7 @@ import torch
 from tensordict import LazyStackedTensorDict, MetaData, NonTensorData, NonTensorStack, TensorDict
 from tensordict._keys import unravel_key
 from tensordict.memmap import _classes, _codec, _fs
-from tensordict.memmap._plan import META, META_FIELDS, RESERVED_ENTRIES, TC_INNER
+from tensordict.memmap._plan import META, META_FIELDS, RESERVED_ENTRIES, TC_INNER, member_batch
 from tensordict.memmap._progress import Bar
 from tensordict.memmap._source import FolderSource, Rel
 from tensordict.memmap._tensor import parse_dtype, shape_numel
@@ -241,11 +241,14 @@ class Loader:
                 )
             members.append(self.level(member, None))
         batch = meta.get("shape")
+        empty_batch = None  # an empty stack takes its (absent) members' batch size
+        if not members and batch is not None:
+            empty_batch = member_batch(_size(batch, where, "shape"), stack_dim)
         out = LazyStackedTensorDict(
             *members,
             stack_dim=stack_dim,
             stack_dim_name=meta.get("stack_dim_name"),
-            batch_size=_size(batch, where, "shape") if not members and batch is not None else None,
+            batch_size=empty_batch,
         )
         self._mark(out, rel)
         return out

@@ -25,7 +25,7 @@ from tensordict import LazyStackedTensorDict, TensorDict
 from tensordict._futures import TensorDictFuture
 from tensordict.base import TensorDictBase
 from tensordict.memmap import _classes, _codec, _fs
-from tensordict.memmap._plan import META, Job, Node, Plan, Planner, Rel
+from tensordict.memmap._plan import META, Job, Node, Plan, Planner, Rel, member_batch
 from tensordict.memmap._progress import Bar, wants_bar
 from tensordict.memmap._tensor import MemoryMappedTensor, map_file, write_tensor_file
 
@@ -352,7 +352,7 @@ def build(node: Node, root: Path | None) -> Any:
             *[build(m, root) for m in node.members],
             stack_dim=src.stack_dim,
             stack_dim_name=getattr(src, "_td_dim_name", None),
-            batch_size=src.batch_size if not node.members else None,
+            batch_size=member_batch(src.batch_size, src.stack_dim) if not node.members else None,
         )
     else:
         src = node.source
