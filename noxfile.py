@@ -203,19 +203,19 @@ def _nvidia_gpus() -> list[str]:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Version lockstep, core's import structure, ruff check + format check, mypy; the
-    tensorclass typing check (mypy and pyright)."""
-    # mypy resolves torch/numpy from this environment: core brings them. Core and
-    # tensorclass are installed as wheels, not editable: the `tensordict` namespace is then
-    # one folder in site-packages, as users have it, and the type checkers see
-    # `tensordict.tensorclass` (neither merges a namespace split across source folders).
-    tensorclass = next(d for d in DISTS if d.short == "tensorclass")
-    install(session, DISTS[0].rel(), tensorclass.rel(), *LINT_DEPS, *TYPING_DEPS, *TOOL_DEPS)
+    """Version lockstep, core's import structure, every distribution's signatures against the
+    reference's, ruff check + format check, mypy; the tensorclass typing check (mypy and
+    pyright)."""
+    # mypy resolves torch/numpy from this environment: core brings them. The five
+    # distributions are installed as wheels, not editable (no extras): the `tensordict`
+    # namespace is then one folder in site-packages, as users have it, and the type checkers
+    # see `tensordict.tensorclass` (neither merges a namespace split across source folders).
+    install(session, *(d.rel() for d in DISTS), *LINT_DEPS, *TYPING_DEPS, *TOOL_DEPS)
     session.run("python", "tools/check_versions.py")
     session.run("python", "tools/gen_table_stubs.py", "--check")
     session.run("python", "tools/check_imports.py")
-    # public names and signatures against the reference's (core's; siblings listed as skipped)
-    session.run("python", "tools/check_signatures.py")
+    # public names and signatures against the reference's, for every distribution
+    session.run("python", "tools/check_signatures.py", "--fail-on", *(d.name for d in DISTS))
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")  # files: [tool.mypy] in pyproject.toml

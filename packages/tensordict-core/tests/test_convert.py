@@ -174,8 +174,9 @@ def test_from_any_dispatch():
 
 
 def test_from_any_h5_goes_to_memmap_sibling():
-    class FakeFile:
-        pass
+    class FakeFile:  # an HDF5 file or group has keys (a dataset has none)
+        def keys(self):
+            return []
 
     FakeFile.__module__ = "h5py._hl.files"
     import importlib.util

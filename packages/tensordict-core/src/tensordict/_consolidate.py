@@ -523,8 +523,8 @@ def consolidate(
     if inplace:
         _adopt(td, out)
         td.__dict__["_consolidated"] = out.__dict__["_consolidated"]
-        return _lock(td)
-    return _lock(out)
+        return cast("TensorDict", _lock(td))
+    return cast("TensorDict", _lock(out))
 
 
 def _lock(td: Any) -> Any:
@@ -1190,13 +1190,18 @@ class ConsolidateOps(_kinds.SharedMixin):
         """Whether every tensor leaf is a view into the buffer made by :meth:`consolidate`.
 
         Adding or replacing an entry with a tensor from elsewhere makes it ``False``;
-        writing into the leaves in place does not.
+        writing into the leaves in place does not. (A consolidated tensordict is locked:
+        unlock it to add entries.)
 
         >>> import torch
         >>> from tensordict import TensorDict
         >>> td = TensorDict({"a": torch.zeros(2)}, [2]).consolidate()
+        >>> td.is_consolidated(), td.is_locked
+        (True, True)
+        >>> td = td.set_("a", td["a"] + 1)  # written in place
         >>> td.is_consolidated()
         True
+        >>> td = td.unlock_()
         >>> td["b"] = torch.ones(2)
         >>> td.is_consolidated()
         False

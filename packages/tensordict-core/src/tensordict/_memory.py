@@ -141,7 +141,7 @@ def _memory_pieces(t: _Tensor) -> list[_Tensor]:
     """The tensors holding the memory of the leaf ``t``: itself (or the parts of a
     jagged nested tensor) and its gradient."""
     if t.is_nested and t.layout is torch.jagged:
-        parts = [t.values(), t.offsets(), t.lengths()]
+        parts = [t.values(), t.offsets(), t.lengths()]  # type: ignore[attr-defined]
         return [p for p in parts if p is not None]
     if t.is_nested:  # a strided nested tensor: its buffer
         return [t.values()] if hasattr(t, "values") else []

@@ -263,7 +263,7 @@ def _batch_broadcast(td: TensorDictBase, operands: tuple[Any, ...]) -> TensorDic
             continue
         if shape and shape != bs:
             try:
-                new = torch.broadcast_shapes(shape, bs)
+                new = torch.broadcast_shapes(shape, bs)  # type: ignore[no-untyped-call]
             except RuntimeError:
                 raise RuntimeError(
                     f"an operand of shape {tuple(shape)} does not broadcast with the batch "
@@ -278,7 +278,9 @@ def _tensor_keys_of(td: Any) -> list[Any]:
     return [k for k, v in td.items(True, True) if isinstance(v, _Tensor)]
 
 
-def _key_union(td: TensorDictBase, others: tuple[Any, ...], default: Any) -> tuple[Any, tuple]:
+def _key_union(
+    td: TensorDictBase, others: tuple[Any, ...], default: Any
+) -> tuple[Any, tuple[Any, ...]]:
     """``td`` and the tensordict operands on a common set of tensor leaves, for a binary
     op with ``default``: ``"intersection"`` keeps the leaves all of them hold; another
     value fills the leaves ``td`` lacks with it (the operands' own gaps are filled when
@@ -1037,11 +1039,11 @@ def backward(
     >>> from tensordict import TensorDict
     >>> w = torch.ones(2, requires_grad=True)
     >>> td = TensorDict({"a": w * 3, "n": {"b": w * w}}, [2])
-    >>> td.backward(td.apply(torch.ones_like))
+    >>> td.backward(td.apply(torch.ones_like), retain_graph=True)
     >>> w.grad
     tensor([5., 5.])
     >>> w.grad = None
-    >>> td.sum().backward(retain_graph=True)  # leaves of one element
+    >>> td.sum().backward()  # leaves of one element
     >>> w.grad
     tensor([5., 5.])
     """
@@ -1074,7 +1076,7 @@ def backward(
         grads,
         retain_graph=retain_graph,
         create_graph=create_graph,
-        inputs=inputs,
+        inputs=inputs,  # type: ignore[arg-type]
     )
 
 

@@ -440,7 +440,7 @@ class PadOps(_kinds.SharedMixin):
         if -1 in out.batch_size and nested:  # ragged batch dims get the padded size
             path = nested[0][0]
             padded = out.get(path)
-            out.batch_size = [  # type: ignore[misc]
+            out.batch_size = [
                 padded.shape[d] if s == -1 else s for d, s in enumerate(out.batch_size)
             ]
         if mask is not None and mask_key is not None:

@@ -651,7 +651,7 @@ class TensorDictBase(
             return None  # type: ignore[return-value]
         if out is not None and not inplace:
             out.update(result)
-            return out
+            return out  # type: ignore[return-value]
         if propagate_lock and not inplace and result is not self and self.is_locked:
             result.lock_()
         return result
