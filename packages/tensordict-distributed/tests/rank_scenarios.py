@@ -298,6 +298,9 @@ def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
         res["scatter_bad"] = call(
             lambda: td_scatter(TensorDict(), src, [] if rank == src else None)
         )
+        # the same through the reference's method form: TensorDict.scatter(src, tensordicts)
+        out = TensorDict().scatter(src=src, tensordicts=parts)
+        res["scatter_method"] = dump(out)
         # all_gather of tensordicts of different structures
         mine = nested(float(rank), rows=rank + 1)
         res["all_gather"] = [dump(t) for t in mine.all_gather()]

@@ -26,6 +26,7 @@ def test_collectives(run_ranks, scenarios, world):
         out, consolidated = r["scatter"]
         assert out == scenarios.dump(scenarios.nested(float(10 + rank), rows=rank + 1))
         assert consolidated is True  # received ranks get a consolidated tensordict
+        assert r["scatter_method"] == out
         bad = r["scatter_bad"]
         if rank == world - 1:
             assert bad[:2] == ["error", "ValueError"] and "one tensordict per rank" in bad[2]

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
-from tensordict import _kinds
+from tensordict import _kinds, _siblings
 from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
 from tensordict._nontensor import NON_TENSOR, NonTensorDataBase, NonTensorStack
@@ -744,18 +744,27 @@ def where(
 
 def scatter(
     self: TensorDictBase,
-    dim: int,
-    index: torch.Tensor,
+    dim: Any = None,
+    index: Any = None,
     src: Any = None,
+    tensordicts: list[Any] | None = None,
     *,
     value: Any = None,
     reduce: str | None = None,
+    group: Any = None,
+    device: Any = None,
 ) -> TensorDictBase:
-    """Out-of-place :meth:`torch.Tensor.scatter` along batch dimension ``dim``.
+    """Out-of-place :meth:`torch.Tensor.scatter` along batch dimension ``dim``; or, as the
+    reference's ``scatter(src, tensordicts, *, group, device)``, the distributed scatter.
 
     ``index`` has as many dimensions as the batch and is broadcast over the feature
     dimensions; ``src`` is a tensordict (matched by key), a batch-shaped tensor (broadcast
     over features the same way) or a scalar (also accepted as ``value=``).
+
+    Called without an ``index`` tensor (``td.scatter(src=0, tensordicts=tds)`` on the
+    source rank, ``td.scatter(src=0)`` on the others) or with ``group``/``device``, it is
+    :func:`tensordict.distributed.td_scatter`: rank ``src`` gives each rank of the process
+    group its own tensordict (needs the tensordict-distributed package).
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -765,6 +774,31 @@ def scatter(
             [0., 0.],
             [1., 1.]])
     """
+    distributed = tensordicts is not None or group is not None or device is not None
+    if distributed or index is None or isinstance(index, (list, tuple)):
+        # the reference's distributed scatter: scatter(src, tensordicts, *, group, device)
+        rank = src if dim is None else dim
+        if not isinstance(rank, int):
+            raise TypeError(
+                "scatter(): give the batch `dim` and an `index` tensor (torch's scatter), or "
+                f"the source rank `src` (the distributed scatter); got dim={dim!r}, src={src!r}."
+            )
+        tds = index if tensordicts is None else tensordicts
+        return cast(
+            TensorDictBase,
+            _siblings.forward(
+                "distributed",
+                "td_scatter",
+                "TensorDict.scatter(src, tensordicts)",
+                self,
+                rank,
+                tds,
+                group=group,
+                device=device,
+            ),
+        )
+    if dim is None:
+        raise TypeError("scatter(): missing the batch dimension `dim` and the `index` tensor.")
     if src is None:
         src = value
     bs = self.batch_size

@@ -700,12 +700,15 @@ class TableMethods:
     ) -> Self: ...
     def scatter(
         self,
-        dim: builtins.int,
-        index: torch.Tensor,
+        dim: Any = ...,
+        index: Any = ...,
         src: Any = ...,
+        tensordicts: list[Any] | None = ...,
         *,
         value: Any = ...,
         reduce: builtins.str | None = ...,
+        group: Any = ...,
+        device: Any = ...,
     ) -> Self: ...
     def auto_batch_size_(
         self, batch_dims: builtins.int | None = ..., keep_compliant_size: builtins.bool = ...
