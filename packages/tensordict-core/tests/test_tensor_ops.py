@@ -110,6 +110,25 @@ def test_to_device_meta_casts_every_leaf():
     assert all(v.device.type == "meta" for v in tensor_leaves(out).values())
 
 
+@pytest.mark.parametrize("source_device", [None, "cpu"])
+def test_to_device_as_a_context_writes_back(source_device):
+    td = TensorDict({"x": torch.zeros(3)}, [3], device=source_device)
+    with td.to("cpu") as moved:
+        moved["y"] = moved["x"] + 1
+        moved["x"] = torch.full((3,), 5.0)
+    assert torch.equal(td["y"], torch.ones(3))
+    assert torch.equal(td["x"], torch.full((3,), 5.0))
+    assert td.device == (None if source_device is None else torch.device("cpu"))
+
+
+def test_to_device_context_leaves_the_source_until_exit():
+    td = TensorDict({"x": torch.zeros(3)}, [3])
+    with td.to("meta") as moved:  # another device: the source is written back on exit only
+        moved["y"] = torch.empty(3, device="meta")
+        assert "y" not in td.keys()
+    assert td["y"].device.type == "meta" and td["x"].device.type == "meta"
+
+
 def test_cpu():
     out = make_td().cpu()
     assert out.device == torch.device("cpu")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -10,6 +11,7 @@ from tensordict._attrs import holds_tensor_attrs, to_tensor_attrs
 from tensordict._inplace import adopt
 from tensordict._inplace import check as check_inplace
 from tensordict._shape import parse_device
+from tensordict._shape_context import write_back
 from tensordict.base import TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -25,6 +27,10 @@ class DeviceOps:
 
     def to(self, *args: Any, **kwargs: Any) -> TensorDict:
         """Move and/or cast every leaf, like :meth:`torch.Tensor.to`.
+
+        Used as a context manager, a device move writes back on exit: ``with
+        td.to(device) as t:`` updates ``td`` with what ``t`` holds (moved to ``td``'s
+        device, when it has one), entries added inside the block included.
 
         Accepts a device, a dtype, a tensor or a tensordict (``other=``: its device, and its
         dtype when all its tensors share one), and
@@ -101,8 +107,17 @@ class DeviceOps:
                         return x.to(device, non_blocking=non_blocking)
 
                 result = result._map_tensors(move, device=device)
-            if result is self:
-                result = self
+                if dtype is None and not torch.compiler.is_dynamo_compiling():
+                    # `with td.to(device) as t:` writes what t holds back into td on exit
+                    result._last_op = (
+                        "to",
+                        write_back,
+                        weakref.ref(result),
+                        weakref.ref(self),
+                        _inverse_to,
+                        (),
+                        {},
+                    )
         if batch_size is not None:
             if result is self:
                 result = self.copy()
@@ -159,3 +174,11 @@ class DeviceOps:
     def pin_memory_(self, num_threads: int = 0) -> TensorDict:
         """In-place :meth:`pin_memory`."""
         return self.pin_memory(num_threads, inplace=True)
+
+
+def _inverse_to(source: Any, result: Any) -> tuple[str, tuple[Any, ...]]:
+    """How the result of ``source.to(device)`` goes back: to the source's device, or as it
+    is when the source has none."""
+    if source.device is None:
+        return "copy", ()
+    return "to", (source.device,)

@@ -59,7 +59,7 @@ def undoable(inverse: Callable[..., tuple[str, tuple[Any, ...]]]) -> Callable[[_
             if not _compiling():
                 out._last_op = (
                     name,
-                    _write_back,
+                    write_back,
                     weakref.ref(out),  # weak both ways: no cycle keeps the leaves alive
                     weakref.ref(self),
                     inverse,
@@ -96,7 +96,7 @@ def keeps_lock(method: _F) -> _F:
     return wrapper  # type: ignore[return-value]
 
 
-def _write_back(
+def write_back(
     result_ref: Callable[[], Any],
     source_ref: Callable[[], Any],
     inverse: Callable[..., tuple[str, tuple[Any, ...]]],
