@@ -176,6 +176,15 @@ def test_from_schema() -> None:
         assert mm.is_memmap() and mm["a"].shape == (8, 4) and not mm["a"].any()
 
 
+def test_from_schema_redis_needs_the_distributed_sibling() -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("tensordict.distributed") is not None:
+        pytest.skip("tensordict-distributed is installed: its tests run a real Redis server")
+    with pytest.raises(ModuleNotFoundError, match="tensordict-distributed"):
+        TensorDict.from_schema({"a": ([2], torch.float32)}, storage="redis")
+
+
 def test_is_meta_and_clear_refs() -> None:
     assert TensorDict(a=torch.zeros(2, device="meta"), device="meta").is_meta
     assert not TensorDict(a=torch.zeros(2), device="cpu").is_meta

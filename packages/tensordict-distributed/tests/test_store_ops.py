@@ -268,3 +268,23 @@ def test_to_store(redis_server):
     assert [m["x"].tolist() for m in lazy_store.to_local().tensordicts] == [[0, 0], [1, 1, 1]]
     store.clear_redis()
     lazy_store.clear_redis()
+
+
+def test_from_schema_on_a_redis_server(redis_server):
+    TensorDictStore, _ = store_classes()
+    store = TensorDict.from_schema(
+        {"obs": ([4], torch.uint8), ("n", "r"): ([], torch.float64)},
+        batch_size=[3],
+        storage="redis",
+        host=redis_server.host,
+        port=redis_server.port,
+        prefix="schema",
+    )
+    assert isinstance(store, TensorDictStore)
+    again = TensorDictStore.from_store(
+        td_id=store.td_id, host=redis_server.host, port=redis_server.port, prefix="schema"
+    ).to_local()
+    assert again["obs"].dtype == torch.uint8 and again["obs"].shape == (3, 4)
+    assert again["n", "r"].dtype == torch.float64 and again["n", "r"].shape == (3,)
+    assert not again["obs"].any() and not again["n", "r"].any()
+    store.clear_redis()

@@ -144,8 +144,10 @@ class CompatOps:
         arguments of ``memmap_like``), ``"zarr"`` (a zarr store at ``filename=``, whose
         chunked arrays are allocated without writing any data; other keywords go to
         ``zarr.Group.create_array``) or ``"h5"`` (an HDF5 file at ``filename=``); the
-        last three need ``tensordict-memmap`` (with its ``zarr``/``h5`` extra). The Redis
-        storages of the reference are not provided here.
+        last three need ``tensordict-memmap`` (with its ``zarr``/``h5`` extra). ``"redis"``
+        and ``"dragonfly"`` upload the zeros to a server and return a
+        ``TensorDictStore`` (``host=``, ``port=``, ... as ``td.to_store``; needs
+        ``tensordict-distributed[redis]``).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -159,11 +161,12 @@ class CompatOps:
                 f"from_schema: unknown storage {storage!r}; expected None, 'memmap', 'shared', "
                 "'h5', 'zarr', 'redis' or 'dragonfly'."
             )
-        if storage in ("redis", "dragonfly"):
-            raise NotImplementedError(
-                f"from_schema(storage={storage!r}) is not provided; build the tensordict with "
-                "storage=None and convert it with the sibling distribution's API."
+        store_kwargs: dict[str, Any] = {}
+        if storage in ("redis", "dragonfly"):  # zeros built here, then uploaded once
+            sibling_attr(
+                "distributed", "td_to_store", f"TensorDict.from_schema(storage={storage!r})"
             )
+            store_kwargs, kwargs = {"backend": storage, **kwargs}, {}
         if storage == "zarr":
             if "filename" not in kwargs:
                 raise TypeError("from_schema(storage='zarr') needs filename=<path or store>.")
@@ -173,7 +176,7 @@ class CompatOps:
             return hook(schema, bs, **kwargs)  # type: ignore[no-any-return]
         if storage == "h5" and "filename" not in kwargs:
             raise TypeError("from_schema(storage='h5') needs filename=<path>.")
-        if kwargs and storage not in ("memmap", "h5"):
+        if kwargs and storage not in ("memmap", "h5"):  # (store keywords already taken)
             raise TypeError(f"from_schema() got unexpected keyword arguments {sorted(kwargs)}.")
         out = _kinds.Dense(batch_size=bs, device=None if storage in ("memmap", "h5") else device)
         for key, spec in schema.items():
@@ -191,6 +194,8 @@ class CompatOps:
             return out.to_h5(**kwargs)  # type: ignore[attr-defined,no-any-return]
         if storage == "shared":
             out.share_memory_()
+        elif store_kwargs:
+            return out.to_store(**store_kwargs)  # type: ignore[attr-defined,no-any-return]
         elif storage == "memmap":
             sibling_attr("memmap", "td_memmap_like", "TensorDict.from_schema(storage='memmap')")
             return out.memmap_like(**kwargs)  # type: ignore[attr-defined,no-any-return]
