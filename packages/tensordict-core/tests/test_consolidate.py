@@ -150,13 +150,22 @@ def test_empty_tensordict():
     assert pickle.loads(pickle.dumps(out)).batch_size == (3,)
 
 
-def test_requires_grad_lock_and_device_kept():
-    td = TensorDict({"w": torch.ones(2, requires_grad=True)}, [2], device="cpu").lock_()
+def test_consolidated_copies_leave_the_graph_lock_and_device_kept():
+    w = torch.ones(2, requires_grad=True)
+    td = TensorDict({"w": w * 2}, [2], device="cpu").lock_()
     out = td.consolidate()
-    assert out["w"].requires_grad and out["w"].is_leaf
+    # as the reference: the copies do not require grad and carry no history
+    assert not out["w"].requires_grad and out["w"].grad_fn is None
+    assert torch.equal(out["w"], torch.full((2,), 2.0))
     assert out.is_locked and out.device == torch.device("cpu")
     back = pickle.loads(pickle.dumps(out))
-    assert back["w"].requires_grad and back.is_locked and back.device == torch.device("cpu")
+    assert not back["w"].requires_grad and back.is_locked and back.device == torch.device("cpu")
+    # the source keeps its graph: gradients still reach w
+    td["w"].sum().backward()
+    assert torch.equal(w.grad, torch.full((2,), 2.0))
+    # a tensordict pickled with a leaf requiring grad gets the flag back
+    leaf = TensorDict({"p": torch.ones(2, requires_grad=True)}, [2])
+    assert pickle.loads(pickle.dumps(leaf))["p"].requires_grad
 
 
 def test_pickle_round_trip_stays_consolidated(td, assert_td_equal):

@@ -130,6 +130,13 @@ def test_keys_view_is_live(td):
     assert list(view)[-1] == "new"
 
 
+@pytest.mark.parametrize("bad", [42, ("a", 42), (), None, 1.5])
+def test_contains_a_non_key_is_a_type_error(td, bad):
+    for view in (td.keys(), td.keys(include_nested=True)):
+        with pytest.raises(TypeError, match="always strings"):
+            bad in view  # noqa: B015
+
+
 def test_contains_checks(td):
     assert "z" in td.keys()
     assert ("a", "b") not in td.keys()

@@ -64,6 +64,53 @@ def test_from_modules_stacks_and_keeps_kinds():
     assert isinstance(TensorDict.from_modules(*nets, as_module=True), TensorDictParams)
 
 
+@pytest.mark.parametrize("as_module", [False, True])
+def test_from_modules_expand_identical_shares_the_parameter(as_module):
+    shared = nn.Linear(3, 3)
+    nets = [nn.Sequential(shared, nn.Linear(3, 2)) for _ in range(3)]
+    params = TensorDict.from_modules(*nets, as_module=as_module, expand_identical=True)
+    weight = params["0", "weight"]
+    assert not isinstance(weight, nn.Parameter)  # a view of the shared one
+    assert weight.data_ptr() == shared.weight.data_ptr() and weight.stride(0) == 0
+    assert isinstance(params["1", "weight"], nn.Parameter)
+    template = nn.Sequential(nn.Linear(3, 3, device="meta"), nn.Linear(3, 2, device="meta"))
+
+    def call(p, x):
+        with p.to_module(template, preserve_module_state=False):
+            return template(x)
+
+    x = torch.randn(3)
+    torch.vmap(call, (0, None))(params, x).sum().backward()
+    # the shared layer gets the sum over the three copies; the others are not touched
+    expected = torch.autograd.grad(
+        sum(net(x).sum() for net in nets), shared.weight, retain_graph=False
+    )[0]
+    torch.testing.assert_close(shared.weight.grad, expected)
+    assert nets[0][1].weight.grad is None and params["1", "weight"].grad is not None
+
+
+def test_from_modules_as_module_under_vmap():
+    nets = [nn.Linear(3, 2) for _ in range(4)]
+    params = TensorDict.from_modules(*nets, as_module=True)
+    assert isinstance(params, TensorDictParams)
+    template = nn.Linear(3, 2, device="meta")
+
+    def call(p, x):
+        with p.to_module(template, preserve_module_state=False):
+            return template(x)
+
+    x = torch.randn(3)
+    out = torch.vmap(call, (0, None))(params, x)
+    torch.testing.assert_close(out, torch.stack([net(x) for net in nets]).detach())
+    out.sum().backward()
+    assert all(p.grad is not None for p in params.values(True, True))
+
+
+def test_from_modules_lazy_stack_is_not_a_module():
+    with pytest.raises(RuntimeError, match="TensorDictParams"):
+        TensorDict.from_modules(nn.Linear(2, 2), nn.Linear(2, 2), as_module=True, lazy_stack=True)
+
+
 def test_from_modules_rejects_different_structures():
     with pytest.raises(ValueError, match="same structure"):
         TensorDict.from_modules(nn.Linear(2, 2), nn.Sequential(nn.Linear(2, 2)))

@@ -520,6 +520,9 @@ def consolidate(
             if share_memory:
                 buffer.share_memory_()  # type: ignore[no-untyped-call]
     out = _rebuild(buffer, meta, allow_pickle=True, trusted=True)
+    for leaf in _iter_leaves(out):  # as the reference: copies out of the graph
+        if isinstance(leaf, _Tensor) and leaf.requires_grad:
+            leaf.requires_grad_(False)
     if inplace:
         _adopt(td, out)
         td.__dict__["_consolidated"] = out.__dict__["_consolidated"]
@@ -1122,9 +1125,12 @@ class ConsolidateOps(_kinds.SharedMixin):
 
         The result keeps ``_consolidated = {"storage": buffer, "metadata": dict}``, where
         the metadata is plain JSON data (see :func:`~tensordict.from_consolidated`).
-        Shapes, dtypes, ``requires_grad`` flags, batch sizes, names and non-tensor
-        values are kept; contiguous and densely permuted (e.g. channels-last) leaves keep
-        their strides, other leaves become contiguous. Autograd history is not carried.
+        Shapes, dtypes, batch sizes, names and non-tensor values are kept; contiguous and
+        densely permuted (e.g. channels-last) leaves keep their strides, other leaves
+        become contiguous. The copies are out of the autograd graph: the consolidated
+        leaves do not require grad, as in the reference (the metadata records each
+        source leaf's ``requires_grad``, which a tensordict unpickled or received from it
+        gets back).
         The result is locked (``unlock_()`` it to add keys). Pickling it sends the buffer
         and the metadata only, and unpickles as a consolidated tensordict, locked as the
         source was.

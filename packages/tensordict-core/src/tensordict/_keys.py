@@ -188,12 +188,12 @@ class TensorDictKeysView:
             if key in self._td._tensordict:
                 return self._leaf_ok(self._td._tensordict[key])
             return False
-        if not isinstance(key, tuple):
-            return False
-        try:
-            path = key_as_tuple(key)
-        except (TypeError, KeyError):
-            return False
+        path = unravel_key_to_tuple(key)
+        if not path:  # as the reference: a membership test with a non-key is an error
+            raise TypeError(
+                f"{key!r} in td.keys(): tensordict keys are always strings; membership "
+                "checks take a string or a non-empty tuple of strings (a nested key)."
+            )
         if len(path) > 1 and not self.include_nested:
             return False
         td: _DenseStorage = self._td

@@ -681,8 +681,12 @@ def register_defaults() -> None:
         register_lazy_stack(lazy_cls)
 
 
-def register(cls: type) -> None:
+def register(cls: type, rebuild_as: type | None = None) -> None:
     """Register a dense tensordict class (``_tensordict`` storage) as a pytree node.
+
+    ``rebuild_as`` is the class the node is rebuilt as (default: ``cls``): a subclass whose
+    constructor must not see batched or traced values (e.g. one that turns tensors into
+    parameters) is rebuilt as a plain ``TensorDict``.
 
     >>> import torch
     >>> from torch.utils._pytree import tree_map
@@ -697,7 +701,7 @@ def register(cls: type) -> None:
     pytree.register_pytree_node(
         cls,
         _flatten,
-        _make_unflatten(cls),
+        _make_unflatten(cls if rebuild_as is None else rebuild_as),
         serialized_type_name=f"{cls.__module__}.{cls.__qualname__}",
         to_dumpable_context=_to_dumpable_context,
         from_dumpable_context=_from_dumpable_context,

@@ -131,7 +131,9 @@ def _stack_leaves(leaves: list[Any], expand_identical: bool) -> Any:
     first = leaves[0]
     n = len(leaves)
     if expand_identical and all(leaf is first for leaf in leaves):
-        data = first.detach().expand(n, *first.shape)
+        # a view of the one shared tensor, as the reference: not a new parameter, and
+        # gradients flow back to the modules' own parameter
+        return first.expand(n, *first.shape)
     else:
         with torch.no_grad():
             data = torch.stack([leaf.detach() for leaf in leaves])
@@ -179,7 +181,8 @@ def from_modules(
     Stacked parameters are new leaf ``nn.Parameter`` (same ``requires_grad``); stacked
     buffers are plain tensors. ``lazy_stack=True`` keeps each module's own tensors in a
     :class:`~tensordict.LazyStackedTensorDict`; ``expand_identical=True`` expands a
-    tensor that every module shares instead of copying it. ``as_module=True`` returns a
+    tensor that every module shares instead of copying it (an expanded view of it, not a
+    new parameter: gradients reach the shared parameter). ``as_module=True`` returns a
     :class:`~tensordict.nn.TensorDictParams`.
 
     >>> import torch
@@ -197,6 +200,11 @@ def from_modules(
     """
     if not modules:
         raise ValueError("from_modules needs at least one module.")
+    if lazy_stack and as_module:  # as the reference
+        raise RuntimeError(
+            "from_modules(lazy_stack=True, as_module=True): a lazy stack of parameters cannot "
+            "be held within a TensorDictParams; pass one of the two."
+        )
     if lazy_stack:
         tds = [td_from_module(m, use_state_dict=use_state_dict) for m in modules]
         td: TensorDictBase = LazyStackedTensorDict.lazy_stack(tds, 0)

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 from torch.nn.parameter import Buffer
 
-from tensordict import TensorDict, TensorDictBase
+from tensordict import TensorDict, TensorDictBase, _pytree
 from tensordict._nontensor import NON_TENSOR
 
 __all__ = ["TensorDictParams"]
@@ -507,3 +507,8 @@ for _name in dir(TensorDict):
     ):
         setattr(TensorDictParams, _name, _no_grad(getattr(TensorDict, _name)))
 del _name
+
+
+# torch.vmap / pytree: the parameters are leaves like any tensordict's; what comes back
+# (batched, traced or mapped values) is a plain TensorDict, never new parameters.
+_pytree.register(TensorDictParams, rebuild_as=TensorDict)
