@@ -71,7 +71,10 @@ class DeviceOps:
             other = args[0]
             args = args[1:]
             if args or kwargs:
-                raise TypeError("to(other_tensordict) takes no further arguments.")
+                raise TypeError(
+                    "to(other_tensordict) does not accept additional positional or keyword "
+                    "arguments: the other tensordict gives the device (and dtype)."
+                )
             if holds_tensor_attrs(other):  # leaf by leaf, as recorded by td.attrs()
                 if pin:
                     raise NotImplementedError(

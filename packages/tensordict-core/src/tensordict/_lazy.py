@@ -302,8 +302,9 @@ class LazyStackedTensorDict(
             value = list(value)
             if len(value) != len(self._batch_size):
                 raise ValueError(
-                    f"got {len(value)} names {value} for a tensordict with "
-                    f"{len(self._batch_size)} batch dimension(s) (batch_size={self._batch_size})."
+                    f"names: the length of the dimension names must equate the tensordict "
+                    f"batch_dims: got {len(value)} names {value} for {len(self._batch_size)} "
+                    f"batch dimension(s) (batch_size={self._batch_size})."
                 )
             seen = [n for n in value if n is not None]
             if len(seen) != len(set(seen)):

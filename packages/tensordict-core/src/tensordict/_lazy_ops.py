@@ -783,7 +783,8 @@ class LazyMemberOps(_kinds.LazyMixin):
         for old, new in zip(current, names_l, strict=True):
             if old is not None and new != old:
                 raise RuntimeError(
-                    f"cannot refine dimension name {old!r} into {new!r}; use rename_()."
+                    f"refine_names: cannot coerce TensorDict dimension name {old!r} into {new!r}; "
+                    "use rename_()."
                 )
         self.names = names_l
         return self

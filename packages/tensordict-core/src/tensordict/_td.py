@@ -286,8 +286,9 @@ class TensorDict(
         nb = len(self._batch_size)
         if len(value) != nb:
             raise ValueError(
-                f"got {len(value)} names {value} for a tensordict with {nb} batch "
-                f"dimension(s) (batch_size={self._batch_size})."
+                f"names: the length of the dimension names must equate the tensordict "
+                f"batch_dims: got {len(value)} names {value} for {nb} batch dimension(s) "
+                f"(batch_size={self._batch_size})."
             )
         seen = [n for n in value if n is not None]
         if len(seen) != len(set(seen)):
@@ -352,7 +353,8 @@ class TensorDict(
         for old, new in zip(current, names, strict=False):
             if old is not None and new != old:
                 raise RuntimeError(
-                    f"cannot refine dimension name {old!r} into {new!r}; use rename_()."
+                    f"refine_names: cannot coerce TensorDict dimension name {old!r} into {new!r}; "
+                    "use rename_()."
                 )
         self._set_names(names)
         return self
