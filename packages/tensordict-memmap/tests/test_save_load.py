@@ -112,6 +112,21 @@ def test_non_tensor_root_and_metadata(tmp_path):
     assert loaded.tolist() == [["a", "b"], ["c", "d"]]
 
 
+def test_non_tensor_leaves_save_on_their_own(tmp_path):
+    stack = torch.stack([NonTensorStack.from_list([0, 1])] * 3)
+    saved = stack.memmap(tmp_path / "s")
+    assert type(saved) is NonTensorStack and saved.tolist() == [[0, 1], [0, 1], [0, 1]]
+    loaded = NonTensorStack.load_memmap(tmp_path / "s")
+    assert type(loaded) is NonTensorStack and loaded.batch_size == (3, 2)
+    assert loaded.tolist() == stack.tolist()
+    one = NonTensorData("label", batch_size=[2])
+    one.save(tmp_path / "d")
+    back = TensorDict.load(tmp_path / "d")
+    assert type(back) is NonTensorData and back.data == "label" and back.batch_size == (2,)
+    like = stack.memmap_like(tmp_path / "l")
+    assert type(like) is NonTensorStack and like.batch_size == stack.batch_size
+
+
 def test_memmap_in_place(tmp_path):
     td = sample_td()
     ids = id(td["nested"])

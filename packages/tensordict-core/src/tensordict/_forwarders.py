@@ -259,7 +259,13 @@ def _make(
     return classmethod(method) if kind == "classmethod" else method
 
 
-def install(cls: type) -> None:
-    """Add every forwarder of :data:`FORWARDERS` to ``cls``."""
+#: the forwarders a non-tensor leaf (``NonTensorData``, ``NonTensorStack``) gets: saving
+#: and loading one on its own, as the reference allows
+NON_TENSOR_FORWARDERS = frozenset({"memmap", "memmap_like", "save", "dumps", "load_memmap", "load"})
+
+
+def install(cls: type, names: frozenset[str] | None = None) -> None:
+    """Add the forwarders of :data:`FORWARDERS` to ``cls`` (those in ``names``, or all)."""
     for row in FORWARDERS:
-        setattr(cls, row[0], _make(*row))
+        if names is None or row[0] in names:
+            setattr(cls, row[0], _make(*row))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tensordict import _forwarders
 from tensordict._nontensor_data import (
     DATA_TYPES,
     NON_TENSOR_TYPES,
@@ -21,6 +22,10 @@ from tensordict._nontensor_data import (
 )
 from tensordict._nontensor_ops import cat_non_tensor, stack_non_tensor, write_non_tensor
 from tensordict._nontensor_stack import NonTensorStack
+
+for _cls in (NonTensorDataBase, NonTensorStack):  # stack.memmap(prefix) and the like
+    _forwarders.install(_cls, _forwarders.NON_TENSOR_FORWARDERS)
+del _cls
 
 #: Every non-tensor leaf type (``MetaData`` is a ``NonTensorData``).
 NON_TENSOR: tuple[type[NonTensorDataBase], type[NonTensorStack]] = (

@@ -219,6 +219,8 @@ class Planner:
                 )
             meta["_metadata"] = None
             meta["_is_non_tensor"] = True
+            if not rel:  # saved on its own: no parent gives the batch size
+                meta["shape"] = list(obj.batch_size)
         self._level(rel, meta)
         return Node("nontensor", obj, rel)
 

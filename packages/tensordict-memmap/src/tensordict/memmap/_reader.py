@@ -275,7 +275,14 @@ class Loader:
                     f"{self.source.describe(pickled)} does not hold a {{'data': value}} mapping"
                 )
             value = payload["data"]
-        out: NonTensorData = cls(value, batch_size=parent_batch or [], device=self.device)
+        if parent_batch is None:  # loaded on its own: the batch size saved with it
+            shape = meta.get("shape", [])
+            if not isinstance(shape, list) or not all(isinstance(s, int) and s >= 0 for s in shape):
+                raise ValueError(
+                    f"{self._where(rel)}: 'shape' must be a list of sizes, got {shape!r}"
+                )
+            parent_batch = torch.Size(shape)
+        out: NonTensorData = cls(value, batch_size=parent_batch, device=self.device)
         return out
 
     def _non_tensor_stack(
