@@ -17,6 +17,7 @@ from tensordict import (
     TensorClass,
     TensorDict,
     lazy_stack,
+    set_list_to_stack,
     tensorclass,
 )
 
@@ -94,7 +95,21 @@ def test_default_casting_rules():
     obj = Default(n=3, arr=np.arange(2), things=[1, 2], mapping={"a": 1})
     assert isinstance(obj.n, torch.Tensor) and obj.n.item() == 3
     assert isinstance(obj.arr, torch.Tensor) and obj.arr.tolist() == [0, 1]
-    assert obj.things == [1, 2] and obj.mapping == {"a": 1}
+    assert obj.mapping == {"a": 1}
+    # a list follows core's list rule, as in the reference: numbers become a tensor,
+    # other values one per batch element (checked against the batch size)
+    assert isinstance(obj.things, torch.Tensor) and obj.things.tolist() == [1, 2]
+
+    class Labels(TensorClass):
+        things: list
+
+    labels = Labels(things=["a", "b"], batch_size=[2])
+    assert list(labels.things) == ["a", "b"] and labels[1].things == "b"
+    with pytest.raises(RuntimeError, match="batch dimension mismatch"):
+        Labels(things=["a", "b", "c"], batch_size=[2])
+    with pytest.warns(DeprecationWarning), set_list_to_stack(False):  # one value
+        whole = Labels(things=["a", "b", "c"], batch_size=[2])
+    assert whole.things == ["a", "b", "c"] and whole[0].things == ["a", "b", "c"]
 
 
 def test_nocast_keeps_numbers_and_arrays():

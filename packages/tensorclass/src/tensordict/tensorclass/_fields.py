@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
+from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase, _modes
 from tensordict._nontensor import NON_TENSOR_TYPES as _NON_TENSOR_TYPES
 from tensordict._nontensor import unwrap_non_tensor
 
@@ -273,6 +273,15 @@ def _py(value: Any) -> Any:
     return value
 
 
+def _list_or_value(value: Any, owner: Any) -> Any:
+    """A ``list`` field: in ``set_list_to_stack(True)`` mode (the default) a list is one
+    value per batch element (a ``NonTensorStack``, checked against the batch size), as
+    a list written to a tensordict; otherwise one value."""
+    if type(value) is list and _modes.list_to_stack():
+        return value
+    return _non_tensor(value, owner)
+
+
 def _non_tensor(value: Any, owner: Any) -> Any:
     if isinstance(value, (torch.Tensor, TensorDictBase, *_NON_TENSOR)) or value is None:
         return value
@@ -322,7 +331,9 @@ def caster(flags: Flags, hint: Any) -> Callable[[Any, Any], Any] | None:
     if not flags.autocast:
         cls: Any = _as_class(hint)
         if cls is not None and issubclass(cls, _CONTAINERS) and not _is_collection_type(cls):
-            return _non_tensor  # a dict/list field keeps its value (not made a tensordict)
+            # a dict/list field keeps its value (not made a tensordict); a list follows
+            # core's list rule (set_list_to_stack) as in the reference
+            return _list_or_value if issubclass(cls, list) else _non_tensor
         if members and all(_as_class(m) in _SCALARS for m in members):
             return _scalar  # an int/float/bool field: a tensor when it fits the batch
         return None
