@@ -71,6 +71,14 @@ def test_lazy_stack_of_instances(nested):
     assert type(lazy) is Nested and isinstance(lazy._tensordict, LazyStackedTensorDict)
     assert torch.equal(lazy[0].X, nested.X) and type(lazy[1]) is Nested
     assert type(nested.to_lazystack(0)) is Nested
+    # a nested tensorclass read from the lazy stack keeps its class, and writes reach
+    # the members
+    child = lazy.child
+    assert type(child) is Nested and isinstance(child._tensordict, LazyStackedTensorDict)
+    assert torch.equal(child[1].X, other.child.X)
+    assert child.z == [[["inner"] * 4] * 3] * 2
+    child[1].X.zero_()
+    assert not other.child.X.any() and nested.child.X.any()
 
 
 def test_pytree_and_tree_map(batch):

@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from tensordict import _kinds
+from tensordict._collection import wrapped
 from tensordict._consolidate import ConsolidateOps
 from tensordict._errors import lock_error, missing_key
 from tensordict._indexed import IndexedOps
@@ -468,6 +469,9 @@ class LazyStackedTensorDict(
                         f"size differs across the stacked tensordicts "
                         f"({[tuple(w.batch_size) for w in values]})."
                     )
+            inner = wrapped(values)
+            if inner is not None:  # tensorclasses: a lazy stack of their data, same class
+                return inner[1](LazyStackedTensorDict._new(inner[0], sd, self._td_dim_name))
             return LazyStackedTensorDict._new(values, sd, self._td_dim_name)
         if isinstance(first, NON_TENSOR):
             if not all(isinstance(v, NON_TENSOR) for v in values):
