@@ -418,3 +418,39 @@ def test_dtype_views_of_lazy_tensordicts():
         view.to(torch.float64, batch_size=[])
     out = torch.vmap(lambda x: x + 1)(view)  # a pytree node as TensorDict is
     assert type(out) is TensorDict and torch.equal(out["a"], source["a"].squeeze(1) + 1)
+
+
+# the reference's phrases, kept in our messages so that `except`/`match=` written against
+# it still work (each message goes on to name the key, shapes or dims)
+def _heterogeneous_read():
+    lazy_stack([TensorDict(a=torch.zeros(2)), TensorDict(a=torch.zeros(3))])["a"]
+
+
+@pytest.mark.parametrize(
+    "call, error, phrase",
+    [
+        (
+            lambda: bool(TensorDict(a=torch.zeros(2))),
+            RuntimeError,
+            "to boolean value is not permitted",
+        ),
+        (lambda: TensorDict(a=torch.zeros(2)).pop("z"), KeyError, "You are trying to pop key"),
+        (_heterogeneous_read, RuntimeError, "Failed to stack tensors within a tensordict"),
+        (
+            lambda: TensorDict(batch_size=[2, 3]).transpose(0, 5),
+            (IndexError, ValueError, RuntimeError),
+            "dim0 and dim1 must be within the range",
+        ),
+        (
+            lambda: TensorDict(a=torch.zeros(2), batch_size=[2]).where(
+                torch.ones(2, dtype=torch.bool), TensorDict(b=torch.zeros(2), batch_size=[2])
+            ),
+            KeyError,
+            "not found and no pad value provided",
+        ),
+    ],
+    ids=["bool", "pop", "lazy-read", "transpose", "where"],
+)
+def test_reference_phrases_in_errors(call, error, phrase):
+    with pytest.raises(error, match=phrase):
+        call()

@@ -451,8 +451,8 @@ class LazyStackedTensorDict(
                 if any(v.shape != first.shape for v in values):
                     shapes = {j: tuple(w.shape) for j, w in enumerate(values)}
                     raise RuntimeError(
-                        f"cannot read entry {_fmt(key)!r} of the LazyStackedTensorDict as one "
-                        f"tensor: its shape differs across the stacked tensordicts (shapes by "
+                        f"Failed to stack tensors within a tensordict: cannot read entry "
+                        f"{_fmt(key)!r} of the LazyStackedTensorDict as one tensor: its shape differs across the stacked tensordicts (shapes by "
                         f"member: {shapes}). Index the members (lazy_td[i], "
                         "lazy_td.tensordicts), or get a dense copy with "
                         "lazy_td.to_padded_tensor() or lazy_td.densify(layout=torch.jagged)."

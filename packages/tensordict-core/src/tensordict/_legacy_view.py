@@ -112,7 +112,7 @@ class LegacyView(TensorDict):
         """:meth:`TensorDict.to`; a view's batch size is not set by it (``TypeError``)."""
         if kwargs.get("batch_size") is not None:
             raise TypeError(
-                f"to(batch_size=...) cannot set the batch size of a lazy view (the result of "
+                f"to(batch_size=...): Cannot pass batch-size to a lazy view (the result of "
                 f"`{self._made_by()}` in lazy-legacy mode); make it dense first with "
                 "td.to_tensordict()."
             )

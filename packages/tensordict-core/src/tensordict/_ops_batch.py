@@ -661,7 +661,8 @@ def _where_td(
             if pad is None:
                 raise KeyError(
                     f"where(): key {prefix + (key,)!r} is only in "
-                    f"{'self' if o is None else 'other'}; pass pad= to fill the missing side."
+                    f"{'self' if o is None else 'other'}: not found and no pad value provided; "
+                    "pass pad= to fill the missing side."
                 )
             one = x if x is not None else o
             assert one is not None

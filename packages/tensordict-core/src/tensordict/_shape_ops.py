@@ -266,8 +266,9 @@ class DenseShapeOps:
         if not (-nb <= dim0 < nb and -nb <= dim1 < nb):
             bad = dim0 if not -nb <= dim0 < nb else dim1
             raise DimsError(
-                f"transpose(): dim={bad} is out of range. The provided dimensions are "
-                f"incompatible with the {nb} batch dimension(s) of batch_size="
+                f"transpose(): dim={bad} is out of range: dim0 and dim1 must be within the range "
+                f"of the number of dimensions; the provided dimensions are incompatible with the "
+                f"{nb} batch dimension(s) of batch_size="
                 f"{tuple(self.batch_size)} (expected values in [{-nb}, {nb - 1}])."
             )
         d0, d1 = dim0 % nb, dim1 % nb

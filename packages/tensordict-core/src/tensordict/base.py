@@ -24,7 +24,7 @@ from tensordict._attrs import AttrsOps
 from tensordict._collection import TensorCollection
 from tensordict._compat_ops import CompatOps
 from tensordict._convert import ConversionOps, to_dense
-from tensordict._errors import KeyThroughLeafError, lock_error, missing_key
+from tensordict._errors import KeyThroughLeafError, lock_error
 from tensordict._gather import GatherOps
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
 from tensordict._kinds import is_tensor_collection as is_tensor_collection
@@ -338,8 +338,8 @@ class TensorDictBase(
 
     def __bool__(self) -> bool:
         raise RuntimeError(
-            "Converting a tensordict to a boolean is ambiguous; use .all() or .any(), "
-            "or .is_empty() to test for entries."
+            "Converting a tensordict to boolean value is not permitted: it is ambiguous; use "
+            ".all() or .any(), or .is_empty() to test for entries."
         )
 
     def __contains__(self, key: Any) -> bool:
@@ -544,7 +544,11 @@ class TensorDictBase(
         value = self._get_tuple(key, None)
         if value is None:
             if default is NO_DEFAULT:
-                raise missing_key(unravel_key(key), self)
+                raise KeyError(
+                    f"You are trying to pop key {unravel_key(key)!r} which is not in "
+                    f"{type(self).__name__} (keys: {sorted(map(str, self.keys()))}) and no "
+                    "default was given."
+                )
             return default
         self.del_(key)
         return value.data if isinstance(value, NonTensorData) else value

@@ -643,8 +643,8 @@ class PersistentOps:
             return self
         if safe and self._get_tuple(new, None) is not None:
             raise KeyError(
-                f"rename_key_(safe=True): the key {unravel_key(new)!r} already exists in "
-                f"{self.file.filename!r}."
+                f"rename_key_(safe=True): the key {unravel_key(new)!r} is already present in "
+                f"TensorDict (file {self.file.filename!r})."
             )
         self._check_unlocked(unravel_key(new), "add")
         src = self if len(old) == 1 else self._get_tuple(old[:-1], NO_DEFAULT)
