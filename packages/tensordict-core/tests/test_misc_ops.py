@@ -198,6 +198,22 @@ def test_set_at_(td):
     assert a[0].tolist() == [9.0, 9.0, 9.0]
 
 
+def test_copy_at_fast_refuses_a_non_tensor_becoming_a_stack():
+    td = TensorDict({"x": torch.zeros(6), "val": NonTensorData(0, batch_size=[6])}, [6])
+    new = TensorDict({"x": torch.ones(3), "val": NonTensorData(1, batch_size=[3])}, [3])
+    with pytest.raises(RuntimeError, match="fast=True"):
+        td.copy_at_(new, slice(1, None, 2))
+    assert td.get("val").tolist() == [0] * 6 and not td["x"].any()  # nothing written
+    same = TensorDict({"x": torch.ones(3), "val": NonTensorData(0, batch_size=[3])}, [3])
+    td.copy_at_(same, slice(1, None, 2))  # the same value: no transition needed
+    assert td["x"].tolist() == [0, 1, 0, 1, 0, 1]
+    td.copy_at_(new, slice(1, None, 2), fast=False)
+    assert td.get("val").tolist() == [0, 1] * 3
+    with pytest.warns(FutureWarning, match="fast=None"):
+        td.copy_at_(new, slice(0, None, 2), fast=None)
+    assert td.get("val").tolist() == [1] * 6
+
+
 def test_update_at_checks_everything_first(td):
     before = td.clone()
     with pytest.raises(RuntimeError, match=r"\('b', 'c'\)"):

@@ -10,6 +10,8 @@ non-tensor leaf; a lazy stack splits the index among its members (see
 
 from __future__ import annotations
 
+import warnings
+
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -163,16 +165,64 @@ class IndexedOps(_kinds.SharedMixin):
         *,
         fast: bool = True,
     ) -> Self:
-        """Copy ``tensordict`` in place at index ``idx`` (same as :meth:`update_at_`;
-        ``fast`` is accepted for compatibility).
+        """Copy ``tensordict`` in place at index ``idx`` (as :meth:`update_at_`).
+
+        ``fast=True`` (the default, as the reference) refuses, before writing anything, a
+        copy that would turn a single-valued non-tensor entry into a
+        :class:`~tensordict.NonTensorStack` (other values at some indices);
+        ``fast=False`` makes that transition. ``fast=None`` is deprecated (a
+        ``FutureWarning``) and behaves as ``False``.
 
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> td = TensorDict({"a": torch.zeros(3)}, [3])
-        >>> td.copy_at_(TensorDict({"a": torch.ones(2)}, [2]), slice(1, None))["a"]
+        >>> td = TensorDict({"a": torch.zeros(3), "s": "x"}, [3])
+        >>> td.copy_at_(TensorDict({"a": torch.ones(2), "s": "x"}, [2]), slice(1, None))["a"]
         tensor([0., 1., 1.])
+        >>> td.copy_at_(TensorDict({"a": torch.ones(1), "s": "y"}, [1]), slice(0, 1), fast=False)["s"]
+        LinkedList(['y', 'x', 'x'])
         """
+        if fast is None:
+            warnings.warn(
+                "copy_at_(fast=None) is deprecated: pass fast=False to allow single-valued "
+                "non-tensor entries to become stacks, or fast=True (the default) to refuse.",
+                FutureWarning,
+                stacklevel=2,
+            )
+            fast = False
+        if fast:
+            for path, value in _source_leaves(tensordict):
+                dest = self._get_tuple(path, None)
+                if type(dest) is not NonTensorData:
+                    continue
+                values = value.tolist() if is_non_tensor(value) else [value]
+                if any(not _same(v, dest.data) for v in _flat(values)):
+                    raise RuntimeError(
+                        f"copy_at_(fast=True): writing other values into the single-valued "
+                        f"non-tensor entry {unravel_key(path)!r} (value {dest.data!r}) would "
+                        "turn it into a NonTensorStack; pass fast=False to allow it. Nothing "
+                        "was written."
+                    )
         return self.update_at_(tensordict, idx, non_blocking=non_blocking)
+
+
+def _flat(values: Any) -> list[Any]:
+    """The values of a nested list of values (a stack's ``tolist()``)."""
+    out: list[Any] = []
+    todo = [values]
+    while todo:
+        item = todo.pop()
+        if type(item) is list:
+            todo.extend(item)
+        else:
+            out.append(item)
+    return out
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a is b or a == b)
+    except Exception:  # values whose == is not a bool (arrays): compare by identity
+        return False
 
 
 def _source_leaves(source: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
