@@ -23,6 +23,7 @@ from tensordict import (
     NonTensorStack,
     TensorDict,
     TensorDictBase,
+    is_leaf_nontensor,
 )
 from tensordict._tree import leaf_items
 
@@ -40,7 +41,7 @@ def leaves(td: Any, *, tensors_only: bool = False) -> dict[tuple[str, ...], Any]
     leaves as Python values: one value as itself (a ``NonTensorData``, or a stack holding
     the same value at every element: its ``.data``), a stack of values as nested lists."""
     out = {}
-    for key, value in td.items(include_nested=True, leaves_only=True):
+    for key, value in td.items(True, True, is_leaf=is_leaf_nontensor):
         if isinstance(value, torch.Tensor):
             out[_key(key)] = value
         elif not tensors_only:

@@ -34,7 +34,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from tensordict import TensorDict
+from tensordict import TensorDict, is_leaf_nontensor
 
 JOIN_TIMEOUT = 120.0  # seconds for a whole multi-process run (each takes a few seconds)
 
@@ -119,7 +119,7 @@ def _template(rows: int) -> TensorDict:
 def _dump(td: Any) -> dict[str, Any]:
     """Every leaf as ``"a/b": [dtype or "non_tensor", value as plain data]``."""
     out = {}
-    for key, value in td.items(include_nested=True, leaves_only=True):
+    for key, value in td.items(True, True, is_leaf=is_leaf_nontensor):
         name = key if isinstance(key, str) else "/".join(key)
         if isinstance(value, torch.Tensor):
             out[name] = [str(value.dtype), value.tolist()]

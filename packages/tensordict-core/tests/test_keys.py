@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tensordict import NonTensorData, TensorDict, unravel_key, unravel_key_list
+from tensordict import NonTensorData, TensorDict, is_leaf_nontensor, unravel_key, unravel_key_list
 
 
 @pytest.fixture
@@ -89,17 +89,18 @@ def test_keys_include_nested(td):
 
 
 def test_keys_leaves_only(td):
-    assert list(td.keys(leaves_only=True)) == ["z", "s"]
+    # as the reference: non-tensor entries are not leaves by default
+    assert list(td.keys(leaves_only=True)) == ["z"]
+    assert list(td.keys(leaves_only=True, is_leaf=is_leaf_nontensor)) == ["z", "s"]
     keys = list(td.keys(include_nested=True, leaves_only=True))
-    assert set(keys) == {"z", ("a", "y"), ("a", "b", "c"), "s"}
-    assert len(keys) == 4
+    assert set(keys) == {"z", ("a", "y"), ("a", "b", "c")}
+    assert len(keys) == 3
 
 
 def test_keys_sort(td):
     assert list(td.keys(include_nested=True, leaves_only=True, sort=True)) == [
         ("a", "b", "c"),
         ("a", "y"),
-        "s",
         "z",
     ]
     assert list(td.keys(sort=True)) == ["a", "s", "z"]
@@ -177,7 +178,7 @@ def test_items_nested(td):
 
 def test_items_sorted(td):
     keys = [k for k, _ in td.items(include_nested=True, leaves_only=True, sort=True)]
-    assert keys == [("a", "b", "c"), ("a", "y"), "s", "z"]
+    assert keys == [("a", "b", "c"), ("a", "y"), "z"]
 
 
 # ---------------------------------------------------------------- select / exclude
@@ -188,7 +189,7 @@ def test_select(td):
     assert out["a", "b", "c"] is td["a", "b", "c"]
     assert out.batch_size == td.batch_size
     # original untouched
-    assert set(td.keys(True, True)) == {"z", ("a", "y"), ("a", "b", "c"), "s"}
+    assert set(td.keys(True)) == {"z", "a", ("a", "y"), ("a", "b"), ("a", "b", "c"), "s"}
 
 
 def test_select_missing_strict_raises(td):
@@ -211,10 +212,10 @@ def test_select_inplace(td):
 
 def test_exclude(td):
     out = td.exclude("z", ("a", "b", "c"), "missing")
-    assert set(out.keys(True, True)) == {("a", "y"), "s"}
+    assert set(out.keys(True)) == {"a", ("a", "y"), ("a", "b"), "s"}
     assert ("a", "b") in out.keys(True)  # now-empty nested tensordict stays
     assert out["a", "y"] is td["a", "y"]
-    assert set(td.keys(True, True)) == {"z", ("a", "y"), ("a", "b", "c"), "s"}
+    assert set(td.keys(True)) == {"z", "a", ("a", "y"), ("a", "b"), ("a", "b", "c"), "s"}
 
 
 def test_exclude_inplace(td):
@@ -322,18 +323,18 @@ def test_items_and_values_match_keys_and_get(leaves_only):
             assert torch.equal(value, stored) and torch.equal(other, stored)
         else:
             assert type(value) is type(stored) and type(other) is type(stored)
-    assert ("lazy", "x") in keys and ("lazy", "s") in keys
+    assert ("lazy", "x") in keys and (("lazy", "s") in keys) is not leaves_only
 
 
 def test_len_of_a_nested_keys_view_follows_the_tensordict():
     td = _with_lazy()
     view = td.keys(True, True)
-    assert len(view) == len(list(view)) == 4
+    assert len(view) == len(list(view)) == 3  # the tensors: the non-tensor entry is no leaf
     it = iter(view)
     next(it)  # a consumed iterator: len() walks the tensordict again
     td["c"] = torch.zeros(2)
-    assert len(view) == 5
-    assert len(list(view)) == 5
+    assert len(view) == 4
+    assert len(list(view)) == 4
 
 
 def test_update_with_itself_is_a_no_op():

@@ -11,6 +11,7 @@ from tensordict import (
     NonTensorData,
     TensorDict,
     dense_stack_tds,
+    is_leaf_nontensor,
     is_tensorclass,
     merge_tensordicts,
 )
@@ -85,7 +86,7 @@ def test_separates_moves_keys(td):
     out = td.separates(("b", "c"), "a")
     assert out["b", "c"] is c and out.batch_size == (2,)
     assert set(out.keys(True, True)) == {"a", ("b", "c")}
-    assert set(td.keys(True, True)) == {("b", "d", "e"), "s"}
+    assert set(td.keys(True, True, is_leaf=is_leaf_nontensor)) == {("b", "d", "e"), "s"}
 
 
 def test_separates_filters_emptied_nested():
@@ -119,8 +120,13 @@ def test_split_keys(td):
     a, bc, rest = td.split_keys(["a"], {("b", "c"): "c"})
     assert list(a.keys()) == ["a"] and list(bc.keys()) == ["c"]
     assert bc["c"] is td["b", "c"]
-    assert set(rest.keys(True, True)) == {("b", "d", "e"), "s"}
-    assert set(td.keys(True, True)) == {"a", ("b", "c"), ("b", "d", "e"), "s"}  # untouched
+    assert set(rest.keys(True, True, is_leaf=is_leaf_nontensor)) == {("b", "d", "e"), "s"}
+    assert set(td.keys(True, True, is_leaf=is_leaf_nontensor)) == {
+        "a",
+        ("b", "c"),
+        ("b", "d", "e"),
+        "s",
+    }  # untouched
 
 
 def test_split_keys_inplace_and_struct(td):

@@ -311,7 +311,11 @@ class DictOps:
                 if nested and i < len(path) - 1:  # a lazy stack selects the rest itself
                     rest = unravel_key(path[i + 1 :])
                     sub = dst._tensordict.get(part)
-                    kept = [] if sub is None or sub is value else list(sub.keys(True, True))
+                    kept = (
+                        []
+                        if sub is None or sub is value
+                        else list(sub.keys(True, True, is_leaf=_kinds.is_leaf_nontensor))
+                    )
                     if sub is not value:
                         dst._tensordict[part] = value.select(*kept, rest, strict=strict)
                     break

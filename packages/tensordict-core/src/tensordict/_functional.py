@@ -602,11 +602,12 @@ def _same_structure(tds: Sequence[TensorDictBase]) -> bool:
     first = tds[0]
     if not isinstance(first, _kinds.Dense):
         return False
-    ref = [(k, type(v), getattr(v, "shape", None)) for k, v in first.items(True, True)]
+    every = _kinds.is_leaf_nontensor
+    ref = [(k, type(v), getattr(v, "shape", None)) for k, v in first.items(True, True, every)]
     for td in tds[1:]:
         if not isinstance(td, _kinds.Dense):
             return False
-        got = [(k, type(v), getattr(v, "shape", None)) for k, v in td.items(True, True)]
+        got = [(k, type(v), getattr(v, "shape", None)) for k, v in td.items(True, True, every)]
         if got != ref:
             return False
     return True

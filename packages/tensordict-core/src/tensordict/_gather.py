@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from tensordict import _wire
+from tensordict import _kinds, _wire
 from tensordict._nontensor import NonTensorData, NonTensorStack, stack_non_tensor
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,7 +58,7 @@ def _leaves(td: Any) -> list[tuple[tuple[str, ...], Any]]:
     """``(key tuple, value)`` of every leaf (tensors and non-tensors), keys sorted."""
     out = [
         ((key,) if isinstance(key, str) else tuple(key), value)
-        for key, value in td.items(include_nested=True, leaves_only=True)
+        for key, value in td.items(True, True, is_leaf=_kinds.is_leaf_nontensor)
     ]
     out.sort(key=lambda item: item[0])
     return out

@@ -11,7 +11,6 @@ non-tensor leaf; a lazy stack splits the index among its members (see
 from __future__ import annotations
 
 import warnings
-
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 

@@ -322,7 +322,7 @@ def _depth(td: Any) -> int:
     empty nested tensordicts do not count."""
     store = td._tensordict if isinstance(td, _kinds.Dense) else None
     if store is None:  # a lazy stack: from its leaf keys, without stacking any entry
-        leaves = td.keys(True, True)
+        leaves = td.keys(True, True, is_leaf=_kinds.is_leaf_nontensor)
         return max((len(k) - 1 if type(k) is tuple else 0 for k in leaves), default=-1)
     deepest = -1
     for value in store.values():

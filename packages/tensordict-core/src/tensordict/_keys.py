@@ -10,8 +10,12 @@ import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol, cast
 
+import torch
+
 from tensordict import _kinds
 from tensordict._kinds import is_leaf_default
+
+_Tensor = torch.Tensor
 
 NestedKey = str | tuple["NestedKey", ...]
 
@@ -128,8 +132,10 @@ class TensorDictKeysView:
     """A live view of the keys of a tensordict.
 
     ``include_nested`` walks into nested tensordicts (yielding tuple keys);
-    ``leaves_only`` drops keys whose value is a tensor collection; ``is_leaf`` (a
-    callable on the value's type) decides what counts as a leaf; ``sort`` orders keys.
+    ``leaves_only`` keeps the tensors only: it drops keys whose value is a tensor
+    collection or a non-tensor entry, as the reference; ``is_leaf`` (a callable on the
+    value's type, e.g. :func:`~tensordict.is_leaf_nontensor` to keep non-tensor entries)
+    decides what counts as a leaf; ``sort`` orders keys.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -314,9 +320,12 @@ def count(
     td: Any, include_nested: bool, leaves_only: bool, is_leaf: Callable[[type], bool] | None
 ) -> int:
     """How many keys :func:`collect` would list (without building them)."""
-    base = _kinds.Base
+    base, non_tensor = _kinds.Base, _kinds.NON_TENSOR
     n = 0
     for value in td._tensordict.values():
+        if is_leaf is None and isinstance(value, non_tensor):
+            n += not leaves_only  # neither a leaf nor walked into
+            continue
         leaf = not isinstance(value, base) if is_leaf is None else is_leaf(type(value))
         if leaf or not leaves_only:
             n += 1
@@ -337,10 +346,11 @@ def _collect_keys(
 ) -> None:
     """:func:`collect` of the keys with the default leaf rule (the hot path of
     ``keys(True, True)``)."""
-    base = _kinds.Base
+    base, tensor, non_tensor = _kinds.Base, _Tensor, _kinds.NON_TENSOR
     for key, value in store.items():
         if not isinstance(value, base):
-            out.append(prefix + (key,) if prefix else key)
+            if not leaves_only or type(value) is tensor or not isinstance(value, non_tensor):
+                out.append(prefix + (key,) if prefix else key)
             continue
         if not leaves_only:
             out.append(prefix + (key,) if prefix else key)
@@ -357,10 +367,11 @@ def _collect_values(
     store: Mapping[str, Any], include_nested: bool, leaves_only: bool, out: list[Any]
 ) -> None:
     """:func:`collect` of the values with the default leaf rule."""
-    base = _kinds.Base
+    base, tensor, non_tensor = _kinds.Base, _Tensor, _kinds.NON_TENSOR
     for value in store.values():
         if not isinstance(value, base):
-            out.append(value)
+            if not leaves_only or type(value) is tensor or not isinstance(value, non_tensor):
+                out.append(value)
             continue
         if not leaves_only:
             out.append(value)
@@ -379,10 +390,11 @@ def _collect_items(
     out: list[Any],
 ) -> None:
     """:func:`collect` of the ``(key, value)`` pairs with the default leaf rule."""
-    base = _kinds.Base
+    base, tensor, non_tensor = _kinds.Base, _Tensor, _kinds.NON_TENSOR
     for key, value in store.items():
         if not isinstance(value, base):
-            out.append((prefix + (key,) if prefix else key, value))
+            if not leaves_only or type(value) is tensor or not isinstance(value, non_tensor):
+                out.append((prefix + (key,) if prefix else key, value))
             continue
         if not leaves_only:
             out.append((prefix + (key,) if prefix else key, value))

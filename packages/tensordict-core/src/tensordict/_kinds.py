@@ -128,14 +128,17 @@ def is_tensor_collection(datatype: Any) -> bool:
 
 
 def is_leaf_default(cls: type) -> bool:
-    """The default leaf rule: tensors and non-tensor values are leaves, tensordicts are not.
+    """The default leaf rule of ``keys``/``values``/``items``: tensors are leaves;
+    tensordicts and non-tensor entries are not, so ``leaves_only=True`` skips the
+    non-tensor entries, as the reference's default (pass :func:`is_leaf_nontensor` to list
+    them with the tensors).
 
     >>> import torch
-    >>> from tensordict import TensorDict
-    >>> is_leaf_default(torch.Tensor), is_leaf_default(TensorDict)
-    (True, False)
+    >>> from tensordict import NonTensorData, TensorDict
+    >>> is_leaf_default(torch.Tensor), is_leaf_default(NonTensorData), is_leaf_default(TensorDict)
+    (True, False, False)
     """
-    return not issubclass(cls, Base)
+    return not issubclass(cls, (Base, *NON_TENSOR))
 
 
 def default_is_leaf(cls: type) -> bool:

@@ -549,7 +549,8 @@ def _non_tensor_leaves(td: Any, prefix: tuple[str, ...]) -> list[tuple[tuple[str
     if type(store) is not dict:  # lazy stacks & co: only their non-tensor entries are read
         entry_class = getattr(td, "entry_class", None)
         if entry_class is not None:  # (tensors that differ across members are not stacked)
-            keys = [k if isinstance(k, tuple) else (k,) for k in td.keys(True, True)]
+            every = td.keys(True, True, is_leaf=_kinds.is_leaf_nontensor)
+            keys = [k if isinstance(k, tuple) else (k,) for k in every]
             return [
                 (prefix + k, td._get_tuple(k, None))
                 for k in keys

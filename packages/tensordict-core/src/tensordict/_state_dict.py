@@ -282,7 +282,7 @@ def _unflatten(td: Any, flat: Mapping[str, Any]) -> dict[str, Any]:
     """A flat ``{"a.b": v}`` state dict as nested dicts, resolving keys that contain dots
     through the tensordict's own flattened keys."""
     known = {}
-    for key in td.keys(True, True):
+    for key in td.keys(True, True, is_leaf=_kinds.is_leaf_nontensor):
         path = key if isinstance(key, tuple) else (key,)
         known[".".join(path)] = path
     out: dict[str, Any] = {}

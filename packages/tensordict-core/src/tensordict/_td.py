@@ -822,15 +822,19 @@ class TensorDict(
 
         Args:
             include_nested: also yield the keys of nested tensordicts, as tuples.
-            leaves_only: only yield keys of leaves (tensors and non-tensor values).
-            is_leaf: a callable on the value's type deciding what is a leaf.
+            leaves_only: only yield keys of leaves: tensors by default, as the reference
+                (non-tensor entries are not leaves unless ``is_leaf`` says so).
+            is_leaf: a callable on the value's type deciding what is a leaf
+                (:func:`~tensordict.is_leaf_nontensor` counts non-tensor entries too).
             sort: yield keys in sorted order.
 
         >>> import torch
-        >>> from tensordict import TensorDict
-        >>> td = TensorDict({"b": torch.zeros(()), "a": {"c": torch.zeros(())}})
+        >>> from tensordict import TensorDict, is_leaf_nontensor
+        >>> td = TensorDict({"b": torch.zeros(()), "a": {"c": torch.zeros(())}, "s": "text"})
         >>> list(td.keys(True, True, sort=True))
         [('a', 'c'), 'b']
+        >>> list(td.keys(True, True, is_leaf=is_leaf_nontensor, sort=True))
+        [('a', 'c'), 'b', 's']
         """
         if not (include_nested or leaves_only or is_leaf or sort):
             return FlatKeysView(self)

@@ -846,7 +846,7 @@ class TensorDictBase(
         """
         return tuple(
             (key, unwrap_non_tensor(value))
-            for key, value in self.items(include_nested, leaves_only=True)
+            for key, value in self.items(include_nested, True, is_leaf=_kinds.is_leaf_nontensor)
             if isinstance(value, NON_TENSOR)
         )
 
@@ -859,7 +859,11 @@ class TensorDictBase(
         >>> list(td.filter_non_tensor_data().keys(True))
         ['a', 'n']
         """
-        keys = [k for k, v in self.items(True, leaves_only=True) if isinstance(v, NON_TENSOR)]
+        keys = [
+            k
+            for k, v in self.items(True, True, is_leaf=_kinds.is_leaf_nontensor)
+            if isinstance(v, NON_TENSOR)
+        ]
         return self.exclude(*keys) if keys else self.copy()
 
     def is_non_tensor(self, key: NestedKey) -> bool:

@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from tensordict import TensorDict
+from tensordict import TensorDict, is_leaf_nontensor
 from tensordict._errors import missing_key
 from tensordict._index import normalize_index
 from tensordict._keys import TensorDictKeysView
@@ -523,7 +523,9 @@ class TensorDictStore(StoreOps, TensorDictBase):
                 )
             return [
                 (path + _key_tuple(k), v)
-                for k, v in value.items(include_nested=True, leaves_only=True)
+                for k, v in value.items(
+                    include_nested=True, leaves_only=True, is_leaf=is_leaf_nontensor
+                )
             ]
         return [(path, value)]
 

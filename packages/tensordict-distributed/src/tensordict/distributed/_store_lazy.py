@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict
+from tensordict import LazyStackedTensorDict, TensorDict, is_leaf_nontensor
 from tensordict._errors import missing_key
 from tensordict._kinds import is_tensorclass
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
@@ -173,7 +173,10 @@ class LazyStackedTensorDictStore(TensorDictStore):
                     f"size {tuple(self._inner)}, got {getattr(m, 'batch_size', type(m).__name__)}."
                 )
         entries = self._entries()
-        leaves = [dict(m.items(include_nested=True, leaves_only=True)) for m in members]
+        leaves = [
+            dict(m.items(include_nested=True, leaves_only=True, is_leaf=is_leaf_nontensor))
+            for m in members
+        ]
         keys = {_key_tuple(k) for k in leaves[0]}
         for leaf in leaves[1:]:
             if {_key_tuple(k) for k in leaf} != keys:
@@ -353,7 +356,9 @@ class LazyStackedTensorDictStore(TensorDictStore):
     def _relayout_new(self, path: _Path, members: list[TensorDict]) -> None:
         self._check_unlocked([path], "add")
         changes: dict[_Path, dict[str, Any]] = {}
-        for p, v in members[0].items(include_nested=True, leaves_only=True):
+        for p, v in members[0].items(
+            include_nested=True, leaves_only=True, is_leaf=is_leaf_nontensor
+        ):
             p = _key_tuple(p)
             values = [m.get(p) for m in members]
             if isinstance(values[0], torch.Tensor):

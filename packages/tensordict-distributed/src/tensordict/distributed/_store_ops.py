@@ -34,7 +34,7 @@ from typing import Any
 
 import torch
 
-from tensordict import TensorDict
+from tensordict import TensorDict, is_leaf_nontensor
 from tensordict._errors import lock_error
 from tensordict._kinds import lazy_members
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
@@ -122,7 +122,7 @@ def _leaf_state(td: Any) -> dict[Any, Any]:
         return {key: tuple(state.get(key) for state in states) for key in keys}
     return {
         key: (id(value), value._version if isinstance(value, torch.Tensor) else -1)
-        for key, value in td.items(include_nested=True, leaves_only=True)
+        for key, value in td.items(include_nested=True, leaves_only=True, is_leaf=is_leaf_nontensor)
     }
 
 
@@ -181,13 +181,19 @@ class StoreOps:
         """The entries ``keys`` as a local :class:`~tensordict.TensorDict` (only they are
         downloaded); ``inplace=True`` deletes the others on the server instead."""
         kept = self._skeleton().select(*keys, strict=strict)
-        return self._keep(list(kept.keys(include_nested=True, leaves_only=True)), inplace)
+        return self._keep(
+            list(kept.keys(include_nested=True, leaves_only=True, is_leaf=is_leaf_nontensor)),
+            inplace,
+        )
 
     def exclude(self: Any, *keys: Any, inplace: bool = False) -> Any:
         """All entries but ``keys``, as a local :class:`~tensordict.TensorDict` (only they
         are downloaded); ``inplace=True`` deletes ``keys`` on the server instead."""
         kept = self._skeleton().exclude(*keys)
-        return self._keep(list(kept.keys(include_nested=True, leaves_only=True)), inplace)
+        return self._keep(
+            list(kept.keys(include_nested=True, leaves_only=True, is_leaf=is_leaf_nontensor)),
+            inplace,
+        )
 
     def _keep(self: Any, keys: list[Any], inplace: bool) -> Any:
         """The leaves ``keys`` as a local copy, or (``inplace``) delete the others."""
@@ -227,7 +233,9 @@ class StoreOps:
             source = TensorDict(source)
         if keys_to_update is not None:
             source = source.select(*keys_to_update, strict=False)
-        self._check_keys(list(source.keys(include_nested=True, leaves_only=True)))
+        self._check_keys(
+            list(source.keys(include_nested=True, leaves_only=True, is_leaf=is_leaf_nontensor))
+        )
         self[idx] = source
         return self
 

@@ -89,7 +89,8 @@ class _KeysView:
                 if self._nested and not is_leaf:
                     yield from self._walk(td._group_td(key), (*prefix, key))
             elif kind == "non_tensor":
-                if self._is_leaf is None or self._is_leaf(NonTensorData) or not self._leaves:
+                # as a TensorDict's: not a leaf by default (is_leaf_nontensor lists it)
+                if not self._leaves or (self._is_leaf is not None and self._is_leaf(NonTensorData)):
                     yield full
             else:
                 yield full

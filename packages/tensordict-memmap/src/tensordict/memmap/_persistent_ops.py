@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict import NonTensorData, NonTensorStack, TensorDict
+from tensordict import NonTensorData, NonTensorStack, TensorDict, is_leaf_nontensor
 from tensordict._dict_ops import with_entries
 from tensordict._errors import lock_error, missing_key
 from tensordict._indexed import _check_at
@@ -335,7 +335,7 @@ class PersistentOps:
 
     def is_empty(self) -> bool:
         """Whether there is no leaf (groups without leaves count as empty); reads no data."""
-        return not any(True for _ in self.keys(True, True))
+        return not any(True for _ in self.keys(True, True, is_leaf=is_leaf_nontensor))
 
     def get_item_shape(self, key: NestedKey) -> torch.Size:
         """The shape of the entry at ``key`` (a group's batch size), read from the file's
@@ -615,7 +615,7 @@ class PersistentOps:
         return self
 
     def _leaf_paths(self) -> list[tuple[str, ...]]:
-        return [_key_tuple(k) for k in self.keys(True, True)]
+        return [_key_tuple(k) for k in self.keys(True, True, is_leaf=is_leaf_nontensor)]
 
     def _delete_all(
         self, paths: list[tuple[str, ...]], keep: list[tuple[str, ...]] | None = None
