@@ -162,7 +162,7 @@ class IndexedOps(_kinds.SharedMixin):
         idx: Any,
         non_blocking: bool = False,
         *,
-        fast: bool = True,
+        fast: bool | None = True,
     ) -> Self:
         """Copy ``tensordict`` in place at index ``idx`` (as :meth:`update_at_`).
 

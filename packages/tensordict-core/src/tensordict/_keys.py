@@ -194,7 +194,7 @@ class TensorDictKeysView:
             if key in self._td._tensordict:
                 return self._leaf_ok(self._td._tensordict[key])
             return False
-        path = unravel_key_to_tuple(key)
+        path = unravel_key_to_tuple(key)  # type: ignore[arg-type]  # checked: () if not a key
         if not path:  # as the reference: a membership test with a non-key is an error
             raise TypeError(
                 f"{key!r} in td.keys(): tensordict keys are always strings; membership "

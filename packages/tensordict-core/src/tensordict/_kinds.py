@@ -86,6 +86,7 @@ else:
 _NAMES = ("Base", "Dense", "Lazy")
 
 __all__ = [
+    "NON_TENSOR",
     "Base",
     "Dense",
     "DenseMixin",
