@@ -8,7 +8,7 @@ import pytest
 import torch
 from core_helpers import assert_unchanged, snapshot
 
-from tensordict import TensorDict
+from tensordict import TensorDict, lazy_stack
 
 
 def make_td():
@@ -137,6 +137,34 @@ def test_nested_context_managers():
             assert not td.is_locked
         assert td.is_locked
     assert not td.is_locked
+
+
+@pytest.mark.parametrize("kind", ["dense", "lazy"])
+@pytest.mark.parametrize("locked_before", [False, True])
+def test_lock_and_unlock_contexts_restore_the_state_before(kind, locked_before):
+    td = make_td() if kind == "dense" else lazy_stack([make_td(), make_td()])
+    if locked_before:
+        td.lock_()
+    with td.lock_() as same:
+        assert same is td and td.is_locked
+        with td.unlock_():
+            assert not td.is_locked
+        assert td.is_locked
+    assert td.is_locked is locked_before
+    with td.unlock_():
+        assert not td.is_locked
+    assert td.is_locked is locked_before
+
+
+def test_lazy_stack_holding_one_member_twice_unlocks():
+    member = make_td()
+    lazy = lazy_stack([member, member])
+    lazy.lock_()
+    assert member.is_locked
+    with pytest.raises(RuntimeError, match="nested in a locked"):
+        member.unlock_()
+    lazy.unlock_()
+    assert not lazy.is_locked and not member.is_locked
 
 
 def test_context_manager_restores_on_exception():

@@ -835,34 +835,43 @@ class LazyMemberOps(_kinds.LazyMixin):
     def lock_(self) -> Any:
         """Lock every member; usable as a context manager that unlocks on exit. A member
         of a locked stack cannot be unlocked on its own."""
-        if not self._holds_lock:
+        was_locked = self._holds_lock
+        if not was_locked:
             for td in self.tensordicts:
                 if isinstance(td, _kinds.Dense):
                     _lock.hold(self, td)
                 else:
                     td.lock_()
             self._holds_lock = True
-        self._last_op = ("lock_", self._undo_lock)
+        # already locked: the context leaves it locked on exit
+        self._last_op = None if was_locked else ("lock_", self._undo_lock)
         return self
 
     def unlock_(self) -> Any:
         """Unlock every member (all checked first); as a context manager, re-locks on exit."""
-        held = 1 if self._holds_lock else 0
+        was_locked = self._holds_lock
+        # the stack holds each member once per place it has in the stack
+        members: dict[int, Any] = {}
+        places: dict[int, int] = {}
+        for td in self.tensordicts:
+            members[id(td)] = td
+            places[id(td)] = places.get(id(td), 0) + 1
+        held = {k: n if was_locked else 0 for k, n in places.items()}
         plans = [
-            _lock.plan_unlock(td, held) if isinstance(td, _kinds.Dense) else None
-            for td in self.tensordicts
+            _lock.plan_unlock(td, held[k]) if isinstance(td, _kinds.Dense) else None
+            for k, td in members.items()
         ]
         member: Any
-        for member, plan in zip(self.tensordicts, plans, strict=True):
+        for (k, member), plan in zip(members.items(), plans, strict=True):
             if plan is None:
                 member.unlock_()
                 continue
-            member._lock_parents = max(0, member._lock_parents - held)
+            member._lock_parents = max(0, member._lock_parents - held[k])
             if not member._lock_parents:
                 _lock.unlock(member, plan)
         _lock.drop_holds(self)
         self._holds_lock = False
-        self._last_op = ("unlock_", self._undo_unlock)
+        self._last_op = ("unlock_", self._undo_unlock) if was_locked else None
         return self
 
     def _undo_lock(self) -> None:

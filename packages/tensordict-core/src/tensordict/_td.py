@@ -974,10 +974,12 @@ class TensorDict(
         >>> td.is_locked
         True
         """
+        was_locked = self._is_locked
         _lock.lock(self)
         # (name, function, its argument), not a bound method: cheaper, and torch.compile
-        # can rebuild it on a tensordict made in the compiled code
-        self._last_op = ("lock_", TensorDict._undo_lock, self)
+        # can rebuild it on a tensordict made in the compiled code. Already locked: the
+        # context leaves it locked on exit.
+        self._last_op = None if was_locked else ("lock_", TensorDict._undo_lock, self)
         return self
 
     def unlock_(self) -> TensorDict:
@@ -986,8 +988,9 @@ class TensorDict(
         A tensordict nested in a locked one cannot be unlocked on its own (``RuntimeError``):
         unlock the root.
         """
+        was_locked = self._is_locked
         _lock.unlock(self)
-        self._last_op = ("unlock_", TensorDict._undo_unlock, self)
+        self._last_op = ("unlock_", TensorDict._undo_unlock, self) if was_locked else None
         return self
 
     def _undo_lock(self) -> None:
