@@ -124,6 +124,25 @@ def test_consolidate_and_pickle_the_consolidated(batch):
     assert_same_data(pickle.loads(pickle.dumps(cons)), batch)
 
 
+def test_consolidate_a_tensordict_holding_instances(batch, nested):
+    td = TensorDict(b=batch[:3], n=nested[:, 0], batch_size=[3])
+    cons = td.consolidate()
+    assert cons.is_consolidated()
+    assert type(cons["b"]) is Batch and type(cons["n"]) is Nested
+    assert type(cons["n"].child) is Nested and cons["n"].child.z == "inner"
+    assert_same_data(cons["b"], batch[:3])
+    assert_same_data(cons["n"], nested[:, 0])
+    back = pickle.loads(pickle.dumps(cons))  # one buffer; the classes found again by name
+    assert back.is_consolidated() and type(back["n"]) is Nested
+    assert_same_data(back["b"], batch[:3])
+    # a class this process does not know is not imported: a plain TensorDict, with a warning
+    meta = cons._consolidated["metadata"]
+    meta["td"]["entries"]["b"]["class"] = "no_such_module.Unknown"
+    with pytest.warns(UserWarning, match="no_such_module.Unknown"):
+        plain = tensordict.from_consolidated(cons._consolidated["storage"], meta)
+    assert type(plain["b"]) is TensorDict and torch.equal(plain["b", "obs"], batch.obs[:3])
+
+
 def test_state_dict_roundtrip(nested):
     sd = nested.state_dict()
     assert list(sd) == ["X", "child.X"] and sd["X"] is not nested.X

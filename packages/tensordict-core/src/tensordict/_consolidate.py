@@ -26,6 +26,7 @@ import base64
 import json
 import os
 import pickle
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING, Any, cast
 import torch
 
 from tensordict import _kinds, _nontensor
+from tensordict._class_registry import lookup_class
 from tensordict._futures import TensorDictFuture
 from tensordict._keys import unravel_key
 from tensordict._nontensor import NonTensorData, is_non_tensor
@@ -168,6 +170,15 @@ class _Plan:
                 entries[key] = entry
             elif is_non_tensor(value):  # a NonTensorStack: one value per element
                 entries[key] = self.stack(value, sub)
+            elif getattr(type(value), "_wraps_tensordict", False):
+                # a tensorclass: its data, and the class's name (found again in the class
+                # registry when rebuilt, never imported)
+                cls = type(value)
+                entries[key] = {
+                    "kind": "tensordict",
+                    "class": f"{cls.__module__}.{cls.__qualname__}",
+                    **self.node(value._tensordict, sub),
+                }
             else:
                 entries[key] = {"kind": "tensordict", **self.node(value, sub)}
         return {
@@ -547,6 +558,8 @@ def _mark_unlocked(td: Any) -> None:
     if not td._is_locked:
         td.__dict__["_consolidate_lock"] = True
     for value in td._tensordict.values():
+        if getattr(type(value), "_wraps_tensordict", False):  # a tensorclass: its data
+            value = value._tensordict  # (its own __dict__ is its data's storage)
         if isinstance(value, _kinds.Base) and not is_non_tensor(value):
             _mark_unlocked(value)
 
@@ -762,7 +775,8 @@ def _build(
                 )
             store[key] = value
         elif kind == "tensordict":
-            store[key] = _build(cls, entry, buffer, limit, allow_pickle, sub, trusted)
+            inner = _build(cls, entry, buffer, limit, allow_pickle, sub, trusted)
+            store[key] = inner if entry.get("class") is None else _wrap(inner, entry, sub)
         elif kind == "stack":
             store[key] = _build_stack(entry, sub, allow_pickle, batch_size, device)
         else:
@@ -782,6 +796,23 @@ def _build(
         out.lock_()
         out._last_op = None
     return out
+
+
+def _wrap(inner: Any, entry: dict[str, Any], path: tuple[str, ...]) -> Any:
+    """A rebuilt tensorclass entry: ``inner`` in the class the metadata names, when that
+    class is registered in this process (nothing is imported); else ``inner`` itself, a
+    plain tensordict, with a warning."""
+    name = str(entry["class"])
+    found = lookup_class(name)
+    if found is None or not getattr(found, "_wraps_tensordict", False):
+        warnings.warn(
+            f"from_consolidated: the entry at {unravel_key(path)!r} was a {name}, a class "
+            "not defined in this process; it is rebuilt as a plain TensorDict (define or "
+            "import the class first to get it back).",
+            stacklevel=3,
+        )
+        return inner
+    return cast(Any, found)._rewrap(inner)
 
 
 def _build_njt(
@@ -969,8 +1000,12 @@ def _iter_leaves(td: Any) -> Iterator[Any]:
             else:
                 yield value
         elif not is_non_tensor(value):
+            if getattr(type(value), "_wraps_tensordict", False):  # a tensorclass: its data
+                value = value._tensordict
             if not isinstance(value, _kinds.Dense) and _kinds.lazy_members(value) is None:
-                yield value  # neither dense nor a lazy stack: cannot be part of the buffer
+                if isinstance(value, _kinds.Base):  # neither dense nor a lazy stack:
+                    yield value  # it cannot be part of the buffer
+                # (else a tensorclass's plain Python field value: no tensor)
             else:
                 yield from _iter_leaves(value)
 
