@@ -47,7 +47,7 @@ from tensordict import (
 from tensordict._arrow import from_arrow, to_arrow
 from tensordict._attrs import TensorAttrs
 from tensordict._collection import TensorCollection
-from tensordict._consolidate import from_consolidated
+from tensordict._consolidate_read import from_consolidated
 from tensordict._convert import fromkeys, make_tensordict
 from tensordict._functional import cat, dense_stack_tds, lazy_stack, maybe_dense_stack, stack
 from tensordict._grouping import collate, group_by

@@ -33,12 +33,8 @@ from typing import Any
 
 import torch
 
-from tensordict._consolidate import (
-    Packing,
-    consolidated_buffer,
-    current_metadata,
-    from_consolidated,
-)
+from tensordict._consolidate import Packing, consolidated_buffer, current_metadata
+from tensordict._consolidate_read import from_consolidated
 from tensordict._kinds import lazy_members as _lazy_members
 from tensordict._nontensor import is_non_tensor
 
