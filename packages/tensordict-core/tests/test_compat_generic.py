@@ -448,8 +448,14 @@ def _heterogeneous_read():
             KeyError,
             "not found and no pad value provided",
         ),
+        (
+            lambda: TensorDict({"a.b": torch.zeros(1), "a": {"b": torch.zeros(1)}}).flatten_keys(),
+            KeyError,
+            "Flattening keys in tensordict causes keys to collide",
+        ),
+        (lambda: TensorDict().split(1, 0), IndexError, "Incompatible dim"),
     ],
-    ids=["bool", "pop", "lazy-read", "transpose", "where"],
+    ids=["bool", "pop", "lazy-read", "transpose", "where", "flatten", "dim"],
 )
 def test_reference_phrases_in_errors(call, error, phrase):
     with pytest.raises(error, match=phrase):

@@ -425,7 +425,10 @@ class DictOps:
                 continue  # a nested tensordict without leaves has no flat key
             if leaf:
                 if name in out:
-                    raise KeyError(f"flatten_keys: flattened key {name!r} already exists.")
+                    raise KeyError(
+                        f"flatten_keys: Flattening keys in tensordict causes keys to collide: "
+                        f"the flattened key {name!r} already exists."
+                    )
                 out[name] = value
             else:
                 value._flatten_into(out, name + separator, separator, is_leaf)

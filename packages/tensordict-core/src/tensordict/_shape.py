@@ -95,8 +95,8 @@ def normalize_dim(dim: int, ndim: int, what: str = "dim", extra: int = 0) -> int
     span = ndim + extra
     if not -span <= dim < span:
         raise IndexError(
-            f"{what}={dim} is out of range for a tensordict with {ndim} batch "
-            f"dimension(s) (expected a value in [{-span}, {span - 1}])."
+            f"Incompatible dim: {what}={dim} is out of range for a tensordict with {ndim} "
+            f"batch dimension(s) (expected a value in [{-span}, {span - 1}])."
         )
     return dim + span if dim < 0 else dim
 
