@@ -289,6 +289,33 @@ def test_unflatten_keys_separator_and_inplace():
     assert set(td.keys(True, True)) == {("a", "b"), "c"}
 
 
+@pytest.mark.parametrize(
+    "entries",
+    [
+        {"a.b": 0, "a": {"b": 1}},  # the same leaf twice
+        {"a.b": 0, "a": {"b": {"c": 1}}},  # a leaf where a nested tensordict goes
+        {"a.b.c.d": 0, "a": {"b": {"c": 1}}},  # through a leaf
+        {"a.b.c": 0, "a": {"b": {"c": 1, "d": 2}}},
+    ],
+    ids=["same", "leaf-over-nested", "through-leaf", "partial"],
+)
+def test_unflatten_keys_refuses_collisions_and_changes_nothing(entries):
+    def build(d):
+        return {
+            k: build(v) if isinstance(v, dict) else torch.full((2,), float(v)) for k, v in d.items()
+        }
+
+    td = TensorDict(build(entries), [2])
+    before = {k: v.clone() for k, v in td.items(True, True)}
+    with pytest.raises(KeyError, match="Unflattening key"):
+        td.unflatten_keys(inplace=True)
+    assert {k: v for k, v in td.items(True, True)}.keys() == before.keys()
+    assert all(torch.equal(td[k], v) for k, v in before.items())
+    # keys side by side are merged
+    merged = TensorDict({"a.b": torch.zeros(2), "a": {"c": torch.ones(2)}}, [2]).unflatten_keys()
+    assert set(merged.keys(True, True)) == {("a", "b"), ("a", "c")}
+
+
 def test_flatten_unflatten_round_trip(td, assert_td_equal):
     assert_td_equal(td.flatten_keys().unflatten_keys(), td)
     assert_td_equal(td.flatten_keys("|").unflatten_keys("|"), td)

@@ -446,6 +446,7 @@ class DictOps:
             if isinstance(value, _kinds.Dense):
                 value = value.unflatten_keys(separator)
             path = tuple(key.split(separator))
+            _check_unflatten_collision(out, path, value, key)
             existing = out._get_tuple(path, None)
             if isinstance(existing, _kinds.Dense) and isinstance(value, _kinds.Dense):
                 existing.update(value)
@@ -815,3 +816,38 @@ def _check_in_place_write(path: tuple, current: _Tensor, value: _Tensor) -> None
             "which cannot be written in place; write under torch.no_grad() or replace it "
             "with update()."
         )
+
+
+def _leaf_paths(value: Any) -> set[tuple[str, ...]]:
+    """The key paths of the leaves of ``value`` (``{()}`` for a leaf itself)."""
+    if not isinstance(value, _kinds.Dense):
+        return {()}
+    every = value.keys(True, True, is_leaf=_kinds.is_leaf_nontensor)
+    return {k if isinstance(k, tuple) else (k,) for k in every}
+
+
+def _check_unflatten_collision(out: Any, path: tuple[str, ...], value: Any, key: str) -> None:
+    """Raise ``KeyError`` (as the reference) when writing ``value`` at ``path`` of ``out``
+    would override an entry already unflattened there: a leaf on the way, or leaves of
+    the two at the same place or one inside the other."""
+    for i in range(1, len(path)):
+        above = out._get_tuple(path[:i], None)
+        if above is None:
+            break
+        if not isinstance(above, _kinds.Dense):
+            raise KeyError(
+                f"unflatten_keys: Unflattening key(s) in tensordict will override an existing "
+                f"for unflattened key {key!r}: {unravel_key(path[:i])!r} is already a leaf."
+            )
+    existing = out._get_tuple(path, None)
+    if existing is None:
+        return
+    mine, theirs = _leaf_paths(value), _leaf_paths(existing)
+    for a in mine:
+        for b in theirs:
+            n = min(len(a), len(b))
+            if a[:n] == b[:n]:
+                raise KeyError(
+                    f"unflatten_keys: Unflattening key(s) in tensordict will override an "
+                    f"existing for unflattened key {key!r} (at {unravel_key(path + a)!r})."
+                )
