@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, cast
 import torch
 
 from tensordict import _kinds
+from tensordict._collection import data_of
 from tensordict._consolidate_format import (
     ALIGN,
     FORMAT_VERSION,
@@ -517,8 +518,7 @@ def _mark_unlocked(td: Any) -> None:
     if not td._is_locked:
         td.__dict__["_consolidate_lock"] = True
     for value in td._tensordict.values():
-        if getattr(type(value), "_wraps_tensordict", False):  # a tensorclass: its data
-            value = value._tensordict  # (its own __dict__ is its data's storage)
+        value = data_of(value)  # a tensorclass: its data (its __dict__ is that storage)
         if isinstance(value, _kinds.Base) and not is_non_tensor(value):
             _mark_unlocked(value)
 
@@ -614,8 +614,7 @@ def _iter_leaves(td: Any) -> Iterator[Any]:
             else:
                 yield value
         elif not is_non_tensor(value):
-            if getattr(type(value), "_wraps_tensordict", False):  # a tensorclass: its data
-                value = value._tensordict
+            value = data_of(value)  # a tensorclass: its data
             if not isinstance(value, _kinds.Dense) and _kinds.lazy_members(value) is None:
                 if isinstance(value, _kinds.Base):  # neither dense nor a lazy stack:
                     yield value  # it cannot be part of the buffer

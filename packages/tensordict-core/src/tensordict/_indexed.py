@@ -22,6 +22,7 @@ from tensordict._errors import missing_key
 from tensordict._keys import NestedKey, unravel_key
 from tensordict._kinds import is_nested
 from tensordict._nontensor import NonTensorData, is_non_tensor, unwrap_non_tensor, write_non_tensor
+from tensordict._nontensor_data import _same_value
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -194,7 +195,7 @@ class IndexedOps(_kinds.SharedMixin):
                 if type(dest) is not NonTensorData:
                     continue
                 values = value.tolist() if is_non_tensor(value) else [value]
-                if any(not _same(v, dest.data) for v in _flat(values)):
+                if any(not _same_value(v, dest.data) for v in _flat(values)):
                     raise RuntimeError(
                         f"copy_at_(fast=True): writing other values into the single-valued "
                         f"non-tensor entry {unravel_key(path)!r} (value {dest.data!r}) would "
@@ -215,13 +216,6 @@ def _flat(values: Any) -> list[Any]:
         else:
             out.append(item)
     return out
-
-
-def _same(a: Any, b: Any) -> bool:
-    try:
-        return bool(a is b or a == b)
-    except Exception:  # values whose == is not a bool (arrays): compare by identity
-        return False
 
 
 def _source_leaves(source: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:

@@ -856,9 +856,10 @@ class LazyMemberOps(_kinds.LazyMixin):
         for td in self.tensordicts:
             members[id(td)] = td
             places[id(td)] = places.get(id(td), 0) + 1
-        held = {k: n if was_locked else 0 for k, n in places.items()}
+        if not was_locked:  # no holds to release
+            places = dict.fromkeys(places, 0)
         plans = [
-            _lock.plan_unlock(td, held[k]) if isinstance(td, _kinds.Dense) else None
+            _lock.plan_unlock(td, places[k]) if isinstance(td, _kinds.Dense) else None
             for k, td in members.items()
         ]
         member: Any
@@ -866,7 +867,7 @@ class LazyMemberOps(_kinds.LazyMixin):
             if plan is None:
                 member.unlock_()
                 continue
-            member._lock_parents = max(0, member._lock_parents - held[k])
+            member._lock_parents = max(0, member._lock_parents - places[k])
             if not member._lock_parents:
                 _lock.unlock(member, plan)
         _lock.drop_holds(self)

@@ -72,7 +72,42 @@ class _Fields:
     _is_non_tensor: bool = True
 
 
-class NonTensorDataBase:
+class NonTensorOps:
+    """The comparisons and ``torch`` functions shared by every non-tensor leaf
+    (:class:`NonTensorDataBase` and :class:`~tensordict.NonTensorStack`); they are
+    implemented in :mod:`tensordict._nontensor_ops` (reached through ``bound.ops``)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> Any:
+        return bound.ops.compare(self, other, "eq")
+
+    def __ne__(self, other: object) -> Any:
+        return bound.ops.compare(self, other, "ne")
+
+    def __or__(self, other: object) -> Any:
+        return bound.ops.compare(self, other, "or")
+
+    def __xor__(self, other: object) -> Any:
+        return bound.ops.compare(self, other, "xor")
+
+    def __and__(self, other: object) -> Any:
+        return bound.ops.compare(self, other, "and")
+
+    __hash__ = None  # type: ignore[assignment]
+
+    @classmethod
+    def __torch_function__(
+        cls,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        return bound.ops.torch_function(func, args, kwargs or {})
+
+
+class NonTensorDataBase(NonTensorOps):
     """Base of the one-value non-tensor leaves, :class:`NonTensorData` and :class:`MetaData`.
 
     >>> from tensordict import MetaData, NonTensorData, NonTensorDataBase
@@ -461,34 +496,6 @@ class NonTensorDataBase:
     def contiguous(self, canonical: bool = False) -> Self:
         """A new container around the same value (a leaf is always contiguous)."""
         return self._with(self._batch_size)
-
-    # ------------------------------------------------------------------ comparisons
-    def __eq__(self, other: object) -> Any:
-        return bound.ops.compare(self, other, "eq")
-
-    def __ne__(self, other: object) -> Any:
-        return bound.ops.compare(self, other, "ne")
-
-    def __or__(self, other: object) -> Any:
-        return bound.ops.compare(self, other, "or")
-
-    def __xor__(self, other: object) -> Any:
-        return bound.ops.compare(self, other, "xor")
-
-    def __and__(self, other: object) -> Any:
-        return bound.ops.compare(self, other, "and")
-
-    __hash__ = None  # type: ignore[assignment]
-
-    @classmethod
-    def __torch_function__(
-        cls,
-        func: Any,
-        types: Any,
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        return bound.ops.torch_function(func, args, kwargs or {})
 
     def __repr__(self) -> str:
         return (

@@ -25,6 +25,7 @@ from tensordict._nontensor_data import (
     NON_TENSOR_TYPES,
     NonTensorData,
     NonTensorDataBase,
+    NonTensorOps,
     _same_value,
     bound,
 )
@@ -52,7 +53,7 @@ def _item_value(item: Any) -> Any:
     return item._data if isinstance(item, NonTensorDataBase) else item
 
 
-class NonTensorStack:
+class NonTensorStack(NonTensorOps):
     """One non-tensor value per batch element: the result of stacking values.
 
     Built by :func:`torch.stack`/:func:`torch.cat` (or :func:`~tensordict.lazy_stack`)
@@ -493,34 +494,6 @@ class NonTensorStack:
         if isinstance(device, (str, int, torch.device)):
             return self._with(self.batch_size, parse_device(device))
         return self._with(self.batch_size)
-
-    # ------------------------------------------------------------------ comparisons
-    def __eq__(self, other: object) -> Any:
-        return bound.ops.compare(self, other, "eq")
-
-    def __ne__(self, other: object) -> Any:
-        return bound.ops.compare(self, other, "ne")
-
-    def __or__(self, other: object) -> Any:
-        return bound.ops.compare(self, other, "or")
-
-    def __xor__(self, other: object) -> Any:
-        return bound.ops.compare(self, other, "xor")
-
-    def __and__(self, other: object) -> Any:
-        return bound.ops.compare(self, other, "and")
-
-    __hash__ = None  # type: ignore[assignment]
-
-    @classmethod
-    def __torch_function__(
-        cls,
-        func: Any,
-        types: Any,
-        args: tuple[Any, ...] = (),
-        kwargs: dict[str, Any] | None = None,
-    ) -> Any:
-        return bound.ops.torch_function(func, args, kwargs or {})
 
     def __repr__(self) -> str:
         return (

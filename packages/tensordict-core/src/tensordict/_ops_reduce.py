@@ -48,6 +48,7 @@ import torch
 
 from tensordict import _kinds
 from tensordict._nontensor import NonTensorData
+from tensordict._nontensor_data import _same_value
 from tensordict._tree import map_leaves
 from tensordict.base import NO_DEFAULT, TensorDictBase, implements_for_td
 
@@ -270,7 +271,7 @@ def reduce_non_tensor(
         for _ in range(value.batch_dims - 1):
             items = [v for sub in items for v in sub]
         first = items[0] if items else None
-        if items and all(_same(first, v) for v in items[1:]):
+        if items and all(_same_value(first, v) for v in items[1:]):
             return NonTensorData(first, batch_size=new_bs, device=value.device)
         return None
     nb = len(old_bs)
@@ -280,7 +281,7 @@ def reduce_non_tensor(
     for combo in itertools.product(*(range(old_bs[d]) for d in dims)):
         for d, i in zip(dims, combo):
             at[d] = i
-        if not _same(value[tuple(at)].tolist(), want):
+        if not _same_value(value[tuple(at)].tolist(), want):
             return None
     if isinstance(kept, NonTensorData):
         return kept._with(new_bs)
@@ -288,17 +289,6 @@ def reduce_non_tensor(
         for d in dims:
             kept = kept.unsqueeze(d)
     return kept
-
-
-def _same(a: Any, b: Any) -> bool:
-    if a is b:
-        return True
-    if type(a) is not type(b):
-        return False
-    try:
-        return bool(a == b)
-    except Exception:  # noqa: BLE001 - arrays, tensors…: no single truth value
-        return False
 
 
 def _tensor_leaves(td: TensorDictBase) -> list[_Tensor]:
