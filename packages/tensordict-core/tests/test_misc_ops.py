@@ -211,8 +211,11 @@ def test_copy_at_fast_refuses_a_non_tensor_becoming_a_stack():
         td.copy_at_(new, slice(1, None, 2))
     assert td.get("val").tolist() == [0] * 6 and not td["x"].any()  # nothing written
     same = TensorDict({"x": torch.ones(3), "val": NonTensorData(0, batch_size=[3])}, [3])
-    td.copy_at_(same, slice(1, None, 2))  # the same value: no transition needed
-    assert td["x"].tolist() == [0, 1, 0, 1, 0, 1]
+    with pytest.raises(RuntimeError, match="fast=True"):  # an indexed write makes a stack
+        td.copy_at_(same, slice(1, None, 2))
+    assert type(td.get("val")) is NonTensorData and not td["x"].any()
+    td.copy_at_(TensorDict({"x": torch.ones(3)}, [3]), slice(1, None, 2))  # tensors only
+    assert td["x"].tolist() == [0, 1, 0, 1, 0, 1] and type(td.get("val")) is NonTensorData
     td.copy_at_(new, slice(1, None, 2), fast=False)
     assert td.get("val").tolist() == [0, 1] * 3
     with pytest.warns(FutureWarning, match="fast=None"):

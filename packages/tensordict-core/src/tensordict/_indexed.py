@@ -22,7 +22,6 @@ from tensordict._errors import missing_key
 from tensordict._keys import NestedKey, unravel_key
 from tensordict._kinds import is_nested
 from tensordict._nontensor import NonTensorData, is_non_tensor, unwrap_non_tensor, write_non_tensor
-from tensordict._nontensor_data import _same_value
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -167,16 +166,16 @@ class IndexedOps(_kinds.SharedMixin):
     ) -> Self:
         """Copy ``tensordict`` in place at index ``idx`` (as :meth:`update_at_`).
 
-        ``fast=True`` (the default, as the reference) refuses, before writing anything, a
-        copy that would turn a single-valued non-tensor entry into a
-        :class:`~tensordict.NonTensorStack` (other values at some indices);
-        ``fast=False`` makes that transition. ``fast=None`` is deprecated (a
-        ``FutureWarning``) and behaves as ``False``.
+        ``fast=True`` (the default, as the reference: its fast path copies tensors only)
+        refuses, before writing anything, a copy that writes into a single-valued
+        non-tensor entry: an indexed write turns it into a
+        :class:`~tensordict.NonTensorStack`. ``fast=False`` makes that transition.
+        ``fast=None`` is deprecated (a ``FutureWarning``) and behaves as ``False``.
 
         >>> import torch
         >>> from tensordict import TensorDict
         >>> td = TensorDict({"a": torch.zeros(3), "s": "x"}, [3])
-        >>> td.copy_at_(TensorDict({"a": torch.ones(2), "s": "x"}, [2]), slice(1, None))["a"]
+        >>> td.copy_at_(TensorDict({"a": torch.ones(2)}, [2]), slice(1, None))["a"]
         tensor([0., 1., 1.])
         >>> td.copy_at_(TensorDict({"a": torch.ones(1), "s": "y"}, [1]), slice(0, 1), fast=False)["s"]
         LinkedList(['y', 'x', 'x'])
@@ -190,32 +189,16 @@ class IndexedOps(_kinds.SharedMixin):
             )
             fast = False
         if fast:
-            for path, value in _source_leaves(tensordict):
+            for path, _ in _source_leaves(tensordict):
                 dest = self._get_tuple(path, None)
-                if type(dest) is not NonTensorData:
-                    continue
-                values = value.tolist() if is_non_tensor(value) else [value]
-                if any(not _same_value(v, dest.data) for v in _flat(values)):
+                if type(dest) is NonTensorData:
                     raise RuntimeError(
-                        f"copy_at_(fast=True): writing other values into the single-valued "
-                        f"non-tensor entry {unravel_key(path)!r} (value {dest.data!r}) would "
-                        "turn it into a NonTensorStack; pass fast=False to allow it. Nothing "
-                        "was written."
+                        f"copy_at_(fast=True): writing at an index into the single-valued "
+                        f"non-tensor entry {unravel_key(path)!r} (value {dest.data!r}) turns it "
+                        "into a NonTensorStack; pass fast=False to allow it. Nothing was "
+                        "written."
                     )
         return self.update_at_(tensordict, idx, non_blocking=non_blocking)
-
-
-def _flat(values: Any) -> list[Any]:
-    """The values of a nested list of values (a stack's ``tolist()``)."""
-    out: list[Any] = []
-    todo = [values]
-    while todo:
-        item = todo.pop()
-        if type(item) is list:
-            todo.extend(item)
-        else:
-            out.append(item)
-    return out
 
 
 def _source_leaves(source: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
