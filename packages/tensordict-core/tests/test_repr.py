@@ -146,3 +146,9 @@ def test_repr_sorts_regardless_of_insertion_order():
     td2 = TensorDict({"a": torch.zeros(1), "b": torch.zeros(1)}, [1])
     assert repr(td1) == repr(td2)
     assert repr(td1).index("a: Tensor") < repr(td1).index("b: Tensor")
+
+
+def test_repr_of_a_strided_nested_tensor_marks_ragged_dims():
+    nested = torch.nested.nested_tensor([torch.zeros(2, 4), torch.zeros(3, 4)])
+    text = repr(TensorDict({"n": nested}, [2]))
+    assert "n: Tensor(shape=torch.Size([2, -1, 4]), device=cpu, dtype=torch.float32" in text

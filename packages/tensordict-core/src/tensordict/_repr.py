@@ -32,11 +32,25 @@ def leaf_repr(value: object) -> str:
     return repr(value)
 
 
+def _shape_of(value: torch.Tensor) -> torch.Size:
+    """``value.shape``; for a strided nested tensor (which has none), its sizes with -1 for
+    the dimensions that differ between components."""
+    if not value.is_nested:
+        return value.shape
+    try:
+        return value.shape
+    except RuntimeError:
+        sizes = value._nested_tensor_size()
+        dims = [int(col[0]) if bool((col == col[0]).all()) else -1 for col in sizes.T]
+        return torch.Size([value.size(0), *dims])
+
+
 def _tensor_repr(value: torch.Tensor, shared: bool) -> str:
+    shape = _shape_of(value)
     if not PRINT_OPTIONS["show_is_shared"]:
-        return f"{type(value).__name__}(shape={value.shape}, device={value.device}, dtype={value.dtype})"
+        return f"{type(value).__name__}(shape={shape}, device={value.device}, dtype={value.dtype})"
     return (
-        f"{type(value).__name__}(shape={value.shape}, device={value.device}, "
+        f"{type(value).__name__}(shape={shape}, device={value.device}, "
         f"dtype={value.dtype}, is_shared={shared})"
     )
 
