@@ -179,3 +179,32 @@ def test_archive_options(tmp_path):
     dest.load_memmap_(tmp_path / "weights.bin", allow_pickle=True)
     assert torch.equal(dest["a"], td["a"])
     assert not os.path.exists(tmp_path / "weights.bin.tmp")
+
+
+def test_archive_nested_tensor_components_keep_their_values(tmp_path):
+    # the nested leaf's bytes lie after other members: its components' offsets count from there
+    parts = [torch.arange(2.0), torch.arange(3.0) + 10, torch.full((1,), 7.0)]
+    td = TensorDict({"a": torch.arange(3), "n": torch.nested.nested_tensor(parts)}, [3])
+    saved = td.save(tmp_path / "x.tdz")
+    loaded = TensorDict.load_memmap(tmp_path / "x.tdz")
+    for result in (saved, loaded):
+        got = [t.as_subclass(torch.Tensor) for t in result["n"].unbind()]
+        assert len(got) == 3 and all(torch.equal(g, p) for g, p in zip(got, parts))
+
+
+def test_archive_save_returns_what_a_load_returns(tmp_path):
+    archive = tmp_path / "data.tdz"
+    saved = sample_td().save(archive)
+    loaded = TensorDict.load_memmap(archive)
+    assert_same(saved, loaded)
+    for key in loaded.keys(True, True):
+        a, b = saved.get(key), loaded.get(key)
+        assert type(a) is type(b), key
+        if isinstance(b, torch.Tensor):
+            assert a.filename == b.filename == str(archive), key
+    assert (saved.device, saved.is_locked) == (loaded.device, loaded.is_locked)
+    pointers = {v.untyped_storage().data_ptr() for v in saved.values(True, True)}
+    assert len(pointers) == 1  # one mapping of the file
+    before = archive.read_bytes()
+    saved["float"] += 1  # mode "r": the result's writes never reach the file
+    assert archive.read_bytes() == before

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import sys
 
 import pytest
 import torch
@@ -388,3 +390,38 @@ def test_bad_arguments(tmp_path):
         td.memmap(tmp_path / "file", archive=False)
     with pytest.raises(FileNotFoundError, match="meta.json"):
         TensorDict.load_memmap(tmp_path / "missing")
+
+
+def test_many_leaves_save_atomically_with_one_filesystem_sync(tmp_path):
+    # 300 files: past the count where one syncfs replaces the per-file fsyncs
+    td = TensorDict({f"k{i}": torch.full((2,), float(i)) for i in range(300)}, [2])
+    TensorDict({"old": torch.zeros(2)}, [2]).memmap(tmp_path / "data")
+    saved = td.memmap(tmp_path / "data")
+    loaded = TensorDict.load_memmap(tmp_path / "data")
+    for i in range(300):
+        assert torch.equal(loaded[f"k{i}"], torch.full((2,), float(i)))
+        assert torch.equal(saved[f"k{i}"], torch.full((2,), float(i)))
+    assert "old" not in loaded.keys()
+    assert sorted(os.listdir(tmp_path)) == ["data"]  # no staging folder left behind
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="syncfs is Linux only")
+def test_sync_filesystem_flushes_or_names_the_path(tmp_path):
+    from tensordict.memmap import _fs
+
+    assert _fs.sync_filesystem(tmp_path) is True
+    with pytest.raises(FileNotFoundError):
+        _fs.sync_filesystem(tmp_path / "missing")
+
+
+def test_a_failed_save_leaves_the_garbage_collector_running(tmp_path):
+    assert gc.isenabled()
+    with pytest.raises(TypeError, match="allow_pickle"):
+        TensorDict({"x": NonTensorData(1 + 2j)}, []).memmap(tmp_path / "x")
+    assert gc.isenabled()
+    gc.disable()
+    try:  # a caller that turned it off keeps it off
+        TensorDict({"a": torch.zeros(1)}, []).memmap(tmp_path / "y")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -14,6 +14,7 @@ from tensordict._keys import NestedKey, unravel_key
 from tensordict._kinds import is_tensorclass
 from tensordict.base import TensorDictBase
 from tensordict.memmap import _fs, _writer
+from tensordict.memmap._gc import paused_gc
 from tensordict.memmap._progress import Bar, wants_bar
 from tensordict.memmap._reader import Loader
 from tensordict.memmap._source import FolderSource
@@ -186,7 +187,7 @@ def _load(loader: Loader, source: Any, subpath: NestedKey | None, progress: bool
     work = 0
     if progress or (progress is None and loader.reads_data(source)):
         work = source.data_bytes()
-    with Bar(work, "loading", wants_bar(progress, work)) as bar:
+    with Bar(work, "loading", wants_bar(progress, work)) as bar, paused_gc():
         loader.bar = bar
         return loader.load(source, subpath)
 

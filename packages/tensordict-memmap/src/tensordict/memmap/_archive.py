@@ -20,10 +20,16 @@ import numpy as np
 import torch
 
 from tensordict.memmap import _fs, _zip
-from tensordict.memmap._plan import META, Planner
+from tensordict.memmap._plan import META, Node, Planner
 from tensordict.memmap._progress import Bar, wants_bar
 from tensordict.memmap._source import Rel, parse_meta
-from tensordict.memmap._tensor import MemoryMappedTensor, _tensor_bytes, _view_of_storage
+from tensordict.memmap._tensor import (
+    MemoryMappedTensor,
+    _view_of_storage,
+    tensor_buffer,
+    view_of_bytes,
+)
+from tensordict.memmap._writer import build
 
 _COMPRESSION = {
     "stored": zipfile.ZIP_STORED,
@@ -69,20 +75,43 @@ def write_archive(
     planner = Planner(
         target, like=like, copy_existing=True, robust_key=robust_key, allow_pickle=allow_pickle
     )
-    planner.collection(data, ())
+    node = planner.collection(data, ())
     plan = planner.plan
     entries: list[tuple[str, Any, int]] = [
         ("/".join(rel), payload, len(payload)) for rel, payload in plan.small.items()
     ]
     for job in plan.jobs:
         entries.append(("/".join(job.rel), job.tensor, job.nbytes))
-    _write_entries(target, entries, method, compresslevel, num_threads, progress, dirty=like)
+    offsets = _write_entries(
+        target, entries, method, compresslevel, num_threads, progress, dirty=like
+    )
+    if offsets is not None:
+        return _mapped_result(node, target, offsets, writable=like)
     from tensordict.memmap._reader import Loader
 
     loader = Loader(robust_key=robust_key, mode="r+" if like else "r", allow_pickle=allow_pickle)
     with ArchiveSource(target, mode=loader.mode) as source:
         source.verify = False  # the bytes were just written (and checksummed) by this call
         return loader.load(source)
+
+
+def _mapped_result(node: Node, target: Path, offsets: dict[str, int], *, writable: bool) -> Any:
+    """The archive just written, as the loader would return it, built from the save's plan:
+    the file is mapped once and every leaf is a view at its known offset (nothing is read
+    back or parsed again)."""
+    size = target.stat().st_size
+    storage = torch.UntypedStorage.from_file(str(target), shared=writable, nbytes=size)
+    flat = torch.empty(0, dtype=torch.uint8).set_(storage)
+    path = str(target)
+    mode = "r+" if writable else "r"
+
+    def leaf(leaf_node: Node) -> torch.Tensor:
+        assert leaf_node.dtype is not None
+        start = offsets["/".join(leaf_node.rel)]
+        view = view_of_bytes(flat, leaf_node.dtype, leaf_node.shape, start)
+        return MemoryMappedTensor._wrap(view, path, None, leaf_node.shape, mode)
+
+    return build(node, None, leaf=leaf, marked=False, device="cpu")
 
 
 def _payload_view(payload: Any) -> memoryview | None:
@@ -92,7 +121,7 @@ def _payload_view(payload: Any) -> memoryview | None:
         return memoryview(payload)
     if isinstance(payload, np.ndarray):
         return memoryview(payload).cast("B")
-    return memoryview(_tensor_bytes(payload).numpy())
+    return tensor_buffer(payload)
 
 
 def _write_entries(
@@ -104,23 +133,19 @@ def _write_entries(
     progress: bool | None,
     *,
     dirty: bool = False,
-) -> None:
+) -> dict[str, int] | None:
+    """Write the archive atomically; returns where each member's data starts (None for a
+    compressed archive, whose members are not stored as they are)."""
     target.parent.mkdir(parents=True, exist_ok=True)
     _fs.reject_symlink(target, "archive")
     tmp = _fs.staging_path(target)
     total = sum(n for _, _, n in entries)
+    offsets: dict[str, int] | None = None
     try:
         with Bar(total, "archiving", wants_bar(progress, total)) as bar:
             if method == zipfile.ZIP_STORED:
                 members = [
-                    _zip.Member(
-                        name,
-                        nbytes,
-                        align=name.endswith(".memmap"),
-                        write=None
-                        if (view := _payload_view(payload)) is None
-                        else _zip.crc_writer(view),
-                    )
+                    _zip.Member(name, nbytes, name.endswith(".memmap"), _payload_view(payload))
                     for name, payload, nbytes in entries
                 ]
                 fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o666)
@@ -130,6 +155,7 @@ def _write_entries(
                     os.fsync(fd)
                 finally:
                     os.close(fd)
+                offsets = {m.name: m.data_offset for m in members}
             else:
                 with zipfile.ZipFile(
                     tmp, "x", compression=method, compresslevel=compresslevel
@@ -146,6 +172,7 @@ def _write_entries(
     except BaseException:
         _fs.remove_tree(tmp)
         raise
+    return offsets
 
 
 def pack_memmap(

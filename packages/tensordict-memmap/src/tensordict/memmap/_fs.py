@@ -16,6 +16,7 @@ import ctypes.util
 import errno
 import hashlib
 import os
+import re
 import shutil
 import sys
 import uuid
@@ -23,6 +24,8 @@ from pathlib import Path
 
 #: Characters the reference library escapes in file names (besides controls and DEL).
 _SPECIAL = frozenset('"%*/:<>?\\|')
+#: Any character that :func:`encode_key` escapes (a key without one is its own name).
+_ESCAPED = re.compile(r'[\x00-\x20\x7f"%*/:<>?\\|]')
 #: Longest encoded name (bytes) used as is: room is left for ".memmap", ".shape.memmap"
 #: and temporary suffixes under the usual 255-byte limit of a path component.
 MAX_NAME_BYTES = 200
@@ -64,12 +67,16 @@ def encode_key(key: str, *, robust: bool = True, directory: bool = False) -> str
         return "%"
     if key in (".", ".."):
         return "%2E" * len(key)
-    out = "".join(
-        _escape_char(c) if (ord(c) <= 0x20 or ord(c) == 0x7F or c in _SPECIAL) else c for c in key
-    )
+    if _ESCAPED.search(key) is None:
+        out = key
+    else:
+        out = "".join(
+            _escape_char(c) if (ord(c) <= 0x20 or ord(c) == 0x7F or c in _SPECIAL) else c
+            for c in key
+        )
     if directory and (out in RESERVED_DIR_NAMES or out.endswith(".memmap")):
         out = out[:-1] + _escape_char(out[-1])
-    if len(out.encode("utf-8")) > MAX_NAME_BYTES:
+    if len(out) * 4 > MAX_NAME_BYTES and len(out.encode("utf-8")) > MAX_NAME_BYTES:
         digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
         head = out.encode("utf-8")[:120].decode("utf-8", "ignore")
         cut = head.rfind("%", len(head) - 2)  # never split a %XX escape
@@ -207,6 +214,28 @@ def start_writeback(fd: int) -> None:
             ctypes.c_longlong(0),
             ctypes.c_uint(_SYNC_FILE_RANGE_WRITE),
         )
+
+
+def sync_filesystem(path: Path) -> bool:
+    """Flush every dirty file of the filesystem holding ``path`` to disk with one call
+    (Linux ``syncfs``); False where it is unavailable (the caller then fsyncs each file).
+
+    One ``syncfs`` makes 10,000 freshly written files durable in tens of milliseconds,
+    where 10,000 ``fsync`` calls take about a second. Since Linux 5.8 it also reports
+    writeback errors, which are raised here as :class:`OSError`.
+    """
+    if _LIBC is None or not hasattr(_LIBC, "syncfs"):
+        return False
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if _LIBC.syncfs(ctypes.c_int(fd)) == 0:
+            return True
+        err = ctypes.get_errno()
+    finally:
+        os.close(fd)
+    if err == errno.ENOSYS:
+        return False
+    raise OSError(err, f"syncfs({str(path)!r}) failed: {os.strerror(err)}")
 
 
 def exchange(a: Path, b: Path) -> bool:

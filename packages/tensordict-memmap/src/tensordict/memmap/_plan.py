@@ -242,7 +242,7 @@ class Planner:
             shape = tensor.shape
             meta_shape = list(tensor.shape)
         meta[key] = {
-            "device": str(tensor.device),
+            "device": "cpu" if tensor.is_cpu else str(tensor.device),
             "shape": meta_shape,
             "dtype": str(tensor.dtype),
             "is_nested": nested,

@@ -90,6 +90,8 @@ def _is_nested_shape(shape: Any) -> bool:
 
 
 def _as_size(shape: Any) -> torch.Size:
+    if type(shape) is torch.Size:
+        return shape
     if isinstance(shape, torch.Tensor):
         return torch.Size(shape.tolist())
     if isinstance(shape, int):
@@ -99,7 +101,7 @@ def _as_size(shape: Any) -> torch.Size:
 
 def shape_numel(shape: Any) -> int:
     """Number of elements of a shape (a nested shape counts every element of every row)."""
-    if _is_nested_shape(shape):
+    if type(shape) is not torch.Size and _is_nested_shape(shape):
         return int(shape.prod(-1).sum()) if shape.numel() else 0
     n = 1
     for s in _as_size(shape):
@@ -111,16 +113,28 @@ def _view_of_storage(
     storage: torch.UntypedStorage, dtype: torch.dtype, shape: Any, byte_offset: int = 0
 ) -> torch.Tensor:
     """A tensor of ``dtype``/``shape`` over ``storage`` starting at ``byte_offset``."""
-    flat = torch.empty(0, dtype=torch.uint8).set_(storage)
+    return view_of_bytes(torch.empty(0, dtype=torch.uint8).set_(storage), dtype, shape, byte_offset)
+
+
+def view_of_bytes(flat: torch.Tensor, dtype: torch.dtype, shape: Any, byte_offset: int) -> torch.Tensor:
+    """A tensor of ``dtype``/``shape`` over the ``uint8`` tensor ``flat`` (a whole storage)
+    starting at ``byte_offset``."""
     numel = shape_numel(shape)
     nbytes = numel * dtype.itemsize
     raw = flat[byte_offset : byte_offset + nbytes]
-    values = raw.view(dtype) if nbytes else torch.empty(0, dtype=dtype).set_(storage, 0, (0,))
+    values = (
+        raw.view(dtype)
+        if nbytes
+        else torch.empty(0, dtype=dtype).set_(flat.untyped_storage(), 0, (0,))
+    )
     if _is_nested_shape(shape):
         sizes = shape.to(torch.int64)
         strides, offsets = torch._nested_compute_contiguous_strides_offsets(sizes)
+        # the components' offsets count from the start of the storage, not of ``values``
+        offsets = offsets + values.storage_offset()
         return torch._nested_view_from_buffer(values, sizes, strides, offsets)
-    return values.view(_as_size(shape))
+    size = _as_size(shape)
+    return values.view(*size) if size else values.view(size)  # unpacked: faster for torch
 
 
 def _map_file(path: str, nbytes: int, mode: str | None) -> tuple[torch.UntypedStorage, str]:
@@ -183,6 +197,17 @@ def _tensor_bytes(tensor: torch.Tensor) -> torch.Tensor:
     return t.view(torch.uint8) if t.numel() else torch.empty(0, dtype=torch.uint8)
 
 
+def tensor_buffer(tensor: torch.Tensor) -> memoryview:
+    """The bytes of ``tensor``'s data (as :func:`_tensor_bytes`) as a flat ``memoryview``;
+    a contiguous CPU tensor of a NumPy dtype is viewed in place without torch ops."""
+    if tensor.is_cpu and not tensor.requires_grad and tensor.is_contiguous():
+        try:
+            return memoryview(tensor.numpy()).cast("B")
+        except (TypeError, RuntimeError):  # bfloat16, conj/neg bits, nested, 0-d...
+            pass
+    return memoryview(_tensor_bytes(tensor).numpy())
+
+
 def write_tensor_file(
     path: str | Path,
     tensor: torch.Tensor | None,
@@ -200,7 +225,7 @@ def write_tensor_file(
     fd = _fs.create_file(path, exclusive=exclusive)
     try:
         if tensor is not None and nbytes:
-            _fs.write_all(fd, _tensor_bytes(tensor).numpy())
+            _fs.write_all(fd, tensor_buffer(tensor))
             if not exclusive:
                 os.ftruncate(fd, nbytes)
             if writeback:

@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +27,15 @@ from tensordict import LazyStackedTensorDict, TensorDict
 from tensordict._futures import TensorDictFuture
 from tensordict.base import TensorDictBase
 from tensordict.memmap import _classes, _codec, _fs
+from tensordict.memmap._gc import paused_gc
 from tensordict.memmap._plan import META, Job, Node, Plan, Planner, Rel, member_batch
 from tensordict.memmap._progress import Bar, wants_bar
 from tensordict.memmap._tensor import MemoryMappedTensor, map_file, write_tensor_file
 
 #: Threads that flush written files to disk (concurrent fsyncs share journal commits).
 _FSYNC_THREADS = 16
+#: From this many files on, one ``syncfs`` of the filesystem replaces the per-file fsyncs.
+_SYNCFS_FILES = 256
 PREFIX_ATTR = "_memmap_prefix"
 
 
@@ -81,6 +86,10 @@ def save(
         raise RuntimeError(f"The location {str(target)!r} already exists (existsok=False).")
 
     def work() -> Any:
+        with paused_gc():
+            return write()
+
+    def write() -> Any:
         if is_archive:
             from tensordict.memmap import _archive
 
@@ -200,19 +209,27 @@ def _write_atomic(target: Path, plan: Plan, num_threads: int, progress: bool | N
     try:
         for rel in plan.dirs:
             staging.joinpath(*rel).mkdir(parents=True, exist_ok=True)
+        files = len(plan.jobs) + len(plan.small)
+        # many files: one syncfs below flushes them all, starting writeback per file is waste
         _run_jobs(
-            staging, plan.jobs, num_threads, exclusive=True, progress=progress, writeback=True
+            staging,
+            plan.jobs,
+            num_threads,
+            exclusive=True,
+            progress=progress,
+            writeback=files < _SYNCFS_FILES,
         )
         for rel, payload in plan.small.items():
             _write_small(staging.joinpath(*rel), payload, fsync=False)
-        paths = [os.path.join(str(staging), *job.rel) for job in plan.jobs]
-        paths += [os.path.join(str(staging), *rel) for rel in plan.small]
-        if len(paths) > 1:
-            with ThreadPoolExecutor(min(_FSYNC_THREADS, len(paths))) as pool:
-                list(pool.map(_fsync_path, paths))
-        else:
-            for path in paths:
-                _fsync_path(path)
+        if files < _SYNCFS_FILES or not _fs.sync_filesystem(staging):
+            paths = [os.path.join(str(staging), *job.rel) for job in plan.jobs]
+            paths += [os.path.join(str(staging), *rel) for rel in plan.small]
+            if len(paths) > 1:
+                with ThreadPoolExecutor(min(_FSYNC_THREADS, len(paths))) as pool:
+                    list(pool.map(_fsync_path, paths))
+            else:
+                for path in paths:
+                    _fsync_path(path)
         for rel in reversed(plan.dirs):
             _fs.fsync_dir(staging.joinpath(*rel))
         keep = _foreign_entries(target, plan)
@@ -336,32 +353,49 @@ def owned_entries(folder: Path) -> set[str]:
 # --------------------------------------------------------------------------- results
 
 
-def build(node: Node, root: Path | None) -> Any:
-    """The memory-mapped result described by ``node`` (files under ``root``, or anonymous
-    shared memory when ``root`` is None)."""
+def build(
+    node: Node,
+    root: Path | None,
+    *,
+    leaf: Callable[[Node], torch.Tensor] | None = None,
+    marked: bool = True,
+    device: str | None = "cpu",
+) -> Any:
+    """The memory-mapped result described by ``node``: leaves are the files under
+    ``root`` (anonymous shared memory when ``root`` is None) or what ``leaf`` makes of a
+    leaf node; ``marked`` records ``root`` as the levels' saved path."""
     if node.kind == "leaf":
-        return _leaf_tensor(node, root)
+        return _leaf_tensor(node, root) if leaf is None else leaf(node)
     if node.kind == "nontensor":
         return node.source.clone()
+    rebuild = partial(build, root=root, leaf=leaf, marked=marked, device=device)
     if node.kind == "tc":
-        inner = build(node.children["_tensordict"], root)
+        inner = rebuild(node.children["_tensordict"])
         return _classes.rebuild(type(node.source), inner)
     if node.kind == "lazy":
         src = node.source
         out: TensorDictBase = LazyStackedTensorDict(
-            *[build(m, root) for m in node.members],
+            *[rebuild(m) for m in node.members],
             stack_dim=src.stack_dim,
             stack_dim_name=getattr(src, "_td_dim_name", None),
             batch_size=member_batch(src.batch_size, src.stack_dim) if not node.members else None,
         )
     else:
         src = node.source
-        entries = {key: build(child, root) for key, child in node.children.items()}
-        out = TensorDict(entries, batch_size=src.batch_size, device="cpu")
+        dev = None if device is None else torch.device(device)
+        entries = {}
+        for key, child in node.children.items():
+            value = rebuild(child)
+            if child.kind == "nontensor" and dev is not None:
+                value = value.to(dev)
+            entries[key] = value
+        # the entries mirror a validated tensordict: no need to validate them again
+        out = TensorDict._new_unsafe(entries, src.batch_size, dev)
         names = _level_names(src)
         if names is not None:
             out.names = names
-    mark(out, root, node.rel)
+    if marked:
+        mark(out, root, node.rel)
     return out
 
 

@@ -1,6 +1,6 @@
 """The zip format, as far as archives need it: stored members aligned to 64 bytes.
 
-:class:`AlignedZipWriter` lays every member out up front (sizes are known), so payloads
+:func:`write_members` lays every member out up front (sizes are known), so payloads
 can be written in parallel with ``pwrite``; each payload starts at a multiple of
 :data:`ALIGN` (padding goes in an extra field of the local header), so a reader can map
 the archive once and view every tensor without copying. Zero payloads (``memmap_like``)
@@ -15,9 +15,9 @@ import struct
 import time
 import zipfile
 import zlib
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 ALIGN = 64
@@ -31,6 +31,10 @@ _EOCD64 = struct.Struct("<IQHHIIQQQQ")
 _LOC64 = struct.Struct("<IIQI")
 _LIMIT = 0xFFFFFFFF
 _CHUNK = 1 << 26
+#: Payloads below this size are written together with the headers around them.
+_SMALL = 1 << 16
+#: Size of one gathered write of headers and small payloads.
+_BATCH = 1 << 23
 
 
 @dataclass
@@ -40,13 +44,13 @@ class Member:
     name: str
     nbytes: int
     align: bool
-    write: Callable[[int, int], int] | None  # (fd, data offset) -> crc32; None: zeros
+    data: memoryview | None  # the payload's bytes; None: zeros (left as a hole)
     header_offset: int = 0
     data_offset: int = 0
     crc: int = 0
     local_extra: bytes = b""
 
-    @property
+    @cached_property
     def encoded(self) -> bytes:
         return self.name.encode("utf-8")
 
@@ -85,10 +89,9 @@ def layout(members: list[Member]) -> int:
     return offset
 
 
-def _local_header(m: Member) -> bytes:
+def _local_header(m: Member, tm: int, dt: int) -> bytes:
     zip64 = m.nbytes >= _LIMIT
     size = _LIMIT if zip64 else m.nbytes
-    tm, dt = _dos_time()
     return (
         _LOCAL.pack(
             0x04034B50,
@@ -109,23 +112,47 @@ def _local_header(m: Member) -> bytes:
 
 
 def write_members(fd: int, members: list[Member], num_threads: int, on_done: Any = None) -> int:
-    """Write every member (headers and payloads) at its offset; returns the end offset."""
+    """Write every member (headers and payloads) at its offset; returns the end offset.
+
+    Payloads of :data:`_SMALL` bytes or more are written on their own (in ``num_threads``
+    threads when > 1); headers and small payloads, which lie back to back in file order,
+    are gathered into writes of about :data:`_BATCH` bytes, so 10,000 small members cost a
+    handful of system calls rather than 20,000.
+    """
     end = layout(members)
+    large = [m for m in members if m.data is not None and m.nbytes >= _SMALL]
 
     def one(m: Member) -> None:
-        if m.write is not None:
-            m.crc = m.write(fd, m.data_offset)
+        assert m.data is not None
+        m.crc = write_payload(fd, m.data, m.data_offset)
         if on_done is not None:
             on_done(m.nbytes)
 
-    if num_threads > 1 and len(members) > 1:
+    if num_threads > 1 and len(large) > 1:
         with ThreadPoolExecutor(num_threads) as pool:
-            list(pool.map(one, members))
+            list(pool.map(one, large))
     else:
-        for m in members:
+        for m in large:
             one(m)
+    run = bytearray()
+    run_start = 0
+    tm, dt = _dos_time()
     for m in members:
-        os.pwrite(fd, _local_header(m), m.header_offset)
+        small = m.data is not None and m.nbytes < _SMALL
+        if small:
+            m.crc = zlib.crc32(m.data)
+        if not run:
+            run_start = m.header_offset
+        run += _local_header(m, tm, dt)
+        if small:
+            run += m.data  # type: ignore[operator]
+            if on_done is not None:
+                on_done(m.nbytes)
+        if not small or len(run) >= _BATCH:  # the next bytes are not right after these
+            write_payload(fd, memoryview(run), run_start)
+            run = bytearray()
+    if run:
+        write_payload(fd, memoryview(run), run_start)
     return end
 
 
@@ -186,23 +213,19 @@ def write_central(fd: int, members: list[Member], start: int, comment: bytes) ->
     os.ftruncate(fd, start + len(payload))
 
 
-def crc_writer(view: memoryview) -> Callable[[int, int], int]:
-    """A payload writer for ``view`` that returns its CRC-32."""
-
-    def write(fd: int, offset: int) -> int:
-        crc = 0
-        done = 0
-        total = len(view)
-        while done < total:
-            chunk = view[done : done + _CHUNK]
-            crc = zlib.crc32(chunk, crc)
-            written = 0
-            while written < len(chunk):
-                written += os.pwrite(fd, chunk[written:], offset + done + written)
-            done += len(chunk)
-        return crc
-
-    return write
+def write_payload(fd: int, view: memoryview, offset: int) -> int:
+    """Write ``view`` at ``offset`` (in chunks of :data:`_CHUNK`); returns its CRC-32."""
+    crc = 0
+    done = 0
+    total = len(view)
+    while done < total:
+        chunk = view[done : done + _CHUNK]
+        crc = zlib.crc32(chunk, crc)
+        written = 0
+        while written < len(chunk):
+            written += os.pwrite(fd, chunk[written:], offset + done + written)
+        done += len(chunk)
+    return crc
 
 
 # --------------------------------------------------------------------------- reading
