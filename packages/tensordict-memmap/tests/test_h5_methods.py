@@ -248,3 +248,19 @@ def test_in_place_memory_ops_are_refused(h5):
         h5.share_memory_()
     with pytest.raises(RuntimeError, match="to_tensordict"):
         h5.pin_memory_()
+
+
+def test_lock_contexts_restore_the_lock_state_and_keep_the_file_open(h5):
+    with h5.lock_():
+        assert h5.is_locked
+        with pytest.raises(RuntimeError, match="locked"):
+            h5["z"] = torch.zeros(3, 4)
+    assert not h5.is_locked and bool(h5.file)  # unlocked again, file still open
+    h5.lock_()
+    with h5.unlock_():
+        h5["z"] = torch.ones(3, 4)
+    assert h5.is_locked
+    assert torch.equal(h5["z"], torch.ones(3, 4))
+    with h5:  # a plain block closes the file
+        pass
+    assert not bool(h5.file)

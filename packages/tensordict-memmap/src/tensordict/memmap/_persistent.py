@@ -30,7 +30,7 @@ from tensordict._pad import PadOps
 from tensordict._state_dict import StateDictOps
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _codec, _fs
-from tensordict.memmap._persistent_ops import PersistentOps
+from tensordict.memmap._persistent_ops import LOCK_OP, PersistentOps
 
 ATTR = "tensordict"
 _EXTRA = "pip install tensordict-memmap[h5]"
@@ -645,10 +645,16 @@ class PersistentTensorDict(
         self.file.close()
 
     def __enter__(self) -> PersistentTensorDict:  # type: ignore[override]
+        # right after lock_()/unlock_(), the block restores the lock state; else it closes
+        self.__dict__.setdefault("_ctx_lock", []).append(self.__dict__.pop(LOCK_OP, None))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.close()
+        previous = self.__dict__["_ctx_lock"].pop()
+        if previous is None:
+            self.close()
+        else:
+            self._is_locked = previous
 
     def __getstate__(self) -> dict[str, Any]:
         mode = self._mode if self._mode in ("r", "r+", "a") else "r+"

@@ -42,6 +42,9 @@ from tensordict._keys import NestedKey, unravel_key
 from tensordict._kinds import is_tensorclass
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
+#: Where ``lock_``/``unlock_`` leave the previous lock state for a ``with`` block to restore.
+LOCK_OP = "_lock_op"
+
 #: ``TensorDict`` methods that PersistentTensorDict runs on its content read into memory:
 #: shape ops (their result is a new tensordict, not a view of the file) and key layouts
 IN_MEMORY = (
@@ -138,12 +141,16 @@ class PersistentOps:
         self._is_locked = bool(value)
 
     def lock_(self) -> Any:
-        """Refuse writes through this object (the file itself is unchanged)."""
+        """Refuse writes through this object (the file itself is unchanged). In a ``with``
+        statement (``with h5.lock_():``), the previous lock state comes back on exit."""
+        self.__dict__[LOCK_OP] = self._is_locked
         self._is_locked = True
         return self
 
     def unlock_(self) -> Any:
-        """Accept writes again (the file must be open for writing)."""
+        """Accept writes again (the file must be open for writing). In a ``with``
+        statement (``with h5.unlock_():``), the previous lock state comes back on exit."""
+        self.__dict__[LOCK_OP] = self._is_locked
         self._is_locked = False
         return self
 
