@@ -7,7 +7,9 @@ tensors (default 1 GiB in 64 leaves), and ``--small-leaves`` tiny tensors (defau
 ``--repeat`` interleaved rounds:
 
 * ``raw write``: one ``write()`` per leaf of the same bytes into one file (the limit),
-  and the same followed by ``fsync`` (the limit for a durable save);
+  and the same followed by ``fsync`` (the limit for a durable save); ``raw write, one
+  file per leaf``: a new file per leaf with bare ``os`` calls (the floor of the
+  reference's folder layout);
 * ``td.memmap(prefix)``: the default save, atomic and durable (staging folder, fsync,
   rename); ``atomic=False``: writes in place, no fsync (the reference's default);
   ``td.save("x.tdz")``: the single-file archive (and its ``load_memmap``);
@@ -70,6 +72,17 @@ def raw_write(path: Path, tensors: list[torch.Tensor], fsync: bool) -> None:
             os.fsync(f.fileno())
 
 
+def raw_files(folder: Path, tensors: list[torch.Tensor]) -> None:
+    """One new file per leaf, created and written with bare ``os`` calls: the floor of any
+    one-file-per-leaf layout (the reference's folder format) on this filesystem."""
+    os.mkdir(folder)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    for i, t in enumerate(tensors):
+        fd = os.open(folder / f"{i}.bin", flags, 0o644)
+        os.write(fd, memoryview(t.view(torch.uint8).numpy()))
+        os.close(fd)
+
+
 def raw_read(path: Path, nbytes: int) -> int:
     buf = bytearray(nbytes)
     with open(path, "rb", buffering=0) as f:
@@ -104,6 +117,7 @@ def run_case(name: str, td: TensorDict, work: Path, repeat: int) -> list[dict]:
     nbytes = sum(t.numel() * t.element_size() for t in tensors)
     as_dict = {str(k): v for k, v in td.items(True, True)}
     raw, pt, st, folder = work / "raw.bin", work / "data.pt", work / "data.safetensors", work / "td"
+    files = work / "files"
     archive = work / "data.tdz"
 
     def fresh(path: Path) -> Callable[[], None]:
@@ -122,6 +136,7 @@ def run_case(name: str, td: TensorDict, work: Path, repeat: int) -> list[dict]:
     plan: list[tuple[str, Callable[[], Any], Callable[[], Any] | None, str | None]] = [
         ("raw write", lambda: raw_write(raw, tensors, False), fresh(raw), None),
         ("raw write + fsync", lambda: raw_write(raw, tensors, True), fresh(raw), None),
+        ("raw write, one file per leaf", lambda: raw_files(files, tensors), fresh(files), None),
         ("torch.save", lambda: torch.save(as_dict, pt), fresh(pt), "raw write"),
     ]
     if save_file is not None:
@@ -139,7 +154,7 @@ def run_case(name: str, td: TensorDict, work: Path, repeat: int) -> list[dict]:
             "td.memmap (atomic=False)",
             lambda: td.memmap(folder, atomic=False),
             fresh(folder),
-            "raw write",
+            "raw write, one file per leaf",
         ),
         ("td.save(.tdz archive)", lambda: td.save(archive), fresh(archive), "raw write + fsync"),
         ("raw read", lambda: raw_read(raw, nbytes), None, None),
@@ -159,7 +174,7 @@ def run_case(name: str, td: TensorDict, work: Path, repeat: int) -> list[dict]:
         ("load_memmap(.tdz archive)", lambda: TensorDict.load_memmap(archive), None, "raw read"),
     ]
     best = interleaved([(what, fn, setup) for what, fn, setup, _ in plan], repeat)
-    for path in (folder, raw, pt, st, archive):
+    for path in (folder, raw, pt, st, archive, files):
         fresh(path)()
     return [
         {"case": name, "what": what, "seconds": best[what], "ref": ref} for what, _, _, ref in plan

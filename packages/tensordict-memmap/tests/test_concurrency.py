@@ -112,16 +112,20 @@ def _crash_script():
 
 
 @pytest.mark.slow
-def test_kill_9_during_an_overwrite_never_loads_wrong_data(tmp_path):
+@pytest.mark.parametrize(
+    ("leaves", "leaf_mb"),
+    [(8, "0.5"), (300, "0.004")],  # per-file fsyncs; one syncfs (256 files or more)
+)
+def test_kill_9_during_an_overwrite_never_loads_wrong_data(tmp_path, leaves, leaf_mb):
     """A quick version of benchmarks/crash_save.py (100 trials there, README figures)."""
     report = _crash_script().main(
         [
             "--trials",
             "10",
             "--leaves",
-            "8",
+            str(leaves),
             "--leaf-mb",
-            "0.5",
+            leaf_mb,
             "--dir",
             str(tmp_path),
             "--json",
