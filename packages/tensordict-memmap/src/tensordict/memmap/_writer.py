@@ -1,9 +1,10 @@
 """Saving tensor collections to a folder: ``memmap``, ``memmap_``, ``memmap_like``, ``save``.
 
 By default a save is atomic and durable: everything is written into a fresh staging
-folder next to the target, flushed to disk (writeback starts as each file is written;
-all files are then ``fsync``-ed in parallel threads, which the filesystem batches
-files), and the staging folder then replaces the target in one rename (an atomic
+folder next to the target, flushed to disk (writeback starts as each file is written,
+then all files are ``fsync``-ed in parallel threads, which the filesystem batches; from
+256 files on, one ``syncfs`` of the filesystem replaces the per-file calls on Linux),
+and the staging folder then replaces the target in one rename (an atomic
 exchange on Linux). A process killed at any instant leaves either the previous complete
 content or the new one — never a mix. Entries of an existing target that the previous
 save did not write (a user's own files) are carried over. ``atomic=False`` writes in
