@@ -6,7 +6,14 @@
 * :func:`register`: makes a tensordict class a ``torch.utils._pytree`` node, so
   ``tree_map``, ``tree_flatten``/``tree_unflatten`` and the ``torch.func`` transforms see
   through it. Children are the tensors and nested tensordicts; keys, batch size, device,
-  names and non-tensor entries travel in the context.
+  names, non-tensor entries and unbatched entries travel in the context (``torch.vmap``
+  must not map over an :class:`~tensordict.UnbatchedTensor`: it has no batch dimension).
+* Inside a function that ``torch.vmap`` runs, the unbatched entries of a rebuilt
+  tensordict are :class:`~tensordict._unbatched.UnbatchedTensorInVmap` objects, a pytree
+  node whose one child is a plain alias: when the function returns one bare, ``vmap``
+  expands that child along the new dimension, and the node's unflatten turns the
+  expanded alias back into an ``UnbatchedTensor`` of the same payload whose batch size
+  has the new dimension.
 """
 
 from __future__ import annotations
@@ -30,12 +37,14 @@ from tensordict._nontensor import (
     is_non_tensor,
 )
 from tensordict._shape import parse_batch_size
+from tensordict._unbatched import UNBATCHED_TYPES, UnbatchedTensorInVmap, as_unbatched
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
 
 _Tensor = torch.Tensor
 _functorch = torch._C._functorch
+_VMAP = _functorch.TransformType.Vmap
 
 #: The key of the non-tensor entry recording what each level of a pytree was.
 PYTREE_KEY = "_pytree_type"
@@ -211,9 +220,17 @@ def to_pytree(td: Any) -> Any:
 
 # ---------------------------------------------------------------------- pytree node
 def _same_non_tensor(v1: Any, v2: Any) -> bool:
-    """Whether two non-tensor entries hold equal data (``==`` between them is elementwise)."""
+    """Whether two carried entries hold equal data (``==`` between them is elementwise);
+    unbatched entries are the same when they share their payload."""
     if v1 is v2:
         return True
+    if type(v1) in UNBATCHED_TYPES or type(v2) in UNBATCHED_TYPES:
+        return (
+            isinstance(v1, _Tensor)
+            and isinstance(v2, _Tensor)
+            and v1.shape == v2.shape
+            and v1.data_ptr() == v2.data_ptr()
+        )
     if type(v1) is not type(v2):
         return False
     a, b = (v1.data, v2.data) if type(v1) in DATA_TYPES else (v1.tolist(), v2.tolist())
@@ -226,7 +243,7 @@ def _same_non_tensor(v1: Any, v2: Any) -> bool:
 
 
 class _NonTensorEntries(tuple[Any, ...]):
-    """The non-tensor ``(key, value)`` entries of a flattened tensordict.
+    """The non-tensor and unbatched ``(key, value)`` entries of a flattened tensordict.
 
     Hashable (by keys) and compared safely whatever the values are, so tree specs
     holding it can be hashed and compared.
@@ -285,15 +302,23 @@ def _vmap_level(value: Any) -> int:
     return _functorch.maybe_get_level(value) if _functorch.is_batchedtensor(value) else -1
 
 
+def _vmap_depth() -> int:
+    """How many ``torch.vmap`` levels the current code runs in."""
+    stack = _functorch.get_interpreter_stack()
+    return 0 if not stack else sum(1 for interpreter in stack if interpreter.key() == _VMAP)
+
+
 def _first_leaf(values: Iterable[Any]) -> Any:
-    """A tensor leaf among ``values`` or, failing that, inside the tensordicts among them."""
+    """A (batched) tensor leaf among ``values`` or, failing that, inside the tensordicts
+    among them; unbatched entries do not count."""
     nested = []
     for value in values:
         if isinstance(value, _kinds.Base):  # first: isinstance(td, Tensor) is slow
             if type(value) not in NON_TENSOR_TYPES:
                 nested.append(value)
         elif isinstance(value, _Tensor):
-            return value
+            if type(value) not in UNBATCHED_TYPES:
+                return value
         elif type(value) not in NON_TENSOR_TYPES and hasattr(value, "batch_size"):
             nested.append(value)
     for value in nested:
@@ -309,7 +334,9 @@ def _flatten(td: Any) -> tuple[list[Any], tuple[Any, ...]]:
     non_tensor = None
     level = None
     for key, value in td._tensordict.items():
-        if type(value) in NON_TENSOR_TYPES:
+        if type(value) in NON_TENSOR_TYPES or (
+            type(value) in UNBATCHED_TYPES and not _functorch.is_functorch_wrapped_tensor(value)
+        ):  # an unbatched result of batched operations is batched: a leaf
             if non_tensor is None:
                 non_tensor = []
             non_tensor.append((key, value))
@@ -347,6 +374,28 @@ def _make_unflatten(cls: type) -> Any:
 
 
 def _unflatten(cls: Any, values: Iterable[Any], context: tuple[Any, ...]) -> Any:
+    out = _rebuild(cls, values, context)
+    carried = context[4]
+    if carried is not None:
+        unbatched = [key for key, value in carried if type(value) in UNBATCHED_TYPES]
+        if unbatched:
+            _place_unbatched(out, unbatched, context[1])
+    return out
+
+
+def _place_unbatched(out: Any, keys: list[str], old_bs: torch.Size) -> None:
+    """Give the unbatched entries ``keys`` of a rebuilt tensordict its batch size, as
+    :class:`UnbatchedTensorInVmap` objects when the code goes on inside ``torch.vmap``
+    (rebuilt on entering a level, or inside one; not on leaving the last one, where the
+    batch size gains the vmapped dimension back)."""
+    bs = out._batch_size
+    in_vmap = _vmap_depth() - (len(bs) > len(old_bs)) > 0
+    store = out._tensordict
+    for key in keys:
+        store[key] = as_unbatched(store[key], bs, in_vmap)
+
+
+def _rebuild(cls: Any, values: Iterable[Any], context: tuple[Any, ...]) -> Any:
     keys, bs, device, names, non_tensor, level = context
     level = int(level)  # a _Level compares equal to everything
     children = values if type(values) is list else list(values)
@@ -551,6 +600,12 @@ def _batch_candidates(
 
 def _to_dumpable_context(context: tuple[Any, ...]) -> str:
     keys, bs, device, names, non_tensor, _ = context
+    if non_tensor is not None and any(type(v) in UNBATCHED_TYPES for _, v in non_tensor):
+        raise TypeError(
+            "cannot serialize the tree spec of a tensordict holding UnbatchedTensor entries "
+            f"(keys {[k for k, v in non_tensor if type(v) in UNBATCHED_TYPES]}): they travel "
+            "in the spec, not as leaves."
+        )
     try:
         data = None
         if non_tensor is not None:
@@ -672,9 +727,54 @@ def register_lazy_stack(cls: type) -> None:
     )
 
 
+# ---------------------------------------------------------------------- unbatched in vmap
+def _unbatched_flatten(value: Any) -> tuple[list[Any], tuple[Any, ...]]:
+    return [as_unbatched(value, value.batch_size)], (tuple(value.batch_size), tuple(value.shape))
+
+
+def _unbatched_flatten_with_keys(value: Any) -> tuple[list[tuple[Any, Any]], tuple[Any, ...]]:
+    children, context = _unbatched_flatten(value)
+    return [(pytree.SequenceKey(0), children[0])], context
+
+
+def _unbatched_unflatten(values: Iterable[Any], context: tuple[Any, ...]) -> Any:
+    """The child back, or, when ``torch.vmap`` expanded it along a new dimension ``d`` on
+    leaving a level (a tensor it did not batch), an ``UnbatchedTensor`` of the payload
+    whose batch size has that dimension at ``d``."""
+    (leaf,) = values
+    bs, shape = context
+    if (
+        type(leaf) is _Tensor
+        and leaf.dim() == len(shape) + 1
+        and not _functorch.is_batchedtensor(leaf)
+    ):
+        size = leaf.shape
+        for d in range(min(len(bs), len(shape)) + 1):
+            if (leaf.stride(d) == 0 or size[d] == 1) and size[:d] + size[d + 1 :] == shape:
+                new_bs = torch.Size(bs[:d] + (size[d],) + bs[d:])
+                return as_unbatched(leaf.select(d, 0), new_bs, _vmap_depth() > 1)
+    return leaf
+
+
+def _unbatched_from_dumpable(dumped: str) -> tuple[Any, ...]:
+    bs, shape = json.loads(dumped)
+    return tuple(bs), tuple(shape)
+
+
 def register_defaults() -> None:
-    """Register ``TensorDict`` and, when core has it, ``LazyStackedTensorDict``."""
+    """Register ``TensorDict``, ``UnbatchedTensorInVmap`` and, when core has it,
+    ``LazyStackedTensorDict``."""
     register(_kinds.Dense)
+    if UnbatchedTensorInVmap not in pytree.SUPPORTED_NODES:
+        pytree.register_pytree_node(
+            UnbatchedTensorInVmap,
+            _unbatched_flatten,
+            _unbatched_unflatten,
+            serialized_type_name="tensordict._unbatched.UnbatchedTensorInVmap",
+            to_dumpable_context=json.dumps,
+            from_dumpable_context=_unbatched_from_dumpable,
+            flatten_with_keys_fn=_unbatched_flatten_with_keys,
+        )
     lazy_module = sys.modules.get("tensordict._lazy")
     lazy_cls = getattr(lazy_module, "LazyStackedTensorDict", None)
     if lazy_cls is not None:
