@@ -232,7 +232,6 @@ _TENSOR, _DENSE, _CARRIED, _UNBATCHED, _OTHER = range(5)
 _KINDS: dict[type, int] = {}
 #: The types taken as tensor children (a subset of ``_KINDS``, for one ``<=`` test).
 _TENSOR_TYPES: set[type] = set()
-_BASE: Any = _kinds.Base
 
 
 def _kind(cls: type) -> int:
@@ -246,7 +245,7 @@ def _kind(cls: type) -> int:
             kind = _CARRIED
         elif cls in UNBATCHED_TYPES:
             kind = _UNBATCHED
-        elif issubclass(cls, _Tensor) and not issubclass(cls, _BASE):
+        elif issubclass(cls, _Tensor):
             kind = _TENSOR
             _TENSOR_TYPES.add(cls)
         else:
