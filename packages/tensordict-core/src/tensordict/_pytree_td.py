@@ -354,14 +354,16 @@ def _key_entries(spec: LevelSpec, prefix: tuple[str, ...]) -> Iterator[Any]:
 def make_unflatten(cls: type) -> Any:
     def unflatten(values: Iterable[Any], spec: LevelSpec) -> Any:
         children = values if type(values) is list else list(values)
-        if spec.plain and children:  # the two rebuilds of every torch.vmap call, in one go
+        if spec[8] and children:  # plain: the two rebuilds of every vmap call, in one go
             first = children[0]
+            out = None
             if type(first) in _SCALARS:
                 out = _scalar_tree(cls, spec, children)
-            elif isinstance(first, _Tensor) and _is_batched(first):
-                out = _entered_tree(cls, spec, children)
-            else:
-                out = None
+            elif isinstance(first, _Tensor):
+                if _is_batched(first):
+                    out = _entered_tree(cls, spec, children)
+                if out is None:
+                    out = _same_level(cls, spec, children, 0)
             if out is not None:
                 return out
         return _build(cls, spec, children, 0)
@@ -396,9 +398,9 @@ _new_int64 = functools.partial(_INT64.new_full, ())
 def _tensor_level(cls: Any, spec: LevelSpec, tensors: list[Any], pos: int, bs: torch.Size) -> Any:
     """A plain level (and its merged levels) around ``tensors``, with batch size ``bs``
     (nested levels: ``bs`` too) and no device."""
-    layout = spec.layout
+    keys, layout, _, _, _, _, _, size, _ = spec
     if layout is None:
-        store = dict(zip(spec.keys, tensors[pos : pos + spec.size], strict=True))
+        store = dict(zip(keys, tensors[pos : pos + size], strict=True))
     else:
         store = {}
         for key, sub in layout:
@@ -418,7 +420,7 @@ def _entered_tree(cls: Any, spec: LevelSpec, children: list[Any]) -> Any:
     first = children[0]
     lvl = _functorch.maybe_get_level(first)
     bdim = _functorch.maybe_get_bdim(first)
-    bs = spec.batch_size
+    bs = spec[2]  # batch_size
     if bdim >= len(bs) or _functorch.get_unwrapped(first).shape[: len(bs)] != bs:
         return None
     try:  # every child batched at this level along ``bdim`` (a non-tensor raises)
@@ -436,19 +438,18 @@ def _entered_tree(cls: Any, spec: LevelSpec, children: list[Any]) -> Any:
 def _entered_level(
     cls: Any, spec: LevelSpec, children: list[Any], pos: int, lvl: int, bdim: int
 ) -> Any:
-    if lvl <= spec.level:
+    keys, layout, bs, _, _, _, level, size, _ = spec
+    if lvl <= level:
         return None
-    bs = spec.batch_size
-    new = bs[:bdim] + bs[bdim + 1 :]
+    new = bs[1:] if bdim == 0 else bs[:bdim] + bs[bdim + 1 :]
     n = len(new)
-    layout = spec.layout
     if layout is None:
-        values = children[pos : pos + spec.size]
+        values = children[pos : pos + size]
         if n:
             for value in values:
                 if value.shape[:n] != new:
                     return None
-        store = dict(zip(spec.keys, values, strict=True))
+        store = dict(zip(keys, values, strict=True))
     else:
         store = {}
         for key, sub in layout:
@@ -464,6 +465,53 @@ def _entered_level(
                 pos += sub.size
             store[key] = value
     return cls._new_unsafe(store, new, None, None)
+
+
+def _same_level(cls: Any, spec: LevelSpec, children: list[Any], pos: int) -> Any:
+    """A plain level (and its merged levels) whose tensors still start with its batch
+    size at the same ``torch.vmap`` level (``tree_map``, ``grad``…): the same batch size;
+    the device kept when every child is on it, as level by level; ``None`` otherwise."""
+    keys, layout, bs, device, _, _, level, size, _ = spec
+    nb = len(bs)
+    tensor = _Tensor
+    if layout is None:
+        values = children[pos : pos + size]
+        if not isinstance(values[0], tensor) or vmap_level(values[0]) != level:
+            return None
+        for value in values:
+            if not isinstance(value, tensor) or value.shape[:nb] != bs:
+                return None
+            if device is not None and value.device != device:
+                device = None
+        store = dict(zip(keys, values, strict=True))
+    else:
+        store = {}
+        first = True
+        for key, sub in layout:
+            if sub is None:
+                value = children[pos]
+                pos += 1
+                if not isinstance(value, tensor):
+                    return None
+                if first:
+                    first = False
+                    if vmap_level(value) != level:
+                        return None
+                if value.shape[:nb] != bs:
+                    return None
+            else:
+                value = _same_level(_kinds.Dense, sub, children, pos)
+                if value is None:
+                    return None
+                pos += sub[7]  # size
+            if device is not None and value.device != device:
+                device = None
+            store[key] = value
+        if first:  # nested levels only: their leaves tell the level
+            leaf = first_leaf(store.values())
+            if leaf is not None and vmap_level(leaf) != level:
+                return None
+    return cls._new_unsafe(store, bs, device, None)
 
 
 def _build(cls: Any, spec: LevelSpec, children: list[Any], start: int) -> Any:
