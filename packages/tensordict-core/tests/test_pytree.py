@@ -351,3 +351,55 @@ def test_non_tensor_stacks_and_metadata_travel_in_the_spec():
     back = pytree.tree_unflatten([torch.zeros(2)], loaded)
     assert back["s"] == ["a", "b"] and type(back._tensordict["m"]) is tensordict.MetaData
     assert td.to_dict() == {"x": td["x"], "s": ["a", "b"], "m": "run"}
+
+
+def test_nested_tensordicts_are_one_node():
+    """A tensordict and the plain tensordicts nested in it are one pytree node whose
+    children are all their tensors (depth first, in key order); other collections nested
+    in it stay nodes of their own."""
+    td = TensorDict(
+        a=torch.zeros(2, 1),
+        n={"b": torch.ones(2), "m": {"c": torch.full((2, 3), 2.0)}, "d": torch.ones(2, 4)},
+        lazy=tensordict.lazy_stack([TensorDict(e=torch.zeros(3)), TensorDict(e=torch.ones(3))]),
+        batch_size=[2],
+    )
+    leaves, spec = pytree.tree_flatten(td)
+    order = [("a",), ("n", "b"), ("n", "m", "c"), ("n", "d"), ("lazy", 0, "e"), ("lazy", 1, "e")]
+    assert len(leaves) == len(order)
+    for leaf, key in zip(leaves[:4], order[:4], strict=True):
+        assert leaf is td[key]
+    assert spec.type is TensorDict and spec.num_children == 5  # 4 tensors + the lazy stack
+    assert spec.num_leaves == 6
+    paths = [pytree.keystr(p) for p, _ in pytree.tree_flatten_with_path(td)[0]]
+    assert paths[:4] == ["['a']", "['n']['b']", "['n']['m']['c']", "['n']['d']"]
+    for path, leaf in pytree.tree_flatten_with_path(td)[0]:
+        assert pytree.key_get(td, path) is leaf
+    out = pytree.tree_map(lambda x: x + 1, td)
+    assert type(out["lazy"]) is type(td["lazy"]) and out["lazy", "e"].tolist() == [
+        [1.0] * 3,
+        [2.0] * 3,
+    ]
+    assert out["n", "m"].batch_size == (2,) and out["n", "m", "c"].tolist() == [[3.0] * 3] * 2
+    back = pytree.tree_unflatten(leaves, spec)
+    assert back["n", "m", "c"] is td["n", "m", "c"] and list(back["n"].keys()) == ["b", "m", "d"]
+
+
+def test_nested_spec_serialization_and_equality():
+    def make():
+        return TensorDict(
+            a=torch.zeros(2), n={"b": torch.ones(2, 3), "s": "x", "m": {}}, batch_size=[2]
+        )
+
+    leaves, spec = pytree.tree_flatten(make())
+    assert spec == pytree.tree_structure(make()) and hash(spec) == hash(
+        pytree.tree_structure(make())
+    )
+    other = make()
+    other["n", "b2"] = torch.ones(2)
+    assert spec != pytree.tree_structure(other)
+    loaded = pytree.treespec_loads(pytree.treespec_dumps(spec))
+    assert loaded == spec
+    back = pytree.tree_unflatten([torch.full((2,), 5.0), torch.zeros(2, 3)], loaded)
+    assert back["a"].tolist() == [5.0, 5.0] and back["n", "s"] == "x"
+    assert back["n"].batch_size == (2,) and back["n", "m"].batch_size == (2,)
+    assert list(back["n"].keys()) == ["b", "s", "m"]

@@ -248,3 +248,82 @@ def test_copy_shares_storage_as_subclass_unwraps():
     c = u.copy()
     assert c is not u and c.data_ptr() == u.data_ptr() and c.batch_size == (2,)
     assert type(u.as_subclass(torch.Tensor)) is torch.Tensor
+
+
+# ---------------------------------------------------------------------- torch.vmap
+def vmap_td():
+    table = torch.randn(7, 11)
+    td = TensorDict(
+        a=UnbatchedTensor(table), x=torch.randn(4, 3, 7),
+        n={"u": UnbatchedTensor(table), "y": torch.randn(4, 3)},
+        batch_size=[4, 3],
+    )  # fmt: skip
+    return td, table
+
+
+def test_vmap_does_not_map_over_it_and_the_function_sees_it_whole():
+    """Each call sees the table whole; the results equal the function row by row."""
+    td, table = vmap_td()
+    seen = []
+
+    def fn(t):
+        seen.append((type(t.get("a")), t.get("a").shape, t.get("a").batch_size, t.batch_size))
+        return t["x"] @ t["a"] + t["n", "u"].sum()
+
+    out = torch.vmap(fn)(td)
+    assert seen[0][1:] == ((7, 11), (3,), (3,)) and issubclass(seen[0][0], UnbatchedTensor)
+    expected = torch.stack([fn(td[i]) for i in range(4)])
+    assert out.shape == (4, 3, 11) and type(out) is torch.Tensor
+    torch.testing.assert_close(out, expected)
+
+
+@pytest.mark.parametrize("in_dims", [0, 1])
+def test_vmap_returning_the_tensordict_keeps_the_entry(in_dims):
+    td, table = vmap_td()
+    out = torch.vmap(lambda t: t.set("y", t["x"] * 2), in_dims=in_dims, out_dims=in_dims)(td)
+    assert out.batch_size == (4, 3)
+    assert_carried(out, table)
+    nested = out["n", "u"]
+    assert type(nested) is UnbatchedTensor and nested.data_ptr() == table.data_ptr()
+    assert nested.batch_size == out["n"].batch_size == (4, 3)
+    torch.testing.assert_close(out["y"], td["x"] * 2)
+    td.zero_()  # the same storage: the rebuilt entries see the write
+    assert (torch.vmap(lambda t: t)(td)["a"] == 0).all()
+
+
+def test_vmap_rebuilt_tensordict_takes_the_out_dims_batch_size():
+    td, table = vmap_td()
+    out = torch.vmap(lambda t: TensorDict(u=t["a"], x=t["x"]), in_dims=1)(td)
+    assert out.batch_size == (3,)
+    assert_carried(TensorDict(a=out["u"], batch_size=out.batch_size), table)
+    assert out["u"].batch_size == (3,)
+    torch.testing.assert_close(out["x"], td["x"].transpose(0, 1))
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_vmap_returning_it_bare_gives_it_back_with_the_vmapped_batch_size(nested):
+    td, table = vmap_td()
+    fn = torch.vmap(torch.vmap(lambda t: t["a"])) if nested else torch.vmap(lambda t: t["a"])
+    out = fn(td)
+    assert type(out) is UnbatchedTensor and out.shape == (7, 11)
+    assert out.data_ptr() == table.data_ptr() and out.batch_size == (4, 3)
+    out = torch.vmap(lambda t: t["a"], in_dims=1)(td)
+    assert type(out) is UnbatchedTensor and out.batch_size == (3, 4)
+
+
+def test_vmap_results_computed_from_it_are_batched_values():
+    """Arithmetic mixing it with batched values is batched: vmap stacks it as usual."""
+    td, table = vmap_td()
+    out = torch.vmap(lambda t: t["a"] + t["x"].sum())(td)
+    expected = torch.stack([table + td["x"][i].sum(-1).sum() for i in range(4)])
+    assert out.shape == (4, 7, 11)
+    torch.testing.assert_close(out, expected.reshape(4, 7, 11))
+
+    def loss(p, t):
+        return (t["x"].sum(-1) * p["w"]).sum() + t["a"].sum() * p["w"].sum()
+
+    p = TensorDict(w=torch.ones(3))
+    grads = torch.vmap(torch.func.grad(loss), (None, 0))(p, td)
+    expected = torch.stack([torch.func.grad(loss)(p, td[i])["w"] for i in range(4)])
+    assert grads.batch_size == (4,)
+    torch.testing.assert_close(grads["w"], expected)

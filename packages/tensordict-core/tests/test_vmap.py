@@ -237,3 +237,54 @@ def test_per_sample_gradients():
         g = torch.func.grad(loss)(params, x[i], y[i])
         torch.testing.assert_close(grads[i]["w"], g["w"])
         torch.testing.assert_close(grads[i]["b"], g["b"])
+
+
+def test_nested_levels_without_leaves_follow_their_parent():
+    """A nested level holding no tensor (only non-tensor or unbatched entries, or none)
+    gets the vmapped dimension removed and put back like its parent."""
+    from tensordict import NonTensorData, UnbatchedTensor
+
+    table = torch.ones(2)
+    td = TensorDict(
+        x=torch.randn(4, 3, 2),
+        n={"s": NonTensorData("hi")},
+        e={},
+        u={"t": UnbatchedTensor(table), "deeper": {"s": "x"}},
+        batch_size=[4, 3],
+    )
+    seen = []
+
+    def fn(t):
+        seen.append([t[k].batch_size for k in ("n", "e", "u", ("u", "deeper"))])
+        return t.set("y", t["x"] * 2)
+
+    out = torch.vmap(fn, in_dims=1)(td)
+    assert seen[0] == [(4,)] * 4
+    assert out.batch_size == (3, 4)
+    for key in ("n", "e", "u", ("u", "deeper")):
+        assert out[key].batch_size == (3, 4)
+    assert out["n", "s"] == "hi" and out["u", "deeper", "s"] == "x"
+    assert out["u", "t"].batch_size == (3, 4) and out["u", "t"].data_ptr() == table.data_ptr()
+    torch.testing.assert_close(out["y"], td["x"].transpose(0, 1) * 2)
+
+
+def test_deep_nesting_values_and_batch_sizes():
+    """Levels of different batch sizes, several nested tensordicts per level."""
+    m = TensorDict(c=torch.randn(4, 5, 6, 1), batch_size=[4, 5, 6])
+    n = TensorDict(b=torch.randn(4, 5, 2), m=m, d=torch.randn(4, 5), batch_size=[4, 5])
+    td = TensorDict(a=torch.randn(4, 3), n=n, k={"e": torch.randn(4, 1)}, batch_size=[4])
+    seen = []
+
+    def fn(t):
+        seen.append((t.batch_size, t["n"].batch_size, t["n", "m"].batch_size, t["k"].batch_size))
+        return t.apply(lambda x: x + 1)
+
+    out = torch.vmap(fn)(td)
+    assert seen[0] == ((), (5,), (5, 6), ())
+    assert out.batch_size == (4,) and out["n"].batch_size == (4, 5)
+    assert out["n", "m"].batch_size == (4, 5, 6) and out["k"].batch_size == (4,)
+    for key, value in td.items(True, True):
+        torch.testing.assert_close(out[key], value + 1)
+    rows = torch.vmap(lambda t: t["n", "m", "c"].sum() + t["a"].sum())(td)
+    expected = torch.stack([td[i]["n", "m", "c"].sum() + td[i]["a"].sum() for i in range(4)])
+    torch.testing.assert_close(rows, expected)

@@ -76,3 +76,21 @@ def test_reset_parameters_recursive_resets_every_copy():
     )
     with pytest.raises(ValueError, match="num_copies"):
         EnsembleModule(_module(), num_copies=0)
+
+
+def test_expand_input_false_maps_over_the_input_too():
+    """Copy ``i`` reads row ``i`` of the input; results equal each copy run alone."""
+    ensemble = EnsembleModule(
+        TensorDictModule(nn.Linear(3, 2), in_keys=["x"], out_keys=["y"]),
+        num_copies=4,
+        expand_input=False,
+    )
+    td = TensorDict(x=torch.randn(4, 5, 3), n={"z": torch.randn(4, 5)}, batch_size=[4, 5])
+    out = ensemble(td)
+    assert out.batch_size == (4, 5) and out["y"].shape == (4, 5, 2)
+    torch.testing.assert_close(out["n", "z"], td["n", "z"])
+    reference = nn.Linear(3, 2)
+    for i in range(4):
+        with ensemble.params_td[i]["module"].to_module(reference):
+            torch.testing.assert_close(out["y"][i], reference(td["x"][i]))
+    assert list(td.keys()) == ["x", "n"], "the input is left as it was"

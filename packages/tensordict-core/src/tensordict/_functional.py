@@ -126,7 +126,7 @@ def _combine(
             values = [td._tensordict[key] for td in tds]
         except KeyError:
             raise _keys_error(tds, op, prefix) from None
-        if type(value) is UnbatchedTensor:
+        if isinstance(value, UnbatchedTensor):
             out[key] = combine_unbatched(values, new_bs, prefix + (key,))
         elif isinstance(value, _Tensor):
             try:

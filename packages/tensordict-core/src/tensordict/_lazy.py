@@ -439,7 +439,7 @@ class LazyStackedTensorDict(
     def _stack_values(self, key: tuple[Any, ...], values: list[Any]) -> Any:
         first = values[0]
         sd = self.stack_dim
-        if type(first) is UnbatchedTensor:
+        if isinstance(first, UnbatchedTensor):
             bs = first.batch_size
             return combine_unbatched(values, bs[:sd] + torch.Size([len(values)]) + bs[sd:], key)
         if isinstance(first, _Tensor):

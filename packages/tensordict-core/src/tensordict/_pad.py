@@ -80,7 +80,7 @@ def _pad_td(
     store = td._tensordict if isinstance(td, _kinds.Dense) else None
     items = store.items() if store is not None else td.items()
     for key, entry in items:
-        if type(entry) is UnbatchedTensor:  # no batch dimension: carried whole
+        if isinstance(entry, UnbatchedTensor):  # no batch dimension: carried whole
             out[key] = entry._with(new_bs)
         elif isinstance(entry, _Tensor):
             fill = value.get(prefix + (key,), 0.0) if isinstance(value, dict) else value

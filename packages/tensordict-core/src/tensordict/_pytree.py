@@ -5,16 +5,16 @@
   was in a non-tensor entry :data:`PYTREE_KEY` holding a :class:`PytreeNode`.
 * :func:`register`: makes a tensordict class a ``torch.utils._pytree`` node, so
   ``tree_map``, ``tree_flatten``/``tree_unflatten`` and the ``torch.func`` transforms see
-  through it. Children are the tensors and nested tensordicts; keys, batch size, device,
-  names and non-tensor entries travel in the context.
+  through it: one node for a tensordict and the plain tensordicts nested in it, whose
+  children are their tensors (see :mod:`tensordict._pytree_td`).
+  :func:`register_lazy_stack` does it for lazy stacks, whose children are their members.
 """
 
 from __future__ import annotations
 
 import collections
-import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
@@ -24,10 +24,18 @@ from tensordict import _kinds
 from tensordict._kinds import is_tensor_collection
 from tensordict._nontensor import (
     DATA_TYPES,
-    NON_TENSOR_TYPES,
     NonTensorData,
-    NonTensorStack,
     is_non_tensor,
+)
+from tensordict._pytree_td import (
+    first_leaf,
+    flatten,
+    flatten_with_keys,
+    from_dumpable_context,
+    make_unflatten,
+    register_unbatched_in_vmap,
+    to_dumpable_context,
+    vmap_level,
 )
 from tensordict._shape import parse_batch_size
 
@@ -35,23 +43,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from tensordict._td import TensorDict
 
 _Tensor = torch.Tensor
-_functorch = torch._C._functorch
 
 #: The key of the non-tensor entry recording what each level of a pytree was.
 PYTREE_KEY = "_pytree_type"
 
+
 #: Python scalars a tensordict stores as 0-dim tensors (``vmap``'s ``in_dims`` trees hold them).
-_SCALARS = frozenset((bool, int, float, complex))
-_INT64 = torch.zeros((), dtype=torch.int64)
-
-
-def _scalar_tensor(value: Any) -> torch.Tensor:
-    """``torch.as_tensor(value)`` for a Python number (an int in a quarter of the time)."""
-    if type(value) is int and -(2**63) <= value < 2**63:
-        return _INT64.new_full((), value)
-    return torch.as_tensor(value)
-
-
 class PytreeNode:
     """What one level of a pytree was: ``kind`` plus what rebuilding it needs.
 
@@ -209,46 +206,7 @@ def to_pytree(td: Any) -> Any:
     return node.cls(*(_leaf(store[f]) for f in fields))
 
 
-# ---------------------------------------------------------------------- pytree node
-def _same_non_tensor(v1: Any, v2: Any) -> bool:
-    """Whether two non-tensor entries hold equal data (``==`` between them is elementwise)."""
-    if v1 is v2:
-        return True
-    if type(v1) is not type(v2):
-        return False
-    a, b = (v1.data, v2.data) if type(v1) in DATA_TYPES else (v1.tolist(), v2.tolist())
-    if a is b:
-        return True
-    try:
-        return bool(a == b)
-    except (ValueError, TypeError, RuntimeError):
-        return False
-
-
-class _NonTensorEntries(tuple[Any, ...]):
-    """The non-tensor ``(key, value)`` entries of a flattened tensordict.
-
-    Hashable (by keys) and compared safely whatever the values are, so tree specs
-    holding it can be hashed and compared.
-    """
-
-    __slots__ = ()
-
-    def __hash__(self) -> int:
-        return hash(tuple(key for key, _ in self))
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, tuple) or len(other) != len(self):
-            return False
-        for (k1, v1), (k2, v2) in zip(self, other, strict=True):
-            if k1 != k2 or not _same_non_tensor(v1, v2):
-                return False
-        return True
-
-    def __ne__(self, other: object) -> bool:
-        return not self.__eq__(other)
-
-
+# ---------------------------------------------------------------------- lazy stacks
 class _Level(int):
     """The vmap level recorded in a tree spec: a hint for unflattening, not structure.
 
@@ -280,330 +238,16 @@ def _level_hint(value: int) -> _Level:
     return level
 
 
-def _vmap_level(value: Any) -> int:
-    """The ``torch.vmap`` level of a batched tensor, ``-1`` for any other tensor."""
-    return _functorch.maybe_get_level(value) if _functorch.is_batchedtensor(value) else -1
-
-
-def _first_leaf(values: Iterable[Any]) -> Any:
-    """A tensor leaf among ``values`` or, failing that, inside the tensordicts among them."""
-    nested = []
-    for value in values:
-        if isinstance(value, _kinds.Base):  # first: isinstance(td, Tensor) is slow
-            if type(value) not in NON_TENSOR_TYPES:
-                nested.append(value)
-        elif isinstance(value, _Tensor):
-            return value
-        elif type(value) not in NON_TENSOR_TYPES and hasattr(value, "batch_size"):
-            nested.append(value)
-    for value in nested:
-        store = value._tensordict if isinstance(value, _kinds.Dense) else None
-        leaf = _first_leaf(store.values() if type(store) is dict else value.values(True, True))
-        if leaf is not None:
-            return leaf
-    return None
-
-
-def _flatten(td: Any) -> tuple[list[Any], tuple[Any, ...]]:
-    children = []
-    non_tensor = None
-    level = None
-    for key, value in td._tensordict.items():
-        if type(value) in NON_TENSOR_TYPES:
-            if non_tensor is None:
-                non_tensor = []
-            non_tensor.append((key, value))
-        else:
-            if level is None and not isinstance(value, _kinds.Base) and isinstance(value, _Tensor):
-                level = _vmap_level(value)
-            children.append(value)
-    if level is None and children:  # only nested tensordicts: look inside them
-        leaf = _first_leaf(children)
-        level = None if leaf is None else _vmap_level(leaf)
-    names = td._names
-    context = (
-        tuple(td._tensordict),
-        td._batch_size,
-        td._device,
-        None if names is None else tuple(names),
-        None if non_tensor is None else _NonTensorEntries(non_tensor),
-        _level_hint(-1 if level is None else level),
-    )
-    return children, context
-
-
-def _flatten_with_keys(td: Any) -> tuple[list[tuple[Any, Any]], tuple[Any, ...]]:
-    children, context = _flatten(td)
-    skip = () if context[4] is None else {key for key, _ in context[4]}
-    keys = [key for key in context[0] if key not in skip]
-    return [(pytree.MappingKey(k), v) for k, v in zip(keys, children, strict=True)], context
-
-
-def _make_unflatten(cls: type) -> Any:
-    def unflatten(values: Iterable[Any], context: tuple[Any, ...]) -> Any:
-        return _unflatten(cls, values, context)
-
-    return unflatten
-
-
-def _unflatten(cls: Any, values: Iterable[Any], context: tuple[Any, ...]) -> Any:
-    keys, bs, device, names, non_tensor, level = context
-    level = int(level)  # a _Level compares equal to everything
-    children = values if type(values) is list else list(values)
-    if non_tensor is None:
-        source = dict(zip(keys, children, strict=True))
-    else:
-        fixed = dict(non_tensor)
-        it = iter(children)
-        source = {key: fixed[key] if key in fixed else next(it) for key in keys}
-    nb = len(bs)
-    ok = True
-    first = True
-    for value in children:
-        if isinstance(value, _Tensor):
-            if first:
-                first = False
-                if _vmap_level(value) != level:  # entering or leaving a torch.vmap level
-                    ok = False
-                    break
-            if value.shape[:nb] != bs:
-                ok = False
-                break
-            if device is not None and value.device != device:
-                device = None
-        elif isinstance(value, _kinds.Base):
-            if value.batch_size[:nb] != bs:
-                ok = False
-                break
-            if device is not None and value.device != device:
-                device = None
-        else:
-            ok = False
-            break
-    if ok and first and children:  # only nested tensordicts: did they cross a vmap level?
-        leaf = _first_leaf(children)
-        ok = leaf is None or _vmap_level(leaf) == level
-    if ok:
-        return cls._new_unsafe(source, bs, device, None if names is None else list(names))
-    if non_tensor is None and names is None:
-        entered = _entered(children, bs, level)
-        if entered is not None:  # torch.vmap entering over a batch dim: the common case
-            return cls._new_unsafe(source, entered, None, None)
-    return _unflatten_reshaped(cls, source, children, bs, names, level)
-
-
-def _entered(children: list[Any], bs: torch.Size, level: int) -> torch.Size | None:
-    """The batch size of a level whose leaves entered a ``torch.vmap`` level over one of
-    its batch dims, when every child shows it; ``None`` otherwise.
-
-    The leaves are batched at one new level along one batch dim ``d`` < ``len(bs)``, and
-    their unwrapped tensors start with ``bs``: the new batch size is ``bs`` without ``d``.
-    """
-    nb = len(bs)
-    new = None
-    lvl = bdim = -1
-    nested = False
-    for value in children:
-        if isinstance(value, _kinds.Base):
-            nested = True
-        elif isinstance(value, _Tensor):
-            if not _functorch.is_batchedtensor(value):
-                return None
-            if new is None:
-                lvl = _functorch.maybe_get_level(value)
-                bdim = _functorch.maybe_get_bdim(value)
-                if lvl <= level or bdim >= nb:
-                    return None
-                new = bs[:bdim] + bs[bdim + 1 :]
-            elif (
-                _functorch.maybe_get_level(value) != lvl or _functorch.maybe_get_bdim(value) != bdim
-            ):
-                return None
-            if _functorch.get_unwrapped(value).shape[:nb] != bs:
-                return None
-        else:
-            return None
-    if new is None:  # only nested tensordicts: their leaves tell
-        leaf = _first_leaf(children)
-        if leaf is None or not _functorch.is_batchedtensor(leaf):
-            return None
-        bdim = _functorch.maybe_get_bdim(leaf)
-        if _functorch.maybe_get_level(leaf) <= level or bdim >= nb:
-            return None
-        if _functorch.get_unwrapped(leaf).shape[:nb] != bs:
-            return None
-        new = bs[:bdim] + bs[bdim + 1 :]
-    if nested:
-        n = nb - 1
-        for value in children:
-            if isinstance(value, _kinds.Base) and value.batch_size[:n] != new:
-                return None
-    return new
-
-
-def _unflatten_reshaped(
-    cls: Any,
-    source: dict[str, Any],
-    children: list[Any],
-    bs: torch.Size,
-    names: tuple[Any, ...] | None,
-    level: int,
-) -> Any:
-    """Unflatten when the leaves no longer start with the batch size, or crossed a vmap level.
-
-    Entering ``torch.vmap`` (leaves batched at a new level) removes the vmapped batch
-    dimension; leaving it (leaves no longer batched) inserts the dimension ``out_dims``
-    put back. Otherwise the batch size is kept if the leaves allow it, else it becomes
-    the old one with one dimension inserted (as in Jacobians), else the old one without
-    some leading dimensions, else the longest prefix of the old one that every leaf still
-    has. Python numbers (``vmap`` rebuilds trees of ``in_dims`` this way) become 0-dim
-    tensors, so they leave an empty batch size.
-    """
-    shapes = []
-    reps = []  # the tensors telling which vmap level the leaves are at
-    others = 0  # children that are neither tensors, tensordicts nor Python numbers
-    scalars = False
-    for value in children:
-        if isinstance(value, _Tensor):
-            shapes.append(tuple(value.shape))
-            reps.append(value)
-        elif isinstance(value, _kinds.Base):
-            shapes.append(tuple(value.batch_size))
-        elif type(value) in _SCALARS:
-            scalars = True
-        else:
-            others += 1
-    # The constructor has nothing left to check when every child is a tensor or a
-    # tensordict whose shape fits, no non-tensor entry needs the new batch size and no
-    # name needs propagating.
-    unchecked = not others and len(source) == len(children) and names is None
-    if scalars:
-        if unchecked and all(not s for s in shapes):
-            items = source.items()
-            return cls._new_unsafe(
-                {k: _scalar_tensor(v) if type(v) in _SCALARS else v for k, v in items},
-                torch.Size(()),
-                None,
-                None,
-            )
-        return cls(source, batch_size=[])
-    for candidate, cand_names in _batch_candidates(children, shapes, reps, bs, names, level):
-        n = len(candidate)
-        if all(s[:n] == candidate for s in shapes):
-            if unchecked:
-                return cls._new_unsafe(source, torch.Size(candidate), None, None)
-            try:
-                return cls(
-                    source,
-                    batch_size=candidate,
-                    names=cand_names if any(x is not None for x in cand_names) else None,
-                )
-            except (RuntimeError, ValueError):
-                continue
-    return cls(source, batch_size=[])
-
-
-def _batch_candidates(
-    children: list[Any],
-    shapes: list[tuple[int, ...]],
-    reps: list[Any],
-    bs: torch.Size,
-    names: tuple[Any, ...] | None,
-    level: int,
-) -> Iterator[tuple[tuple[int, ...], list[Any]]]:
-    """The batch sizes (and names) :func:`_unflatten_reshaped` tries, most likely first."""
-    if not reps:
-        leaf = _first_leaf(children)
-        reps = [] if leaf is None else [leaf]
-    levels = {_vmap_level(t) for t in reps}
-    nb = len(bs)
-    old = tuple(bs)
-    old_names = list(names) if names is not None else [None] * nb
-    if len(levels) == 1 and next(iter(levels)) > level:  # entering a vmap level
-        bdims = {_functorch.maybe_get_bdim(t) for t in reps}
-        bdim = next(iter(bdims))
-        # vmapped over a batch dimension: the unwrapped leaves still start with the batch
-        # size (a vmap over something else, e.g. jacfwd's basis, puts a new dim in front).
-        if (
-            len(bdims) == 1
-            and bdim < nb
-            and all(tuple(_functorch.get_unwrapped(t).shape[:nb]) == old for t in reps)
-        ):
-            yield old[:bdim] + old[bdim + 1 :], old_names[:bdim] + old_names[bdim + 1 :]
-    inserted = []
-    if shapes:
-        ref = shapes[0]
-        for d in range(min(nb, len(ref) - 1) + 1):
-            inserted.append((old[:d] + (ref[d],) + old[d:], old_names[:d] + [None] + old_names[d:]))
-    leaving = level >= 0 and levels and max(levels) < level
-    if leaving:
-        yield from inserted
-    yield old, old_names
-    if not leaving:
-        yield from inserted
-    # leading dims dropped (a spec recorded with a vmapped dimension in front, as
-    # ``jacfwd`` records its output spec), then the longest prefix the leaves still have
-    for k in range(1, nb):
-        yield old[k:], old_names[k:]
-    for k in range(nb - 1, -1, -1):
-        yield old[:k], old_names[:k]
-
-
-def _to_dumpable_context(context: tuple[Any, ...]) -> str:
-    keys, bs, device, names, non_tensor, _ = context
-    try:
-        data = None
-        if non_tensor is not None:
-            data = [
-                (k, type(v).__name__, v.data if type(v) in DATA_TYPES else v.tolist())
-                for k, v in non_tensor
-            ]
-        return json.dumps(
-            {
-                "keys": list(keys),
-                "batch_size": list(bs),
-                "device": None if device is None else str(device),
-                "names": None if names is None else list(names),
-                "non_tensor": data,
-            }
-        )
-    except TypeError:
-        raise TypeError(
-            "cannot serialize the tree spec of a tensordict whose non-tensor entries are not "
-            f"JSON values (keys {[k for k, _ in non_tensor or ()]})."
-        ) from None
-
-
-def _from_dumpable_context(dumped: str) -> tuple[Any, ...]:
-    data = json.loads(dumped)
-    bs = torch.Size(data["batch_size"])
-    device = None if data["device"] is None else torch.device(data["device"])
-    non_tensor = data["non_tensor"]
-    if non_tensor is not None:
-        kinds: dict[str, Any] = {cls.__name__: cls for cls in NON_TENSOR_TYPES}
-        entries = []
-        for key, kind, value in non_tensor:
-            cls = kinds[kind]
-            if cls is NonTensorStack:
-                entries.append((key, NonTensorStack.from_list(value, device, ndim=len(bs))))
-            else:
-                entries.append((key, cls._make(value, bs, device)))
-        non_tensor = _NonTensorEntries(entries)
-    names = None if data["names"] is None else tuple(data["names"])
-    return (tuple(data["keys"]), bs, device, names, non_tensor, -1)
-
-
-# ---------------------------------------------------------------------- lazy stacks
 def _lazy_flatten(lazy: Any) -> tuple[list[Any], tuple[Any, ...]]:
     members = list(lazy.tensordicts)
-    leaf = _first_leaf(members)
+    leaf = first_leaf(members)
     member_bs = members[0].batch_size if members else None
     context = (
         lazy.stack_dim,
         lazy._td_dim_name,
         lazy.batch_size,
         member_bs,
-        _level_hint(-1 if leaf is None else _vmap_level(leaf)),
+        _level_hint(-1 if leaf is None else vmap_level(leaf)),
     )
     return members, context
 
@@ -620,8 +264,8 @@ def _make_lazy_unflatten(cls: Any) -> Any:
         members = list(values)
         if not members:
             return cls._new([], stack_dim, dim_name, batch_size)
-        leaf = _first_leaf(members)
-        new_level = -1 if leaf is None else _vmap_level(leaf)
+        leaf = first_leaf(members)
+        new_level = -1 if leaf is None else vmap_level(leaf)
         if new_level > level:
             raise RuntimeError(
                 "torch.vmap over a LazyStackedTensorDict is not supported: its members would be "
@@ -673,8 +317,10 @@ def register_lazy_stack(cls: type) -> None:
 
 
 def register_defaults() -> None:
-    """Register ``TensorDict`` and, when core has it, ``LazyStackedTensorDict``."""
+    """Register ``TensorDict``, ``UnbatchedTensorInVmap`` and, when core has it,
+    ``LazyStackedTensorDict``."""
     register(_kinds.Dense)
+    register_unbatched_in_vmap()
     lazy_module = sys.modules.get("tensordict._lazy")
     lazy_cls = getattr(lazy_module, "LazyStackedTensorDict", None)
     if lazy_cls is not None:
@@ -700,10 +346,10 @@ def register(cls: type, rebuild_as: type | None = None) -> None:
         return
     pytree.register_pytree_node(
         cls,
-        _flatten,
-        _make_unflatten(cls if rebuild_as is None else rebuild_as),
+        flatten,
+        make_unflatten(cls if rebuild_as is None else rebuild_as),
         serialized_type_name=f"{cls.__module__}.{cls.__qualname__}",
-        to_dumpable_context=_to_dumpable_context,
-        from_dumpable_context=_from_dumpable_context,
-        flatten_with_keys_fn=_flatten_with_keys,
+        to_dumpable_context=to_dumpable_context,
+        from_dumpable_context=from_dumpable_context,
+        flatten_with_keys_fn=flatten_with_keys,
     )

@@ -177,6 +177,33 @@ class UnbatchedTensor(_Tensor):
         return (_rebuild, (_plain(self).detach(), tuple(self.batch_size)))
 
 
+class UnbatchedTensorInVmap(UnbatchedTensor):
+    """What an :class:`UnbatchedTensor` entry is inside a function that ``torch.vmap`` runs.
+
+    The same storage and the same behaviour; only its pytree node differs, so that the
+    function may return it bare and ``torch.vmap`` still gives back an
+    ``UnbatchedTensor`` with the same payload (see ``tensordict._pytree``). Operations
+    on it return plain :class:`UnbatchedTensor` objects.
+    """
+
+
+#: The classes of unbatched entries (``type(value) in UNBATCHED_TYPES``).
+UNBATCHED_TYPES = frozenset((UnbatchedTensor, UnbatchedTensorInVmap))
+
+
+def as_unbatched(tensor: _Tensor, batch_size: torch.Size, in_vmap: bool = False) -> UnbatchedTensor:
+    """An unbatched alias of ``tensor`` (same storage) for a tensordict of ``batch_size``:
+    an :class:`UnbatchedTensorInVmap` when ``in_vmap``, else an :class:`UnbatchedTensor`.
+    """
+    cls = UnbatchedTensorInVmap if in_vmap else UnbatchedTensor
+    if type(tensor) is cls and tensor.batch_size == batch_size:
+        return tensor
+    with _DisableSubclass():
+        out = _Tensor.as_subclass(tensor, cls)
+    out._batch_size = batch_size
+    return out
+
+
 def _rebuild(data: _Tensor, batch_size: Sequence[int]) -> UnbatchedTensor:
     return UnbatchedTensor(data, batch_size)
 
@@ -250,4 +277,4 @@ def is_carried(value: Any) -> bool:
     >>> is_carried(torch.zeros(2))
     False
     """
-    return type(value) is UnbatchedTensor or isinstance(value, NonTensorDataBase)
+    return type(value) in UNBATCHED_TYPES or isinstance(value, NonTensorDataBase)

@@ -102,9 +102,31 @@ class Swapper:
         self, store: Mapping[str, Any], target: Any, replaced: dict[str, Any], path: tuple[str, ...]
     ) -> None:
         is_module = is_plain_module(target)
+        # The common slot, a parameter of a module replaced by a value that as_param
+        # leaves as it is (a parameter, a value gradients must reach, one transformed by
+        # torch.func, anything while compiling), is written here.
+        params = target._parameters if is_module and self.preserve and not self.inplace else None
+        seen = self.seen
+        compiling = self.compiling
+        owner = id(target)
         for key, value in store.items():
             if isinstance(value, _Tensor):
-                replaced[key] = self._leaf(target, is_module, key, value, path)
+                slot = (owner, key)
+                old = seen.get(slot, _MISSING)
+                if old is _MISSING:  # (else a module reached twice: written once)
+                    old = _MISSING if params is None else params.get(key, _MISSING)
+                    if old is not _MISSING and (
+                        value.requires_grad
+                        or _is_wrapped(value)
+                        or compiling
+                        or (type(value) is not _Tensor and isinstance(value, _Parameter))
+                    ):
+                        params[key] = value  # type: ignore[index]
+                        self.undo.append((params, key, old))
+                    else:
+                        old = self._leaf(target, is_module, key, value, path)
+                    seen[slot] = old
+                replaced[key] = old
                 continue
             if isinstance(value, NON_TENSOR):
                 continue
@@ -136,24 +158,20 @@ class Swapper:
     def _leaf(
         self, target: Any, is_module: bool, key: str, value: _Tensor, path: tuple[str, ...]
     ) -> Any:
-        slot = (id(target), key)
-        seen = self.seen.get(slot, _MISSING)
-        if seen is not _MISSING:  # a module reached twice: written once
-            return seen
+        """Write one value (copied in with ``inplace``; into a module's slot, or into a
+        ``TensorDictParams``'s entries); return what it replaced."""
         if self.inplace:
-            old = self._copy_in(target, is_module, key, value, path)
-        elif is_module:
-            old = self._swap_module(target, key, value, path)
-        else:
-            entries = target._tensordict
-            old = entries.get(key)
-            if not isinstance(old, _Tensor):
-                raise self._missing(target, key, path)
-            if self.preserve and isinstance(old, _Parameter):
-                value = as_param(value, old, self.compiling)
-            entries[key] = value
-            self.undo.append((entries, key, old))
-        self.seen[slot] = old
+            return self._copy_in(target, is_module, key, value, path)
+        if is_module:
+            return self._swap_module(target, key, value, path)
+        entries = target._tensordict
+        old = entries.get(key)
+        if not isinstance(old, _Tensor):
+            raise self._missing(target, key, path)
+        if self.preserve and isinstance(old, _Parameter):
+            value = as_param(value, old, self.compiling)
+        entries[key] = value
+        self.undo.append((entries, key, old))
         return old
 
     def _swap_module(

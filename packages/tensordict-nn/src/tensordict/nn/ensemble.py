@@ -4,12 +4,13 @@ once with ``torch.vmap``."""
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from tensordict import TensorDictBase
-from tensordict.nn._swap import Swapper, entries_of, tree_to_td
+from tensordict.nn._swap import entries_of, tree_to_td
 from tensordict.nn._wrappers import DelegatedKeys
 from tensordict.nn.common import TensorDictModuleBase, _is_collection
 from tensordict.nn.functional_modules import td_from_module
@@ -27,6 +28,55 @@ def _tensor_tree(td: Any) -> dict[str, Any]:
         elif _is_collection(value):
             out[key] = _tensor_tree(value)
     return out
+
+
+def _weight_slots(params: Any, module: Any) -> tuple[list[tuple[Any, str]], list[Any]]:
+    """The slots (``(mapping, name)``: the ``_parameters``, ``_buffers`` or ``__dict__``
+    of the submodule holding it) of each tensor of ``params`` in ``module``, and those
+    tensors, in the same order."""
+    slots: list[tuple[Any, str]] = []
+    tensors: list[Any] = []
+    _collect(params, module, slots, tensors, ())
+    return slots, tensors
+
+
+def _collect(
+    params: Any, module: Any, slots: list[Any], tensors: list[Any], path: tuple[str, ...]
+) -> None:
+    for key, value in entries_of(params).items():
+        if isinstance(value, torch.Tensor):
+            for owner in (module._parameters, module._buffers, module.__dict__):
+                if key in owner:
+                    slots.append((owner, key))
+                    tensors.append(value)
+                    break
+            else:
+                raise KeyError(
+                    f"EnsembleModule: the module has no parameter or buffer "
+                    f"{'.'.join((*path, key))!r}."
+                )
+        elif _is_collection(value):
+            child = module._modules.get(key)
+            if child is None:
+                raise KeyError(
+                    f"EnsembleModule: {'.'.join((*path, key))!r} names no submodule of "
+                    f"{type(module).__name__}."
+                )
+            _collect(value, child, slots, tensors, (*path, key))
+
+
+def _swapped(
+    slots: list[Any], weights: list[Any], run: Callable[[Any], dict[str, Any]], data: Any
+) -> dict[str, Any]:
+    """``run(data)`` with ``weights`` in ``slots``; the slots are restored after."""
+    olds = [owner[key] for owner, key in slots]
+    for (owner, key), weight in zip(slots, weights, strict=True):
+        owner[key] = weight
+    try:
+        return run(data)
+    finally:
+        for (owner, key), old in zip(slots, olds, strict=True):
+            owner[key] = old
 
 
 class EnsembleModule(DelegatedKeys):
@@ -87,24 +137,31 @@ class EnsembleModule(DelegatedKeys):
             )
         else:
             inner_batch = tensordict.batch_size[1:]
-        # torch.vmap sees nested dicts of tensors: the tensordicts are rebuilt inside
-        # without validation, so nothing depends on how vmap handles tensordicts (nor on
-        # tracing that), and the weights go straight into the module (no tensordict).
-        params = _tensor_tree(self.params_td)
-        inputs = _tensor_tree(tensordict)
+        # torch.vmap sees a list of the weights (one pytree node; the floor of what it
+        # walks), and the data as nested dicts of tensors (or not at all when every copy
+        # reads the same input: a tensor the function closes over is not mapped over).
+        # The tensordicts are rebuilt inside without validation, so nothing depends on
+        # how vmap handles tensordicts (nor on tracing that), and the weights go straight
+        # into the module's slots, found once per call.
         module = self.module
+        slots, weights = _weight_slots(self.params_td, module)
+        inputs = _tensor_tree(tensordict)
 
-        def call_one(weights: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
-            swapper = Swapper()
-            swapper.write(weights, module, {})
-            try:
-                out = module(tree_to_td(data, inner_batch))
-            finally:
-                swapper.rollback()
-            return _tensor_tree(out)
+        def run(data: dict[str, Any]) -> dict[str, Any]:
+            return _tensor_tree(module(tree_to_td(data, inner_batch)))
 
-        in_dims = (0, None if self.expand_input else 0)
-        outputs = torch.vmap(call_one, in_dims)(params, inputs)
+        if self.expand_input:
+
+            def call_one(weights: list[Any]) -> dict[str, Any]:
+                return _swapped(slots, weights, run, inputs)
+
+            outputs = torch.vmap(call_one)(weights)
+        else:
+
+            def call_each(weights: list[Any], data: dict[str, Any]) -> dict[str, Any]:
+                return _swapped(slots, weights, run, data)
+
+            outputs = torch.vmap(call_each)(weights, inputs)
         return tree_to_td(outputs, torch.Size([self.num_copies, *inner_batch]))
 
     def reset_parameters_recursive(
