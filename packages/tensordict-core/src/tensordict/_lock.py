@@ -9,7 +9,7 @@ hold it (``_lock_parents``), so that:
 * unlocking a root unlocks what it holds, except a tensordict that another locked
   tensordict also holds: that unlock is refused as a whole, before anything changes;
 * a locked parent that is garbage-collected releases its holds (through a
-  :func:`weakref.finalize` kept while it holds any), so what it held can then be unlocked.
+  weak reference watching it while it holds any), so what it held can then be unlocked.
 
 >>> import torch
 >>> from tensordict import TensorDict
@@ -26,6 +26,7 @@ False
 from __future__ import annotations
 
 import weakref
+from functools import partial
 from typing import Any
 
 import torch
@@ -65,6 +66,12 @@ def _add_held(sub: Any, out: list[Any]) -> None:
                 out.append(member)
 
 
+#: The weak references that watch locked parents for garbage collection. A weak reference
+#: only calls back while it is alive itself, so the watchers live here until their parent
+#: dies or is unlocked (lighter than one ``weakref.finalize`` per parent).
+_WATCHERS: set[weakref.ref[Any]] = set()
+
+
 def _count_hold(parent: Any, child: Any) -> None:
     """``parent`` (locked) holds ``child``: count it, and remember it so that the hold is
     released if ``parent`` is garbage-collected while locked."""
@@ -72,14 +79,15 @@ def _count_hold(parent: Any, child: Any) -> None:
     holds = parent.__dict__.get("_lock_holds")
     if holds is None:
         refs: list[Any] = []
-        finalizer = weakref.finalize(parent, _release, refs)
-        finalizer.atexit = False
-        holds = parent.__dict__["_lock_holds"] = (finalizer, refs)
+        watcher = weakref.ref(parent, partial(_parent_died, refs))
+        _WATCHERS.add(watcher)
+        holds = parent.__dict__["_lock_holds"] = (watcher, refs)
     holds[1].append(weakref.ref(child))
 
 
-def _release(refs: list[Any]) -> None:
+def _parent_died(refs: list[Any], watcher: weakref.ref[Any]) -> None:
     """A locked parent died: the tensordicts it held lose that hold."""
+    _WATCHERS.discard(watcher)
     for ref in refs:
         child = ref()
         if child is not None and child._lock_parents > 0:
@@ -90,7 +98,7 @@ def drop_holds(parent: Any) -> None:
     """``parent`` is unlocked: its holds were released by the unlock itself."""
     holds = parent.__dict__.pop("_lock_holds", None)
     if holds is not None:
-        holds[0].detach()
+        _WATCHERS.discard(holds[0])
 
 
 def lock(td: Any) -> None:
