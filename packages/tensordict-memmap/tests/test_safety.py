@@ -257,13 +257,19 @@ class Opaque:
 
 
 @pytest.mark.parametrize(
-    "value",
-    [1 + 2j, (1, 2), {1: 2}, Opaque(3), {"ok": (1,)}],
+    ("value", "culprit"),
+    [
+        (1 + 2j, "a value of type complex"),
+        ((1, 2), "a value of type tuple"),
+        ({1: 2}, "a dict key of type int"),
+        (Opaque(3), "a value of type Opaque"),
+        ({"ok": (1,)}, "a value of type tuple"),
+    ],
     ids=["complex", "tuple", "intkey", "object", "inner-tuple"],
 )
-def test_non_json_values_need_allow_pickle_at_save_and_load(tmp_path, value):
+def test_non_json_values_need_allow_pickle_at_save_and_load(tmp_path, value, culprit):
     td = TensorDict({"v": NonTensorData(value, batch_size=[])}, [])
-    with pytest.raises(TypeError, match="allow_pickle=True"):
+    with pytest.raises(TypeError, match=f"v: {culprit}.*allow_pickle=True"):
         td.memmap(tmp_path / "refused")
     assert not (tmp_path / "refused").exists()
     td.memmap(tmp_path / "d", allow_pickle=True)

@@ -38,6 +38,15 @@ def is_json_exact(value: Any) -> bool:
     >>> is_json_exact({"a": [1, 2.5, None, "x"]}), is_json_exact((1, 2)), is_json_exact({1: 2})
     (True, False, False)
     """
+    return not_json(value) is None
+
+
+def not_json(value: Any) -> str | None:
+    """What in ``value`` JSON would not give back unchanged (None: nothing).
+
+    >>> not_json([1, {"a": 1 + 2j}]), not_json({"k": 1, 2: 3}), not_json("fine")
+    ('a value of type complex', 'a dict key of type int (2)', None)
+    """
     stack = [value]
     while stack:
         item = stack.pop()
@@ -47,19 +56,22 @@ def is_json_exact(value: Any) -> bool:
         if kind is list:
             stack.extend(item)
         elif kind is dict:
-            if not all(type(k) is str for k in item):
-                return False
+            for key in item:
+                if type(key) is not str:
+                    return f"a dict key of type {type(key).__name__} ({key!r})"
             stack.extend(item.values())
         else:
-            return False
-    return True
+            return f"a value of type {kind.__name__}"
+    return None
 
 
-def pickle_or_refuse(value: Any, allow_pickle: bool, where: str) -> bytes:
-    """``pickle.dumps(value)`` if allowed, else a TypeError naming ``where`` (the key)."""
+def pickle_or_refuse(value: Any, allow_pickle: bool, where: str, shown: Any = None) -> bytes:
+    """``pickle.dumps(value)`` if allowed, else a TypeError naming ``where`` (the key) and
+    what in ``shown`` (default: ``value``) JSON cannot hold."""
     if not allow_pickle:
+        what = not_json(value if shown is None else shown) or f"a {type(value).__name__}"
         raise TypeError(
-            f"{where}: a value of type {type(value).__name__} cannot be stored as JSON. "
+            f"{where}: {what} cannot be stored as JSON. "
             "Pass allow_pickle=True to store it with pickle (loading it will need "
             "allow_pickle=True too), or convert it to a JSON type (str, int, float, bool, "
             "None, list, dict with str keys)."

@@ -215,7 +215,7 @@ class Planner:
                 meta["data"] = obj.data
             else:
                 self.plan.small[(*rel, "other.pickle")] = _codec.pickle_or_refuse(
-                    {"data": obj.data}, self.allow_pickle, where
+                    {"data": obj.data}, self.allow_pickle, where, shown=obj.data
                 )
             meta["_metadata"] = None
             meta["_is_non_tensor"] = True
