@@ -138,8 +138,8 @@ def dump_sums(td: TensorDict) -> dict[str, float]:
     return {k: float(v.sum()) for k, v in td.items()}
 
 
-def many_leaves(n: int, value: float) -> TensorDict:
-    return TensorDict({f"k{i}": torch.full((4,), value + i) for i in range(n)}, [])
+def many_leaves(n: int, value: float, size: int = 4) -> TensorDict:
+    return TensorDict({f"k{i}": torch.full((size,), value + i) for i in range(n)}, [])
 
 
 # ---------------------------------------------------------------------- scenarios
@@ -172,6 +172,9 @@ def scenario_p2p(rank: int, world: int) -> dict[str, Any]:
         with count_messages() as sent:
             wide_leaves(1.0).send(1)  # large leaves go as messages of their own
         res["wide_messages"] = sent[0]
+        with count_messages() as sent:  # 8 MiB of small leaves: in pieces of a few MiB
+            many_leaves(512, 0.0, size=4096).send(1)
+        res["pieces_messages"] = sent[0]
         wide_leaves(2.0).init_remote(dst=1)
         sub = dist.new_group([0, 1])
         nested(16.0).send(group=sub, group_dst=1)
@@ -229,6 +232,11 @@ def scenario_p2p(rank: int, world: int) -> dict[str, Any]:
             with count_messages() as received:
                 wide.recv(0)
             res["wide"] = [received[0], dump_sums(wide), wide["a"] is leaf_a]
+            pieces = many_leaves(512, -1.0, size=4096)
+            with count_messages() as received:
+                pieces.recv(0)
+            res["pieces_messages"] = received[0]
+            res["pieces"] = all(pieces[f"k{i}"].eq(float(i)).all().item() for i in range(512))
             res["wide_remote"] = dump_sums(TensorDict.from_remote_init(src=0))
             res["many"] = all(big[f"k{i}"].eq(float(i)).all().item() for i in range(1000))
             sub = dist.new_group([0, 1])
