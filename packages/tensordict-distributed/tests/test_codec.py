@@ -153,6 +153,21 @@ def test_large_leaves_travel_on_their_own_without_copies():
         _parts.segments({"segments": [[0, 8], [4, 16]]}, 16)  # overlapping parts
 
 
+def test_a_leaf_given_new_memory_in_place_is_noticed():
+    def make(value):
+        return TensorDict({"big": torch.full((1 << 19,), value), "s": torch.full((3,), value)})
+
+    src, template = make(1.0), make(0.0)
+    assert transfer(src, template) == "checked"
+    src["big"].data = torch.full((1 << 19,), 2.0)  # same object, shape and strides
+    src["s"].data = torch.full((3,), 2.0)
+    assert transfer(src, template) == "cached"  # the sender packs from the new memory
+    assert (template == make(2.0)).all()
+    template["big"].data = torch.zeros(1 << 19)  # the receiver's leaf too
+    assert transfer(src, template) == "checked"  # it lands in the new memory
+    assert (template == make(2.0)).all()
+
+
 def test_small_leaves_go_in_pieces_filled_and_copied_out_part_by_part(monkeypatch):
     monkeypatch.setattr(_parts, "CHUNK_BYTES", 1 << 12)  # 4 KiB pieces
 

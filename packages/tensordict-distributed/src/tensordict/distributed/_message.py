@@ -150,10 +150,11 @@ class _Sent:
 
 
 def _layout_of(obj: Any) -> Any:
-    """What the wire layout depends on: a tensor's shape, stride and dtype, a non-tensor
-    entry's value."""
+    """What a kept layout depends on: a tensor's shape, stride, dtype and memory (its
+    address changes when ``.data`` or ``set_`` gives it other memory in place: views
+    kept of it would be stale), a non-tensor entry's value."""
     if isinstance(obj, torch.Tensor):
-        return (obj.shape, obj.stride(), obj.dtype, obj.device)
+        return (obj.shape, obj.stride(), obj.dtype, obj.device, obj.data_ptr())
     if isinstance(obj, NonTensorData):
         return ("value", obj.data, obj.batch_size)
     return ("values", obj.tolist(), obj.batch_size)
@@ -315,7 +316,7 @@ class Cached:
     leaves lands in the same buffer, and is copied with the same pairs, without parsing
     or checking again. ``parts`` is :meth:`Landing.targets`' answer."""
 
-    __slots__ = ("desc", "batch_size", "objects", "shapes", "buffer", "parts")
+    __slots__ = ("desc", "batch_size", "objects", "layouts", "buffer", "parts")
 
     def __init__(
         self,
@@ -328,7 +329,7 @@ class Cached:
         self.desc = desc
         self.batch_size = target.batch_size
         self.objects = objects
-        self.shapes = [o.shape if isinstance(o, torch.Tensor) else None for o in objects]
+        self.layouts = [_layout_of(o) if isinstance(o, torch.Tensor) else None for o in objects]
         self.buffer = buffer
         self.parts = parts
 
@@ -372,7 +373,7 @@ def _remember(
 
 def cached(template: Any, desc: bytes, data_len: int) -> Cached | None:
     """The :class:`Cached` landing of ``template`` for ``desc``, if still valid (the same
-    leaf objects, of the same shapes)."""
+    leaf objects, with the same shapes, strides and memory)."""
     entry = _CACHE.get(id(template))
     if entry is None or entry[0]() is not template:
         return None
@@ -385,7 +386,7 @@ def cached(template: Any, desc: bytes, data_len: int) -> Cached | None:
     objects = _objects(target, [])
     if len(objects) != len(hit.objects):
         return None
-    for now, then, shape in zip(objects, hit.objects, hit.shapes):
-        if now is not then or (shape is not None and now.shape != shape):
+    for now, then, layout in zip(objects, hit.objects, hit.layouts):
+        if now is not then or (layout is not None and _layout_of(now) != layout):
             return None
     return hit
