@@ -142,6 +142,10 @@ def many_leaves(n: int, value: float, size: int = 4) -> TensorDict:
     return TensorDict({f"k{i}": torch.full((size,), value + i) for i in range(n)}, [])
 
 
+#: What changes in a tensordict between its repeated reductions (scenario_collectives).
+KEPT_CHANGES = ("none", "again", "replace", "memory", "rename")
+
+
 # ---------------------------------------------------------------------- scenarios
 def scenario_p2p(rank: int, world: int) -> dict[str, Any]:
     res: dict[str, Any] = {}
@@ -397,6 +401,21 @@ def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
         res["mixed"] = [mixed[k].unique().tolist() for k in "ab"]
         total = sum(range(world))
         res["many"] = all(big[f"k{i}"].eq(total + world * i).all().item() for i in range(1000))
+        # the same tensordict again (6 packed buckets of 2 leaves): what the first call
+        # worked out is reused, and worked out again when a leaf is replaced, given
+        # other memory in place, or moved to another key
+        kept = many_leaves(12, float(rank), size=1024)
+        steps = []
+        for change in KEPT_CHANGES:
+            if change == "replace":
+                kept["k1"] = torch.full((1024,), float(rank))
+            elif change == "memory":
+                kept["k2"].data = torch.full((1024,), float(rank))
+            elif change == "rename":
+                kept.rename_key_("k3", "z3")
+            kept.all_reduce(bucket_bytes=8 << 10)
+            steps.append({k: v.unique().tolist() for k, v in kept.items()})
+        res["kept"] = steps
     res["unpickled"] = hits
     return res
 

@@ -18,7 +18,6 @@ this module only adds what the transports need around it:
 from __future__ import annotations
 
 import sys
-import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -27,8 +26,8 @@ import torch
 from tensordict import _wire
 from tensordict._kinds import is_tensorclass
 from tensordict._kinds import lazy_members as _lazy_members
-from tensordict._nontensor import NonTensorData
 from tensordict.distributed import _buffers, _parts
+from tensordict.distributed._kept import Kept, layout_of
 
 
 def unwrap(obj: Any) -> tuple[Any, str | None]:
@@ -97,9 +96,8 @@ def _sent_for(td: Any, device: Any, cls_name: str | None, in_parts: bool) -> _Se
     """The layout, description and parts of sending ``td`` (kept from the last send of
     the same tensordict when its leaves, shapes, strides and non-tensor values are the
     same); ``in_parts``: cut into parts (see :func:`._parts.cut`), else one buffer."""
-    hit = _SENT.get(id(td))
-    if hit is not None and hit[0]() is td:
-        sent = hit[1]
+    sent = _SENT.get(td)
+    if sent is not None:
         if (sent.device, sent.cls, sent.in_parts) == (device, cls_name, in_parts) and (
             sent.matches(_objects(td, []))
         ):
@@ -112,7 +110,7 @@ def _sent_for(td: Any, device: Any, cls_name: str | None, in_parts: bool) -> _Se
         meta = {**meta, "segments": described}
     sent = _Sent(packing, meta, _wire.dumps(meta), _objects(td, []), device, cls_name)
     sent.in_parts, sent.pieces = in_parts, pieces
-    _remember_sent(td, sent)
+    _SENT.put(td, sent)
     return sent
 
 
@@ -136,7 +134,7 @@ class _Sent:
     ) -> None:
         self.packing, self.meta, self.desc = packing, meta, desc
         self.objects, self.device, self.cls = objects, device, cls
-        self.layouts = [_layout_of(o) for o in objects]
+        self.layouts = [layout_of(o) for o in objects]
         self.in_parts = False
         self.pieces: list[_parts.Piece] = []
 
@@ -144,32 +142,13 @@ class _Sent:
         if len(objects) != len(self.objects):
             return False
         for now, then, layout in zip(objects, self.objects, self.layouts):
-            if now is not then or _layout_of(now) != layout:
+            if now is not then or layout_of(now) != layout:
                 return False
         return True
 
 
-def _layout_of(obj: Any) -> Any:
-    """What a kept layout depends on: a tensor's shape, stride, dtype and memory (its
-    address changes when ``.data`` or ``set_`` gives it other memory in place: views
-    kept of it would be stale), a non-tensor entry's value."""
-    if isinstance(obj, torch.Tensor):
-        return (obj.shape, obj.stride(), obj.dtype, obj.device, obj.data_ptr())
-    if isinstance(obj, NonTensorData):
-        return ("value", obj.data, obj.batch_size)
-    return ("values", obj.tolist(), obj.batch_size)
-
-
-_SENT: dict[int, tuple[Any, _Sent]] = {}
-
-
-def _remember_sent(td: Any, sent: _Sent) -> None:
-    key = id(td)
-    try:
-        ref = weakref.ref(td, lambda _, key=key: _SENT.pop(key, None))
-    except TypeError:
-        return
-    _SENT[key] = (ref, sent)
+#: The layout and description of the last send of each tensordict.
+_SENT: Kept[_Sent] = Kept()
 
 
 def resolve_tensorclass(name: Any) -> type:
@@ -302,7 +281,8 @@ class Landing:
         for store, key, value in self.replace:
             store[key] = value
         assert self.buffer is not None
-        _remember(template, self.target, desc, self.buffer, self.parts)
+        objects = _objects(self.target, [])
+        _CACHE.put(template, Cached(desc, self.target, objects, self.buffer, self.parts))
 
     def discard(self) -> None:
         """Give a scratch buffer back after a failure."""
@@ -329,12 +309,13 @@ class Cached:
         self.desc = desc
         self.batch_size = target.batch_size
         self.objects = objects
-        self.layouts = [_layout_of(o) if isinstance(o, torch.Tensor) else None for o in objects]
+        self.layouts = [layout_of(o) if isinstance(o, torch.Tensor) else None for o in objects]
         self.buffer = buffer
         self.parts = parts
 
 
-_CACHE: dict[int, tuple[Any, Cached]] = {}
+#: How the last transfer landed in each tensordict.
+_CACHE: Kept[Cached] = Kept()
 
 
 def _objects(td: Any, out: list[Any]) -> list[Any]:
@@ -356,29 +337,11 @@ def _objects(td: Any, out: list[Any]) -> list[Any]:
     return out
 
 
-def _remember(
-    template: Any,
-    target: Any,
-    desc: bytes,
-    buffer: torch.Tensor,
-    parts: list[tuple[torch.Tensor, list[Any]]],
-) -> None:
-    key = id(template)
-    try:
-        ref = weakref.ref(template, lambda _, key=key: _CACHE.pop(key, None))
-    except TypeError:
-        return
-    _CACHE[key] = (ref, Cached(desc, target, _objects(target, []), buffer, parts))
-
-
 def cached(template: Any, desc: bytes, data_len: int) -> Cached | None:
     """The :class:`Cached` landing of ``template`` for ``desc``, if still valid (the same
     leaf objects, with the same shapes, strides and memory)."""
-    entry = _CACHE.get(id(template))
-    if entry is None or entry[0]() is not template:
-        return None
-    hit = entry[1]
-    if hit.desc != desc or hit.buffer.numel() != data_len:
+    hit = _CACHE.get(template)
+    if hit is None or hit.desc != desc or hit.buffer.numel() != data_len:
         return None
     target = unwrap(template)[0]
     if target.batch_size != hit.batch_size:
@@ -387,6 +350,6 @@ def cached(template: Any, desc: bytes, data_len: int) -> Cached | None:
     if len(objects) != len(hit.objects):
         return None
     for now, then, layout in zip(objects, hit.objects, hit.layouts):
-        if now is not then or (layout is not None and _layout_of(now) != layout):
+        if now is not then or (layout is not None and layout_of(now) != layout):
             return None
     return hit
