@@ -138,8 +138,12 @@ def dump_sums(td: TensorDict) -> dict[str, float]:
     return {k: float(v.sum()) for k, v in td.items()}
 
 
-def many_leaves(n: int, value: float) -> TensorDict:
-    return TensorDict({f"k{i}": torch.full((4,), value + i) for i in range(n)}, [])
+def many_leaves(n: int, value: float, size: int = 4) -> TensorDict:
+    return TensorDict({f"k{i}": torch.full((size,), value + i) for i in range(n)}, [])
+
+
+#: What changes in a tensordict between its repeated reductions (scenario_collectives).
+KEPT_CHANGES = ("none", "again", "replace", "memory", "rename")
 
 
 # ---------------------------------------------------------------------- scenarios
@@ -172,6 +176,9 @@ def scenario_p2p(rank: int, world: int) -> dict[str, Any]:
         with count_messages() as sent:
             wide_leaves(1.0).send(1)  # large leaves go as messages of their own
         res["wide_messages"] = sent[0]
+        with count_messages() as sent:  # 8 MiB of small leaves: in pieces of a few MiB
+            many_leaves(512, 0.0, size=4096).send(1)
+        res["pieces_messages"] = sent[0]
         wide_leaves(2.0).init_remote(dst=1)
         sub = dist.new_group([0, 1])
         nested(16.0).send(group=sub, group_dst=1)
@@ -229,6 +236,11 @@ def scenario_p2p(rank: int, world: int) -> dict[str, Any]:
             with count_messages() as received:
                 wide.recv(0)
             res["wide"] = [received[0], dump_sums(wide), wide["a"] is leaf_a]
+            pieces = many_leaves(512, -1.0, size=4096)
+            with count_messages() as received:
+                pieces.recv(0)
+            res["pieces_messages"] = received[0]
+            res["pieces"] = all(pieces[f"k{i}"].eq(float(i)).all().item() for i in range(512))
             res["wide_remote"] = dump_sums(TensorDict.from_remote_init(src=0))
             res["many"] = all(big[f"k{i}"].eq(float(i)).all().item() for i in range(1000))
             sub = dist.new_group([0, 1])
@@ -389,6 +401,21 @@ def scenario_collectives(rank: int, world: int) -> dict[str, Any]:
         res["mixed"] = [mixed[k].unique().tolist() for k in "ab"]
         total = sum(range(world))
         res["many"] = all(big[f"k{i}"].eq(total + world * i).all().item() for i in range(1000))
+        # the same tensordict again (6 packed buckets of 2 leaves): what the first call
+        # worked out is reused, and worked out again when a leaf is replaced, given
+        # other memory in place, or moved to another key
+        kept = many_leaves(12, float(rank), size=1024)
+        steps = []
+        for change in KEPT_CHANGES:
+            if change == "replace":
+                kept["k1"] = torch.full((1024,), float(rank))
+            elif change == "memory":
+                kept["k2"].data = torch.full((1024,), float(rank))
+            elif change == "rename":
+                kept.rename_key_("k3", "z3")
+            kept.all_reduce(bucket_bytes=8 << 10)
+            steps.append({k: v.unique().tolist() for k, v in kept.items()})
+        res["kept"] = steps
     res["unpickled"] = hits
     return res
 

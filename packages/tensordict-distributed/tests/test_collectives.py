@@ -14,6 +14,22 @@ def _reduced(scenarios, value: float, label_rank: int):
     return scenarios.dump(td)
 
 
+def _kept_sums(changes, world):
+    """What scenario_collectives' repeated all_reduce of 12 leaves should give."""
+    values = [{f"k{i}": float(r + i) for i in range(12)} for r in range(world)]
+    out = []
+    for change in changes:
+        for r, v in enumerate(values):
+            if change in ("replace", "memory"):
+                v["k1" if change == "replace" else "k2"] = float(r)
+            elif change == "rename":
+                v["z3"] = v.pop("k3")
+        summed = {k: sum(v[k] for v in values) for k in values[0]}
+        values = [dict(summed) for _ in range(world)]
+        out.append({k: [x] for k, x in summed.items()})
+    return out
+
+
 @pytest.mark.parametrize("world", [3, 4])
 def test_collectives(run_ranks, scenarios, world):
     res = run_ranks("collectives", world)
@@ -68,6 +84,7 @@ def test_collectives(run_ranks, scenarios, world):
         assert calls == 1 + 3
         assert values == [[float(sum(range(world)) + world * i)] for i in range(3)]
         assert r["mixed"] == [[float(sum(range(world)) + world * i)] for i in range(2)]
+        assert r["kept"] == _kept_sums(scenarios.KEPT_CHANGES, world)
     members = [0, world - 1]
     for rank in members:
         r = res[rank]

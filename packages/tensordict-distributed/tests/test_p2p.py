@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from tensordict import TensorDict
+from tensordict.distributed import _parts
 
 
 def _ok(scenarios, value, rows=2):
@@ -62,6 +63,10 @@ def test_point_to_point(run_ranks, scenarios):
     # leaves of 2 MiB travel as messages of their own, straight into the receiver's leaves
     messages, sums, in_place = r["wide"]
     assert sender["wide_messages"] == messages == 2 + 3  # header, description, a, [s], b
+    # 8 MiB of small leaves: a header, the description and one message per piece
+    assert r["pieces"] is True
+    pieces = -(-(8 << 20) // _parts.CHUNK_BYTES)
+    assert sender["pieces_messages"] == r["pieces_messages"] == 2 + pieces
     n = 1 << 19
     assert sums == {"a": 1.0 * n, "s": 2.0 * 3, "b": 3.0 * n / 2} and in_place is True
     assert r["wide_remote"] == {"a": 2.0 * n, "s": 3.0 * 3, "b": 4.0 * n / 2}

@@ -281,17 +281,20 @@ def _positions(plan: _Plan) -> list[int]:
 
 
 def _copy_program(
-    plan: _Plan, device: torch.device, skip: frozenset[int] = frozenset()
+    plan: _Plan, device: torch.device, span: tuple[int, int] | None = None
 ) -> list[_Step]:
-    """The steps that copy the plan's leaves (but those whose index is in ``skip``) into
-    a buffer on ``device``. Runs of contiguous leaves of one dtype become one ``cat``,
-    their alignment gaps included as small zero tensors of that dtype: one ``cat`` copies
-    as fast as one memcpy, where a copy per leaf is much slower for many small leaves.
-    The steps hold (views of) the leaves, so running them again copies the leaves'
-    current values. The bytes of skipped leaves are left as they are."""
+    """The steps that copy the plan's leaves into a buffer on ``device``: all of them,
+    the gaps between them and the buffer's tail zeroed; or, with ``span=(first, stop)``,
+    the leaves ``first`` to ``stop - 1`` only, with the gaps between them (the bytes from
+    the first one's offset to the end of the last one). Runs of contiguous leaves of one
+    dtype become one ``cat``, their alignment gaps included as small zero tensors of that
+    dtype: one ``cat`` copies as fast as one memcpy, where a copy per leaf is much slower
+    for many small leaves. The steps hold (views of) the leaves, so running them again
+    copies the leaves' current values."""
     steps: list[_Step] = []
     zeros: dict[torch.dtype, _Tensor] = {}
-    pos = 0
+    first, stop = (0, len(plan.leaves)) if span is None else span
+    pos = _positions(plan)[first] if first < stop else 0
     run: list[_Tensor] = []
     run_start = 0
     run_dtype: torch.dtype | None = None
@@ -301,16 +304,10 @@ def _copy_program(
             steps.append(("cat", run_start, run_dtype, list(run)))
             run.clear()
 
-    for index, (leaf, stride) in enumerate(zip(plan.leaves, plan.strides)):
+    for leaf, stride in zip(plan.leaves[first:stop], plan.strides[first:stop]):
         start = -(-pos // ALIGN) * ALIGN
         nbytes = leaf.numel() * leaf.element_size()
         size = leaf.element_size()
-        if index in skip:
-            flush()
-            if start > pos:
-                steps.append(("zero", pos, start))
-            pos = start + nbytes
-            continue
         joins = bool(nbytes) and leaf.is_contiguous() and leaf.device == device
         if start > pos:
             if joins and run and run_dtype == leaf.dtype and (start - pos) % size == 0:
@@ -332,7 +329,8 @@ def _copy_program(
             steps.append(("view", start, leaf.dtype, leaf.shape, layout, leaf.detach()))
         pos = start + nbytes
     flush()
-    steps.append(("zero", pos, None))
+    if span is None:
+        steps.append(("zero", pos, None))
     return steps
 
 
@@ -401,21 +399,46 @@ class Packing:
 
     def __init__(self, td: Any, device: Any = None, allow_pickle: bool = False) -> None:
         self.plan, self.meta, self.nbytes, self.device = _layout(td, device, allow_pickle)
-        self._programs: dict[frozenset[int], list[_Step]] = {}
+        self._programs: dict[tuple[int, int] | None, list[_Step]] = {}
 
-    def fill(
-        self,
-        out: Callable[[int, torch.device], _Tensor | None] | None = None,
-        skip: frozenset[int] = frozenset(),
-    ) -> _Tensor:
-        """The buffer: a new one, or the one ``out(nbytes, device)`` returns. The leaves
-        whose index is in ``skip`` (see :meth:`large_leaves`) are not copied: their bytes
-        are left as they are."""
-        given = out(self.nbytes, self.device) if out is not None else None
-        program = self._programs.get(skip)
+    def _program(self, span: tuple[int, int] | None) -> list[_Step]:
+        program = self._programs.get(span)
         if program is None:  # kept: filling again only runs the copies
-            program = self._programs[skip] = _copy_program(self.plan, self.device, skip)
+            program = self._programs[span] = _copy_program(self.plan, self.device, span)
+        return program
+
+    def fill(self, out: Callable[[int, torch.device], _Tensor | None] | None = None) -> _Tensor:
+        """The buffer: a new one, or the one ``out(nbytes, device)`` returns."""
+        given = out(self.nbytes, self.device) if out is not None else None
+        program = self._program(None)
         return _fill_buffer(self.plan, self.nbytes, self.device, False, False, given, program)
+
+    def filler(self, buffer: _Tensor, span: tuple[int, int] | None = None) -> Callable[[], None]:
+        """A function that copies the leaves ``span = (first, stop)`` (indices into
+        ``plan.leaves``) to their places in ``buffer`` (``nbytes`` bytes on ``device``),
+        zeroing the alignment gaps between them; no other byte is written (``None``:
+        all the leaves, the whole buffer, as :meth:`fill`). A transport fills a buffer
+        piece by piece this way, sending each piece while the next one is filled. The
+        copy steps are prepared here, so calling the function only copies.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict({"a": torch.ones(2), "b": torch.full((2,), 2.0)}, [])
+        >>> packing = Packing(td)
+        >>> buffer = torch.zeros(packing.nbytes, dtype=torch.uint8)
+        >>> packing.filler(buffer, (1, 2))()
+        >>> buffer.view(torch.float32)[:8].tolist()
+        [0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 0.0, 0.0]
+        """
+        if buffer.dtype != torch.uint8 or buffer.numel() != self.nbytes:
+            raise ValueError(f"filler: a uint8 buffer of {self.nbytes} bytes is expected.")
+        program = self._program(span)
+
+        def fill() -> None:
+            with torch.no_grad():
+                _run_program(program, buffer)
+
+        return fill
 
     def offsets(self) -> list[int]:
         """The byte offset of each leaf (in the order of ``plan.leaves``) in the buffer."""

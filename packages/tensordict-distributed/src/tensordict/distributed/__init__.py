@@ -18,13 +18,7 @@ The ``TensorDict`` methods are core forwarders to the ``td_*`` hooks below. It d
 
 from typing import Any
 
-from tensordict.distributed._collectives import (
-    td_all_gather,
-    td_all_reduce,
-    td_broadcast,
-    td_reduce,
-    td_scatter,
-)
+from tensordict.distributed._collectives import td_all_gather, td_broadcast, td_scatter
 from tensordict.distributed._map import td_map, td_map_iter
 from tensordict.distributed._p2p import (
     Transfer,
@@ -43,6 +37,7 @@ from tensordict.distributed._peers import (
     RemoteError,
 )
 from tensordict.distributed._redis import StoreDataLostError
+from tensordict.distributed._reductions import td_all_reduce, td_reduce
 from tensordict.distributed._store import td_to_store
 
 __version__ = "0.1.0"

@@ -6,16 +6,19 @@ this module only adds what the transports need around it:
 * a tensorclass instance travels as its inner tensordict, with the class named in the
   description (``"module:QualName"``); the receiver looks the class up among the modules
   it has imported already and never imports one, so a message cannot make it run code;
-* :func:`receive_into` checks a received description against the tensordict that will
-  hold the data, and picks where the data lands — straight into that tensordict's own
-  consolidated buffer when the layouts are equal, else into a scratch buffer that is
-  copied in once it has been checked.
+* :func:`pack_parts` cuts the data of a point-to-point transfer into parts (see
+  :mod:`._parts`), each filled just before it is sent;
+* :class:`Landing` checks a received description against the tensordict that will hold
+  the data, and picks where each part lands — straight into that tensordict's own
+  consolidated buffer when the layouts are equal, or into its large leaves, else into a
+  scratch buffer whose leaves are copied in part by part, as the parts arrive;
+* :func:`cached` remembers that for the next transfer of the same description.
 """
 
 from __future__ import annotations
 
 import sys
-import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -23,8 +26,8 @@ import torch
 from tensordict import _wire
 from tensordict._kinds import is_tensorclass
 from tensordict._kinds import lazy_members as _lazy_members
-from tensordict._nontensor import NonTensorData
-from tensordict.distributed import _buffers
+from tensordict.distributed import _buffers, _parts
+from tensordict.distributed._kept import Kept, layout_of
 
 
 def unwrap(obj: Any) -> tuple[Any, str | None]:
@@ -35,12 +38,9 @@ def unwrap(obj: Any) -> tuple[Any, str | None]:
     return obj, None
 
 
-#: Leaves of at least this many bytes travel as messages of their own, from their own
-#: memory (no copy), and land straight in the receiver's leaf when it can take them; the
-#: other leaves are packed into one buffer. So the number of messages grows with the
-#: number of large leaves only, never with the number of small ones; a large leaf costs
-#: one message (tens of microseconds) instead of two copies of its bytes.
-LARGE_BYTES = 1 << 20
+#: One part of a transfer's data: the bytes to send, and the function that fills them
+#: first (packed leaves) or ``None`` (a large leaf's own memory, a consolidated buffer).
+Part = tuple[torch.Tensor, Callable[[], None] | None]
 
 
 def pack(
@@ -58,82 +58,60 @@ def pack(
         if cls_name is not None:
             meta = {**meta, "tensorclass": cls_name}
         return _wire.dumps(meta), data, meta
-    sent = _sent_for(td, device, cls_name, None)
+    sent = _sent_for(td, device, cls_name, False)
     return sent.desc, sent.packing.fill(_buffers.take), sent.meta
 
 
 def pack_parts(
     obj: Any, device: torch.device | None, tensorclass_type: str | None = None
-) -> tuple[bytes, list[torch.Tensor], dict[str, Any], torch.Tensor | None]:
+) -> tuple[bytes, list[Part], dict[str, Any], torch.Tensor | None]:
     """``(description, parts, metadata, pooled)``: :func:`pack` for point-to-point
-    transfers, whose data may go as several messages. Leaves of at least
-    :data:`LARGE_BYTES` are parts of their own (``uint8`` views of their memory); the
-    others are packed into ``pooled`` (a pool buffer to give back once sent, ``None``
-    when nothing is packed), whose ranges between the large leaves are the other parts.
-    The metadata's ``"segments"`` lists each part's byte range in the buffer it
-    describes (absent when the data is one part, the whole buffer)."""
+    transfers, whose data goes as several messages (see :mod:`._parts`): each part is
+    ``(bytes to send, function that fills them first or None)``. Large leaves are parts
+    of their own (``uint8`` views of their memory); the other leaves are packed into
+    ``pooled`` (a pool buffer to give back once sent, ``None`` when nothing is packed),
+    piece by piece, by the parts' functions. The metadata's ``"segments"`` lists each
+    part's byte range in the buffer it describes (absent when the data is one part, the
+    whole buffer). A consolidated ``obj`` is one part, its own buffer."""
     td, cls_name = unwrap(obj)
     cls_name = tensorclass_type or cls_name
     if _wire.consolidated_buffer(td) is not None:
         desc, data, meta = pack(obj, device, tensorclass_type)
-        return desc, [data] if data.numel() else [], meta, None
-    sent = _sent_for(td, device, cls_name, LARGE_BYTES)
-    packed = any(view is None for _, _, view in sent.segments)
-    pooled = sent.packing.fill(_buffers.take, sent.skip) if packed else None
-    parts = [
-        view if view is not None else pooled[start:stop]  # type: ignore[index]
-        for start, stop, view in sent.segments
-    ]
+        return desc, [(data, None)] if data.numel() else [], meta, None
+    sent = _sent_for(td, device, cls_name, True)
+    packing = sent.packing
+    packed = any(piece.view is None for piece in sent.pieces)
+    pooled = _buffers.take(packing.nbytes, packing.device) if packed else None
+    parts: list[Part] = []
+    for piece in sent.pieces:
+        if piece.view is not None:
+            parts.append((piece.view, None))
+            continue
+        assert pooled is not None
+        parts.append((pooled[piece.start : piece.stop], packing.filler(pooled, piece.leaves)))
     return sent.desc, parts, sent.meta, pooled
 
 
-def _sent_for(td: Any, device: Any, cls_name: str | None, large: int | None) -> _Sent:
+def _sent_for(td: Any, device: Any, cls_name: str | None, in_parts: bool) -> _Sent:
     """The layout, description and parts of sending ``td`` (kept from the last send of
     the same tensordict when its leaves, shapes, strides and non-tensor values are the
-    same)."""
-    hit = _SENT.get(id(td))
-    if hit is not None and hit[0]() is td:
-        sent = hit[1]
-        if (sent.device, sent.cls, sent.large) == (device, cls_name, large) and sent.matches(
-            _objects(td, [])
+    same); ``in_parts``: cut into parts (see :func:`._parts.cut`), else one buffer."""
+    sent = _SENT.get(td)
+    if sent is not None:
+        if (sent.device, sent.cls, sent.in_parts) == (device, cls_name, in_parts) and (
+            sent.matches(_objects(td, []))
         ):
             return sent
     packing = _wire.plan(td, device)
     meta = packing.meta if cls_name is None else {**packing.meta, "tensorclass": cls_name}
-    segments, skip = _segments(packing, large)
-    if skip:
-        meta = {**meta, "segments": [[start, stop] for start, stop, _ in segments]}
+    pieces = _parts.cut(packing, _parts.LARGE_BYTES, _parts.CHUNK_BYTES) if in_parts else []
+    described = _parts.described(pieces)
+    if described is not None:
+        meta = {**meta, "segments": described}
     sent = _Sent(packing, meta, _wire.dumps(meta), _objects(td, []), device, cls_name)
-    sent.large, sent.segments, sent.skip = large, segments, skip
-    _remember_sent(td, sent)
+    sent.in_parts, sent.pieces = in_parts, pieces
+    _SENT.put(td, sent)
     return sent
-
-
-def _segments(
-    packing: Any, large: int | None
-) -> tuple[list[tuple[int, int, torch.Tensor | None]], frozenset[int]]:
-    """``([(start, stop, view of a large leaf or None for packed bytes)], indices of the
-    large leaves)``: the parts of the buffer ``packing`` describes, in order."""
-    whole: list[tuple[int, int, torch.Tensor | None]] = (
-        [(0, packing.nbytes, None)] if packing.nbytes else []
-    )
-    big = {i for i, _, _ in packing.large_leaves(large)} if large is not None else set()
-    if not big:
-        return whole, frozenset()
-    out: list[tuple[int, int, torch.Tensor | None]] = []
-    run: tuple[int, int] | None = None  # packed bytes since the last large leaf
-    for i, (leaf, start) in enumerate(zip(packing.plan.leaves, packing.offsets())):
-        stop = start + leaf.numel() * leaf.element_size()
-        if i in big:
-            if run is not None:
-                out.append((*run, None))
-                run = None
-            out.append((start, stop, leaf.detach().reshape(-1).view(torch.uint8)))
-        elif stop > start:
-            run = (start if run is None else run[0], stop)
-    if run is not None:
-        out.append((*run, None))
-    return out, frozenset(big)
 
 
 class _Sent:
@@ -147,9 +125,8 @@ class _Sent:
         "layouts",
         "device",
         "cls",
-        "large",
-        "segments",
-        "skip",
+        "in_parts",
+        "pieces",
     )
 
     def __init__(
@@ -157,40 +134,21 @@ class _Sent:
     ) -> None:
         self.packing, self.meta, self.desc = packing, meta, desc
         self.objects, self.device, self.cls = objects, device, cls
-        self.layouts = [_layout_of(o) for o in objects]
-        self.large: int | None = None
-        self.segments: list[tuple[int, int, torch.Tensor | None]] = []
-        self.skip: frozenset[int] = frozenset()
+        self.layouts = [layout_of(o) for o in objects]
+        self.in_parts = False
+        self.pieces: list[_parts.Piece] = []
 
     def matches(self, objects: list[Any]) -> bool:
         if len(objects) != len(self.objects):
             return False
         for now, then, layout in zip(objects, self.objects, self.layouts):
-            if now is not then or _layout_of(now) != layout:
+            if now is not then or layout_of(now) != layout:
                 return False
         return True
 
 
-def _layout_of(obj: Any) -> Any:
-    """What the wire layout depends on: a tensor's shape, stride and dtype, a non-tensor
-    entry's value."""
-    if isinstance(obj, torch.Tensor):
-        return (obj.shape, obj.stride(), obj.dtype, obj.device)
-    if isinstance(obj, NonTensorData):
-        return ("value", obj.data, obj.batch_size)
-    return ("values", obj.tolist(), obj.batch_size)
-
-
-_SENT: dict[int, tuple[Any, _Sent]] = {}
-
-
-def _remember_sent(td: Any, sent: _Sent) -> None:
-    key = id(td)
-    try:
-        ref = weakref.ref(td, lambda _, key=key: _SENT.pop(key, None))
-    except TypeError:
-        return
-    _SENT[key] = (ref, sent)
+#: The layout and description of the last send of each tensordict.
+_SENT: Kept[_Sent] = Kept()
 
 
 def resolve_tensorclass(name: Any) -> type:
@@ -239,8 +197,9 @@ class Landing:
     """Where received data goes, and whether it fits the destination tensordict.
 
     ``buffer`` is what to receive into (``data_len`` bytes); ``problems`` lists why the
-    data does not fit (then ``buffer`` is scratch and nothing is written); after the data
-    has arrived, :meth:`finish` writes it into the destination.
+    data does not fit (then ``buffer`` is scratch and nothing is written).
+    :meth:`targets` says where each part is received and what to copy out of it once it
+    has arrived; after the last one, :meth:`finish` writes the non-tensor values.
     """
 
     def __init__(
@@ -276,45 +235,54 @@ class Landing:
             self.buffer = _buffers.take(data_len, device)
         return self.buffer
 
-    def targets(self, segments: list[tuple[int, int]]) -> list[torch.Tensor]:
-        """Where each part of the data is received, in order: a part that is exactly one
-        leaf goes straight into the destination's leaf when that leaf is contiguous on
-        the same device (no copy afterwards); the others into the buffer."""
+    def targets(self, segments: list[tuple[int, int]]) -> list[tuple[torch.Tensor, list[Any]]]:
+        """``[(where the part is received, the copies (destination, source) to make once
+        it has arrived)]``, one per part, in order. A part that is exactly one leaf goes
+        straight into the destination's leaf when that leaf is contiguous on the same
+        device (nothing to copy); the others into the buffer. A leaf outside every part
+        is a problem (nothing is written)."""
         assert self.buffer is not None
-        if self.problems or self.received is None:
-            self.pairs: list[Any] = []
-            self.replace: list[Any] = []
-            self.received_targets = [self.buffer[a:b] for a, b in segments]
-            return self.received_targets
-        pairs, self.replace = _wire.copy_plan(self.target, self.received)
-        base = self.buffer.data_ptr()
-        direct = {}
-        for pair in pairs:
-            d, src = pair
-            if d.is_contiguous() and src.is_contiguous() and d.device == self.buffer.device:
-                start = src.data_ptr() - base
-                direct[(start, start + src.numel() * src.element_size())] = pair
-        out = []
-        taken = set()
-        for a, b in segments:
-            pair = direct.get((a, b))
-            if pair is not None and b > a:
-                out.append(pair[0].detach().reshape(-1).view(torch.uint8))
-                taken.add(id(pair))
+        self.replace: list[Any] = []
+        groups = None
+        if not self.problems and self.received is not None:
+            pairs, self.replace = _wire.copy_plan(self.target, self.received)
+            groups = _parts.by_segment(pairs, segments, self.buffer)
+            if groups is None:
+                self.problems.append(
+                    "the description places a leaf outside the data segments it announces"
+                )
+        if groups is None:
+            self.parts = [(self.buffer[a:b], []) for a, b in segments]
+            return self.parts
+        self.parts = []
+        for (a, b), group in zip(segments, groups):
+            if len(group) == 1 and self._takes_directly(group[0], b - a):
+                self.parts.append((group[0][0].detach().reshape(-1).view(torch.uint8), []))
             else:
-                out.append(self.buffer[a:b])
-        self.pairs = [p for p in pairs if id(p) not in taken]
-        self.received_targets = out
-        return out
+                self.parts.append((self.buffer[a:b], group))
+        return self.parts
+
+    def _takes_directly(self, pair: tuple[torch.Tensor, torch.Tensor], nbytes: int) -> bool:
+        """Whether a part of ``nbytes`` holding only ``pair``'s source can be received
+        straight into its destination."""
+        d, src = pair
+        assert self.buffer is not None
+        return (
+            d.is_contiguous()
+            and src.is_contiguous()
+            and d.device == self.buffer.device
+            and src.numel() * src.element_size() == nbytes
+        )
 
     def finish(self, template: Any, desc: bytes) -> None:
-        """Write the received data into the destination (it fits: no problems), and
-        remember how, for the next transfer of the same description into it."""
-        _wire.copy_pairs(self.pairs)
+        """Once every part has arrived and been copied out (it fits: no problems): write
+        the non-tensor values, and remember where the parts went, for the next transfer
+        of the same description into the destination."""
         for store, key, value in self.replace:
             store[key] = value
         assert self.buffer is not None
-        _remember(template, self.target, desc, self.buffer, self.pairs, self.received_targets)
+        objects = _objects(self.target, [])
+        _CACHE.put(template, Cached(desc, self.target, objects, self.buffer, self.parts))
 
     def discard(self) -> None:
         """Give a scratch buffer back after a failure."""
@@ -326,9 +294,9 @@ class Landing:
 class Cached:
     """How the last transfer landed in a tensordict: the same description into the same
     leaves lands in the same buffer, and is copied with the same pairs, without parsing
-    or checking again."""
+    or checking again. ``parts`` is :meth:`Landing.targets`' answer."""
 
-    __slots__ = ("desc", "batch_size", "objects", "shapes", "buffer", "pairs", "targets")
+    __slots__ = ("desc", "batch_size", "objects", "layouts", "buffer", "parts")
 
     def __init__(
         self,
@@ -336,22 +304,18 @@ class Cached:
         target: Any,
         objects: list[Any],
         buffer: torch.Tensor,
-        pairs: list[Any],
-        targets: list[torch.Tensor],
+        parts: list[tuple[torch.Tensor, list[Any]]],
     ):
         self.desc = desc
         self.batch_size = target.batch_size
         self.objects = objects
-        self.shapes = [o.shape if isinstance(o, torch.Tensor) else None for o in objects]
+        self.layouts = [layout_of(o) if isinstance(o, torch.Tensor) else None for o in objects]
         self.buffer = buffer
-        self.pairs = pairs
-        self.targets = targets  # where each part of the data is received
-
-    def finish(self) -> None:
-        _wire.copy_pairs(self.pairs)
+        self.parts = parts
 
 
-_CACHE: dict[int, tuple[Any, Cached]] = {}
+#: How the last transfer landed in each tensordict.
+_CACHE: Kept[Cached] = Kept()
 
 
 def _objects(td: Any, out: list[Any]) -> list[Any]:
@@ -373,59 +337,11 @@ def _objects(td: Any, out: list[Any]) -> list[Any]:
     return out
 
 
-def _remember(
-    template: Any,
-    target: Any,
-    desc: bytes,
-    buffer: torch.Tensor,
-    pairs: list[Any],
-    targets: list[torch.Tensor],
-) -> None:
-    key = id(template)
-    try:
-        ref = weakref.ref(template, lambda _, key=key: _CACHE.pop(key, None))
-    except TypeError:
-        return
-    _CACHE[key] = (ref, Cached(desc, target, _objects(target, []), buffer, pairs, targets))
-
-
-def segments(meta: dict[str, Any] | None, data_len: int) -> list[tuple[int, int]]:
-    """The byte ranges of the parts the data arrives in (see :func:`pack_parts`): the
-    description's ``"segments"``, checked, or the whole buffer.
-
-    >>> segments({"segments": [[0, 16], [32, 48]]}, 48), segments({}, 8), segments(None, 0)
-    ([(0, 16), (32, 48)], [(0, 8)], [])
-    """
-    raw = None if meta is None else meta.get("segments")
-    if raw is None:
-        return [(0, data_len)] if data_len else []
-    out: list[tuple[int, int]] = []
-    end = 0
-    for item in raw if isinstance(raw, list) else [None]:
-        ok = (
-            isinstance(item, list)
-            and len(item) == 2
-            and all(type(v) is int for v in item)
-            and end <= item[0] < item[1] <= data_len
-        )
-        if not ok:
-            raise ValueError(
-                f"the description's data segments {raw!r} do not fit {data_len} bytes "
-                "(increasing [start, stop) byte ranges are expected)."
-            )
-        out.append((item[0], item[1]))
-        end = item[1]
-    return out
-
-
 def cached(template: Any, desc: bytes, data_len: int) -> Cached | None:
     """The :class:`Cached` landing of ``template`` for ``desc``, if still valid (the same
-    leaf objects, of the same shapes)."""
-    entry = _CACHE.get(id(template))
-    if entry is None or entry[0]() is not template:
-        return None
-    hit = entry[1]
-    if hit.desc != desc or hit.buffer.numel() != data_len:
+    leaf objects, with the same shapes, strides and memory)."""
+    hit = _CACHE.get(template)
+    if hit is None or hit.desc != desc or hit.buffer.numel() != data_len:
         return None
     target = unwrap(template)[0]
     if target.batch_size != hit.batch_size:
@@ -433,7 +349,7 @@ def cached(template: Any, desc: bytes, data_len: int) -> Cached | None:
     objects = _objects(target, [])
     if len(objects) != len(hit.objects):
         return None
-    for now, then, shape in zip(objects, hit.objects, hit.shapes):
-        if now is not then or (shape is not None and now.shape != shape):
+    for now, then, layout in zip(objects, hit.objects, hit.layouts):
+        if now is not then or (layout is not None and layout_of(now) != layout):
             return None
     return hit

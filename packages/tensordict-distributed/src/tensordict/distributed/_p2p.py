@@ -1,15 +1,19 @@
 """Point to point: ``send``/``recv``, ``isend``/``irecv``, ``init_remote``/``from_remote_init``.
 
-One transfer is three messages whatever the number of leaves (see :mod:`._peers`): a
-fixed-size header, the JSON description (core's consolidated metadata: structure,
-shapes, dtypes, non-tensor values) and one data buffer. A tensordict that is
+One transfer is a fixed-size header, the JSON description (core's consolidated
+metadata: structure, shapes, dtypes, non-tensor values) and the data of one
+consolidated buffer (see :mod:`._peers`), whatever the number of leaves. The data goes
+in a few parts (see :mod:`._parts`): large leaves on their own, from and into their own
+memory; small leaves packed, in pieces of a few MiB, each filled while the previous ones
+travel and copied out on arrival while the next ones travel. A tensordict that is
 consolidated already is sent from its own buffer; a receiver that is consolidated with
-the same layout receives straight into its own buffer. Otherwise one copy on each side.
+the same layout receives straight into its own buffer.
 
 The receiver checks the description against its tensordict (keys, shapes, dtypes,
 batch sizes, lazy-stack members) before the data arrives; data that does not fit is
 received into scratch memory (so that both sides stay in step) and a ``ValueError``
-names what differs. Nothing is written, nothing is unpickled.
+names what differs. Nothing is written, nothing is unpickled. (A transfer cut off
+midway, by a timeout or a peer that died, may leave the parts that had arrived written.)
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 import torch
 
 from tensordict import _wire
-from tensordict.distributed import _buffers, _message, _peers
+from tensordict.distributed import _buffers, _message, _parts, _peers
 from tensordict.distributed._peers import Channel, wait
 
 _SEND_NAMES = ("dst", "group_dst")
@@ -100,9 +104,12 @@ def _post_send(
         raise
     head = _peers.header(_peers.STATUS_OK, len(desc), int(meta["nbytes"]), ch.device)
     desc_t = _wire.bytes_tensor(desc, ch.device)
-    keep = [head, desc_t, *parts]  # alive until sent
+    keep = [head, desc_t, *(data for data, _ in parts)]  # alive until sent
     works = [ch.isend(head, tags[0]), ch.isend(desc_t, tags[1])]
-    works += [ch.isend(part, tags[2]) for part in parts]
+    for data, fill in parts:  # filling a part overlaps sending the previous ones
+        if fill is not None:
+            fill()
+        works.append(ch.isend(data, tags[2]))
 
     def finish(limit: datetime.timedelta | None) -> None:
         for work in works:
@@ -128,9 +135,10 @@ def td_send(
     """Send ``td`` to ``dst`` (global rank) or ``group_dst`` (rank in ``group``).
 
     The receiver calls ``recv`` on a tensordict of the same structure, or
-    ``TensorDict.from_remote_init`` to get a new one. One transfer is three messages, a
-    header, the JSON description and one buffer, whatever the number of leaves;
-    ``consolidated`` is accepted for compatibility (every transfer is consolidated).
+    ``TensorDict.from_remote_init`` to get a new one. One transfer is a header, the JSON
+    description and one consolidated buffer, whatever the number of leaves (the buffer
+    goes in parts: one per large leaf and per few MiB of small ones, see
+    :mod:`tensordict.distributed._parts`); ``consolidated`` is accepted for compatibility (every transfer is consolidated).
     Messages use tags ``init_tag`` to ``init_tag + 2`` (pseudo-random ones seeded by
     ``init_tag`` with ``pseudo_rand``); the receiver passes the same values.
 
@@ -203,24 +211,26 @@ def _post_recv(
                 f"{what}: the sender failed before sending: {desc.decode(errors='replace')}"
             )
 
-        def receive(targets: list[torch.Tensor]) -> None:
-            works = [ch.irecv(t, tags[2]) for t in targets]
-            for work in works:
+        def receive(parts: list[tuple[torch.Tensor, list[Any]]]) -> None:
+            """Receive every part (all posted at once), copying each one out as soon as
+            it has arrived, while the next ones are on the way."""
+            works = [ch.irecv(target, tags[2]) for target, _ in parts]
+            for work, (_, copies) in zip(works, parts):
                 wait(work, what, limit)
+                _wire.copy_pairs(copies)
 
         hit = _message.cached(template, desc, data_len) if template is not None else None
         if hit is not None:  # the same description into the same leaves as last time
-            receive(hit.targets)
-            hit.finish()
+            receive(hit.parts)
             return
         try:
             meta = _message.parse(desc, ch.label)
-            parts = _message.segments(meta, data_len)
+            segments = _parts.segments(meta, data_len)
         except ValueError as err:  # its parts are unknown: the data cannot be taken
             raise ValueError(f"{what}: {err}") from None
         if template is None:
             landing = torch.empty(data_len, dtype=torch.uint8, device=ch.device)
-            receive([landing[a:b] for a, b in parts])
+            receive([(landing[a:b], []) for a, b in segments])
             if device is not None and landing.device != device:
                 landing = landing.to(device)
             result[0] = _message.unpack(meta, landing)
@@ -228,7 +238,7 @@ def _post_recv(
         plan = _message.Landing(template, meta, data_len, ch.device)
         assert plan.buffer is not None
         try:
-            receive(plan.targets(parts))
+            receive(plan.targets(segments))
             if plan.problems:
                 raise ValueError(
                     f"{what}: the received tensordict does not fit this one; nothing was "

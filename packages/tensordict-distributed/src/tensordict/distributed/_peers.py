@@ -7,10 +7,10 @@
 * :func:`wait` waits for a ``torch.distributed`` work with a timeout and turns the
   backend's errors into clear ones: :class:`DistributedTimeoutError` when the peer did
   not answer in time, :class:`PeerClosedError` when it went away.
-* The message header: every tensordict travels as three messages, whatever its number of
-  leaves — a fixed-size ``int64`` header (a magic number, the protocol version, a status,
-  the lengths of the two others), the JSON description and the data buffer (omitted when
-  empty). A sender that fails before sending (a value that cannot be sent) sends a
+* The message header: every tensordict travels as a fixed-size ``int64`` header (a magic
+  number, the protocol version, a status, the lengths of the two others), the JSON
+  description and the data buffer (omitted when empty; point to point, in a few parts:
+  see :mod:`._parts`), whatever its number of leaves. A sender that fails before sending (a value that cannot be sent) sends a
   header with an error status and its error message instead, so the receiver raises at
   once instead of waiting for the timeout.
 """
