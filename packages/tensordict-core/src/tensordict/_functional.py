@@ -23,7 +23,7 @@ from tensordict._nontensor import (
 from tensordict._ops import BINARY, BINARY_NO_INPLACE, OPERATORS, UNARY
 from tensordict._ragged import RAGGED_OPTIONS, check_options, stack_ragged
 from tensordict._shape import normalize_dim, parse_device
-from tensordict._unbatched import UnbatchedTensor, combine_unbatched
+from tensordict._unbatched import UNBATCHED_TYPES, combine_unbatched
 from tensordict.base import (
     NO_DEFAULT,
     TD_HANDLED_BY_NAME,
@@ -126,7 +126,7 @@ def _combine(
             values = [td._tensordict[key] for td in tds]
         except KeyError:
             raise _keys_error(tds, op, prefix) from None
-        if isinstance(value, UnbatchedTensor):
+        if type(value) in UNBATCHED_TYPES:
             out[key] = combine_unbatched(values, new_bs, prefix + (key,))
         elif isinstance(value, _Tensor):
             try:

@@ -55,7 +55,7 @@ from tensordict._ragged import LazyRaggedOps
 from tensordict._shape import common_shape, normalize_dim, parse_batch_size, parse_device
 from tensordict._state_dict import StateDictOps
 from tensordict._td import TensorDict
-from tensordict._unbatched import UnbatchedTensor, combine_unbatched
+from tensordict._unbatched import UNBATCHED_TYPES, combine_unbatched
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 _Tensor = torch.Tensor
@@ -439,7 +439,7 @@ class LazyStackedTensorDict(
     def _stack_values(self, key: tuple[Any, ...], values: list[Any]) -> Any:
         first = values[0]
         sd = self.stack_dim
-        if isinstance(first, UnbatchedTensor):
+        if type(first) in UNBATCHED_TYPES:
             bs = first.batch_size
             return combine_unbatched(values, bs[:sd] + torch.Size([len(values)]) + bs[sd:], key)
         if isinstance(first, _Tensor):

@@ -17,7 +17,7 @@ from tensordict._inplace import check as check_inplace
 from tensordict._keys import NestedKey, key_as_tuple, unravel_key
 from tensordict._nontensor import MetaData, NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._tree import leaf_items
-from tensordict._unbatched import UnbatchedTensor
+from tensordict._unbatched import UNBATCHED_TYPES
 from tensordict.base import TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -80,7 +80,7 @@ def _pad_td(
     store = td._tensordict if isinstance(td, _kinds.Dense) else None
     items = store.items() if store is not None else td.items()
     for key, entry in items:
-        if isinstance(entry, UnbatchedTensor):  # no batch dimension: carried whole
+        if type(entry) in UNBATCHED_TYPES:  # no batch dimension: carried whole
             out[key] = entry._with(new_bs)
         elif isinstance(entry, _Tensor):
             fill = value.get(prefix + (key,), 0.0) if isinstance(value, dict) else value

@@ -50,7 +50,7 @@ from tensordict._shape import broadcastable_to, nested_fits, parse_batch_size, p
 from tensordict._shape_ops import DenseShapeOps
 from tensordict._state_dict import StateDictOps
 from tensordict._tree import TreeMapOps
-from tensordict._unbatched import UnbatchedTensor, is_carried
+from tensordict._unbatched import UNBATCHED_TYPES, is_carried
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 _Tensor = torch.Tensor
@@ -419,7 +419,7 @@ class TensorDict(
             dev = self._device
             if dev is not None and value.device != dev:
                 value = value.to(dev, non_blocking=non_blocking)
-            if isinstance(value, UnbatchedTensor):
+            if type(value) in UNBATCHED_TYPES:
                 return value._with(bs)  # any shape: it has no batch dimension
             try:
                 bad = value.shape[:nb] != bs
@@ -714,7 +714,7 @@ class TensorDict(
                 if self._is_locked:
                     raise lock_error(unravel_key(prefix + (key,)))
                 continue
-            if isinstance(target, UnbatchedTensor):  # the payload is written whole
+            if type(target) in UNBATCHED_TYPES:  # the payload is written whole
                 if not isinstance(v, _Tensor) or not broadcastable_to(v.shape, target.shape):
                     raise RuntimeError(
                         f"cannot write a {type(v).__name__} of shape "
@@ -757,7 +757,7 @@ class TensorDict(
             if target is None:
                 if isinstance(v, TensorDictBase):
                     target = TensorDict._new_unsafe({}, bs + v.batch_size[vnb:], self._device)
-                elif isinstance(v, UnbatchedTensor):
+                elif type(v) in UNBATCHED_TYPES:
                     store[key] = v._with(bs)
                     continue
                 elif isinstance(v, _Tensor):
@@ -776,7 +776,7 @@ class TensorDict(
                 store[key] = target
             if isinstance(target, TensorDict):
                 target._write_at(idx, idx_bs, v)
-            elif isinstance(target, UnbatchedTensor):
+            elif type(target) in UNBATCHED_TYPES:
                 target.copy_(v)  # shared by the whole batch: written whole
             elif isinstance(target, _Tensor):
                 target[idx] = v
@@ -909,7 +909,7 @@ class TensorDict(
         pending = []
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
-                if isinstance(value, UnbatchedTensor):
+                if type(value) in UNBATCHED_TYPES:
                     pending.append(key)  # carried whole, with the new batch size
                     continue
                 try:

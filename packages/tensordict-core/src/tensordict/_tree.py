@@ -34,7 +34,7 @@ from tensordict._keys import unravel_key
 from tensordict._kinds import is_nested
 from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
-from tensordict._unbatched import UnbatchedTensor
+from tensordict._unbatched import UNBATCHED_TYPES
 from tensordict.base import CHECKED_APPLY, DEFAULT_APPLY, NO_DEFAULT, ApplySpec, TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -140,7 +140,7 @@ class TreeMapOps(_kinds.DenseMixin):
         out: dict[str, Any] = {}
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
-                if isinstance(value, UnbatchedTensor):
+                if type(value) in UNBATCHED_TYPES:
                     out[key] = value._with(batch_size)  # no batch dimension: carried whole
                 else:
                     out[key] = fn(value)
@@ -258,7 +258,7 @@ class TreeMapOps(_kinds.DenseMixin):
                 if r is None:
                     continue
                 if not checked and isinstance(r, _Tensor):
-                    if isinstance(r, UnbatchedTensor):
+                    if type(r) in UNBATCHED_TYPES:
                         r = r._with(bs)
                     elif r.shape[:nb] != bs:
                         raise _result_shape_error(r, (key,), bs)
@@ -391,7 +391,7 @@ class TreeMapOps(_kinds.DenseMixin):
                 result._tensordict[key] = r
             elif isinstance(r, _Tensor):
                 rbs = result._batch_size
-                if isinstance(r, UnbatchedTensor):
+                if type(r) in UNBATCHED_TYPES:
                     r = r._with(rbs)
                 elif r.shape[: len(rbs)] != rbs:
                     raise _result_shape_error(r, prefix + (key,), rbs)
@@ -456,7 +456,7 @@ def map_leaves(
     if n_out == 1:  # the common case, in one loop
         one: dict[str, Any] = {}
         for key, value in td._tensordict.items():
-            if isinstance(value, UnbatchedTensor):
+            if type(value) in UNBATCHED_TYPES:
                 one[key] = value._with(new_bs)  # no batch dimension: carried whole
             elif isinstance(value, _Tensor):
                 try:
@@ -478,7 +478,7 @@ def map_leaves(
     outs: list[dict[str, Any]] = [{} for _ in range(n_out)]
     out = outs[0]
     for key, value in td._tensordict.items():
-        if isinstance(value, UnbatchedTensor):
+        if type(value) in UNBATCHED_TYPES:
             r = value._with(new_bs)
             if n_out > 1:
                 r = (r,) + tuple(r.copy() for _ in range(n_out - 1))
