@@ -215,6 +215,7 @@ def test_held_tensordict_is_released_when_its_locked_parent_dies():
     from tensordict import lazy_stack
 
     td = TensorDict(a=torch.zeros(3), some=TensorDict(x=torch.zeros(3)), batch_size=[3])
+    td.lock_().unlock_()  # a parent locked again reuses its bookkeeping
     td.lock_()
     some = td["some"]
     with pytest.raises(RuntimeError, match="nested in a locked tensordict"):

@@ -66,9 +66,9 @@ def _add_held(sub: Any, out: list[Any]) -> None:
                 out.append(member)
 
 
-#: The weak references that watch locked parents for garbage collection. A weak reference
-#: only calls back while it is alive itself, so the watchers live here until their parent
-#: dies or is unlocked (lighter than one ``weakref.finalize`` per parent).
+#: The weak references that watch parents for garbage collection. A weak reference only
+#: calls back while it is alive itself, so the watchers live here until their parent dies.
+#: A parent keeps its watcher across lock/unlock cycles (unlocking empties its list).
 _WATCHERS: set[weakref.ref[Any]] = set()
 
 
@@ -78,27 +78,27 @@ def _count_hold(parent: Any, child: Any) -> None:
     child._lock_parents = child._lock_parents + 1
     holds = parent.__dict__.get("_lock_holds")
     if holds is None:
-        refs: list[Any] = []
-        watcher = weakref.ref(parent, partial(_parent_died, refs))
+        held: list[Any] = []
+        watcher = weakref.ref(parent, partial(_parent_died, held))
         _WATCHERS.add(watcher)
-        holds = parent.__dict__["_lock_holds"] = (watcher, refs)
-    holds[1].append(weakref.ref(child))
+        holds = parent.__dict__["_lock_holds"] = (watcher, held)
+    holds[1].append(child)  # the locked parent holds it anyway: no weak reference needed
 
 
-def _parent_died(refs: list[Any], watcher: weakref.ref[Any]) -> None:
-    """A locked parent died: the tensordicts it held lose that hold."""
+def _parent_died(held: list[Any], watcher: weakref.ref[Any]) -> None:
+    """A parent died: the tensordicts it held locked lose that hold."""
     _WATCHERS.discard(watcher)
-    for ref in refs:
-        child = ref()
-        if child is not None and child._lock_parents > 0:
+    for child in held:
+        if child._lock_parents > 0:
             child._lock_parents = child._lock_parents - 1
+    held.clear()
 
 
 def drop_holds(parent: Any) -> None:
     """``parent`` is unlocked: its holds were released by the unlock itself."""
-    holds = parent.__dict__.pop("_lock_holds", None)
+    holds = parent.__dict__.get("_lock_holds")
     if holds is not None:
-        _WATCHERS.discard(holds[0])
+        holds[1].clear()
 
 
 def lock(td: Any) -> None:
