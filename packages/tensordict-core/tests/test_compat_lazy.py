@@ -68,6 +68,18 @@ def test_ragged_reads() -> None:
         lazy.get("x", as_list=True, as_padded_tensor=True)
 
 
+def test_ragged_reads_through_a_parent_tensordict() -> None:
+    lazy = lazy_stack([TensorDict(x=torch.ones(1)), TensorDict(x=torch.full((3,), 2.0))])
+    td = TensorDict(inner=lazy, batch_size=[2])
+    with pytest.raises(RuntimeError, match="shape differs"):
+        td.get(("inner", "x"))
+    padded = td.get(("inner", "x"), as_padded_tensor=True, padding_value=-1.0)
+    assert torch.equal(padded, torch.tensor([[1.0, -1.0, -1.0], [2.0, 2.0, 2.0]]))
+    assert [t.tolist() for t in td.get(("inner", "x"), as_list=True)] == [[1.0], [2.0] * 3]
+    assert td.get(("inner", "x"), as_nested_tensor=True).is_nested
+    assert td.get(("missing", "x"), 5, as_list=True) == 5
+
+
 def test_ragged_reads_of_a_stack_of_stacks() -> None:
     inner = lazy_stack([TensorDict(x=torch.ones(2)), TensorDict(x=torch.ones(3))])
     outer = lazy_stack([inner, inner.clone()], 1)

@@ -360,7 +360,8 @@ class TensorDictBase(
         :func:`~tensordict.set_get_defaults_to_none` to raise ``KeyError`` instead), but a
         nested key that runs through a leaf raises (a ``KeyError`` that is also a
         ``ValueError``). Non-tensor values come back as the stored Python object. The
-        ragged options of a lazy stack's ``get`` (``as_list`` …) are accepted and ignored.
+        ragged options of a lazy stack's ``get`` (``as_list`` …) reach the lazy stack that
+        holds a nested key, and are ignored elsewhere.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -371,27 +372,35 @@ class TensorDictBase(
         True
         """
         if args:
-            default = args[0]
-            if len(args) > 1 or kwargs:
+            if len(args) > 1 or "default" in kwargs:
                 raise TypeError("get() takes a key and at most one default.")
-        elif kwargs:
+            default = args[0]
+        elif not kwargs:
+            if _GET_DEFAULTS_TO_NONE:  # missing: None; through a leaf: raise
+                try:
+                    if type(key) is str:
+                        return self._get_str(key, NO_DEFAULT)
+                    return self._get_tuple(_key_tuple(key), NO_DEFAULT)
+                except KeyThroughLeafError:
+                    raise
+                except KeyError:
+                    return None
+            default = NO_DEFAULT
+        if kwargs:
             unknown = [k for k in kwargs if k != "default" and k not in _RAGGED_OPTIONS]
             if unknown:
                 raise TypeError(f"get() got unexpected keyword(s) {unknown}.")
-            default = kwargs.get("default", None if _GET_DEFAULTS_TO_NONE else NO_DEFAULT)
-        elif _GET_DEFAULTS_TO_NONE:  # missing: None; through a leaf: raise
-            try:
-                if type(key) is str:
-                    value = self._get_str(key, NO_DEFAULT)
-                else:
-                    value = self._get_tuple(_key_tuple(key), NO_DEFAULT)
-            except KeyThroughLeafError:
-                raise
-            except KeyError:
-                return None
-            return value
-        else:
-            default = NO_DEFAULT
+            if not args:
+                default = kwargs.get("default", None if _GET_DEFAULTS_TO_NONE else NO_DEFAULT)
+            keys = _key_tuple(key)
+            if len(keys) > 1 and any(kwargs.get(k) for k in _RAGGED_OPTIONS):
+                try:  # the ragged options are the holder's (a lazy stack's) to apply
+                    holder = self._get_tuple(keys[:-1], NO_DEFAULT)
+                except KeyError:
+                    holder = None
+                if isinstance(holder, TensorDictBase):
+                    ragged = {k: v for k, v in kwargs.items() if k != "default"}
+                    return holder.get(keys[-1], default, **ragged)
         if type(key) is str:
             value = self._get_str(key, default)
         else:
