@@ -116,7 +116,9 @@ def _view_of_storage(
     return view_of_bytes(torch.empty(0, dtype=torch.uint8).set_(storage), dtype, shape, byte_offset)
 
 
-def view_of_bytes(flat: torch.Tensor, dtype: torch.dtype, shape: Any, byte_offset: int) -> torch.Tensor:
+def view_of_bytes(
+    flat: torch.Tensor, dtype: torch.dtype, shape: Any, byte_offset: int
+) -> torch.Tensor:
     """A tensor of ``dtype``/``shape`` over the ``uint8`` tensor ``flat`` (a whole storage)
     starting at ``byte_offset``."""
     numel = shape_numel(shape)
