@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from types import EllipsisType
-from typing import Any, overload
+from typing import Any, cast, overload
 
 import numpy as np
 import torch
@@ -777,7 +777,7 @@ class TensorDict(
             if isinstance(target, TensorDict):
                 target._write_at(idx, idx_bs, v)
             elif type(target) in UNBATCHED_TYPES:
-                target.copy_(v)  # shared by the whole batch: written whole
+                cast(_Tensor, target).copy_(v)  # shared by the whole batch: written whole
             elif isinstance(target, _Tensor):
                 target[idx] = v
             elif type(target) in NON_TENSOR_TYPES:

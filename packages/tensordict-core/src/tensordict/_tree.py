@@ -34,7 +34,7 @@ from tensordict._keys import unravel_key
 from tensordict._kinds import is_nested
 from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._shape import broadcastable_to, parse_batch_size, parse_device
-from tensordict._unbatched import UNBATCHED_TYPES
+from tensordict._unbatched import UNBATCHED_TYPES, UnbatchedTensor
 from tensordict.base import CHECKED_APPLY, DEFAULT_APPLY, NO_DEFAULT, ApplySpec, TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -141,7 +141,7 @@ class TreeMapOps(_kinds.DenseMixin):
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
                 if type(value) in UNBATCHED_TYPES:
-                    out[key] = value._with(batch_size)  # no batch dimension: carried whole
+                    out[key] = cast(UnbatchedTensor, value)._with(batch_size)  # carried whole
                 else:
                     out[key] = fn(value)
             elif isinstance(value, NonTensorData):
@@ -259,7 +259,7 @@ class TreeMapOps(_kinds.DenseMixin):
                     continue
                 if not checked and isinstance(r, _Tensor):
                     if type(r) in UNBATCHED_TYPES:
-                        r = r._with(bs)
+                        r = cast(UnbatchedTensor, r)._with(bs)
                     elif r.shape[:nb] != bs:
                         raise _result_shape_error(r, (key,), bs)
                     if device is not None and r.device != device:
@@ -392,7 +392,7 @@ class TreeMapOps(_kinds.DenseMixin):
             elif isinstance(r, _Tensor):
                 rbs = result._batch_size
                 if type(r) in UNBATCHED_TYPES:
-                    r = r._with(rbs)
+                    r = cast(UnbatchedTensor, r)._with(rbs)
                 elif r.shape[: len(rbs)] != rbs:
                     raise _result_shape_error(r, prefix + (key,), rbs)
                 if result._device is not None and r.device != result._device:

@@ -138,17 +138,17 @@ def write_members(fd: int, members: list[Member], num_threads: int, on_done: Any
     run_start = 0
     tm, dt = _dos_time()
     for m in members:
-        small = m.data is not None and m.nbytes < _SMALL
-        if small:
-            m.crc = zlib.crc32(m.data)
+        data = m.data if m.nbytes < _SMALL else None
+        if data is not None:
+            m.crc = zlib.crc32(data)
         if not run:
             run_start = m.header_offset
         run += _local_header(m, tm, dt)
-        if small:
-            run += m.data  # type: ignore[operator]
+        if data is not None:
+            run += data
             if on_done is not None:
                 on_done(m.nbytes)
-        if not small or len(run) >= _BATCH:  # the next bytes are not right after these
+        if data is None or len(run) >= _BATCH:  # the next bytes are not right after these
             write_payload(fd, memoryview(run), run_start)
             run = bytearray()
     if run:
