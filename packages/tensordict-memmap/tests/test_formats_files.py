@@ -483,9 +483,11 @@ def test_zarr_store_written_by_zarr(tmp_path: Path) -> None:
 @needs_zarr
 def test_zarr_never_unpickles_without_allow_pickle(tmp_path: Path) -> None:
     td = TensorDict(a=torch.arange(2), o=NonTensorData((1, 2), batch_size=[2]), batch_size=[2])
-    with pytest.raises(TypeError, match="allow_pickle=True"):
-        td.to_zarr(tmp_path / "p.zarr")
-    td.to_zarr(tmp_path / "p.zarr", allow_pickle=True)
+    with pytest.raises(TypeError, match="allow_pickle=False"):
+        td.to_zarr(tmp_path / "p.zarr", allow_pickle=False)
+    written = td.to_zarr(tmp_path / "p.zarr")  # pickled by default, as the reference
+    with pytest.raises(RuntimeError, match="pickled data"):
+        written["o"]  # reading back goes through the store: no unpickling unasked
     z = tensordict.from_zarr(tmp_path / "p.zarr")
     assert z["a"].tolist() == [0, 1]  # the rest still reads
     with pytest.raises(RuntimeError, match="pickled data"):

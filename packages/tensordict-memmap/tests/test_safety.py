@@ -267,12 +267,17 @@ class Opaque:
     ],
     ids=["complex", "tuple", "intkey", "object", "inner-tuple"],
 )
-def test_non_json_values_need_allow_pickle_at_save_and_load(tmp_path, value, culprit):
+@pytest.mark.parametrize("save_flag", [None, True])
+def test_non_json_values_are_pickled_and_need_allow_pickle_to_load(
+    tmp_path, value, culprit, save_flag
+):
     td = TensorDict({"v": NonTensorData(value, batch_size=[])}, [])
-    with pytest.raises(TypeError, match=f"v: {culprit}.*allow_pickle=True"):
-        td.memmap(tmp_path / "refused")
+    with pytest.raises(TypeError, match=f"v: {culprit}.*allow_pickle=False"):
+        td.memmap(tmp_path / "refused", allow_pickle=False)
     assert not (tmp_path / "refused").exists()
-    td.memmap(tmp_path / "d", allow_pickle=True)
+    kwargs = {} if save_flag is None else {"allow_pickle": save_flag}
+    td.memmap(tmp_path / "d", **kwargs)  # the reference's memmap takes no flag: pickles
+    assert (tmp_path / "d" / "v" / "other.pickle").is_file()
     with pytest.raises(RuntimeError, match="allow_pickle=True"):
         TensorDict.load_memmap(tmp_path / "d")
     with pytest.raises(RuntimeError, match="allow_pickle=True"):
@@ -298,7 +303,7 @@ def test_json_values_need_nothing(tmp_path):
 
 def test_pickled_stack(tmp_path):
     td = TensorDict({"v": NonTensorStack(1j, 2j)}, [2])
-    td.memmap(tmp_path, allow_pickle=True)
+    td.memmap(tmp_path)
     assert json.loads((tmp_path / "v" / "meta.json").read_text())["data"] == "pickle.pkl"
     with pytest.raises(RuntimeError, match="allow_pickle"):
         TensorDict.load_memmap(tmp_path)

@@ -129,6 +129,21 @@ def test_non_tensor_leaves_save_on_their_own(tmp_path):
     assert type(like) is NonTensorStack and like.batch_size == stack.batch_size
 
 
+@pytest.mark.parametrize(
+    "leaf",
+    [lambda: torch.stack([NonTensorData(0), NonTensorData(1)]), lambda: NonTensorData("x")],
+    ids=["stack", "data"],
+)
+def test_non_tensor_leaves_memmap_in_place(tmp_path, leaf):
+    value = leaf()
+    assert not value.is_memmap()
+    assert value.memmap_(tmp_path / "v") is value
+    assert value.is_memmap() and value.saved_path == str(tmp_path / "v")
+    assert json.loads((tmp_path / "v" / "meta.json").read_text())["data"] == value.tolist()
+    assert TensorDict.load_memmap(tmp_path / "v").tolist() == value.tolist()
+    assert not leaf().is_memmap()  # a fresh value knows no folder
+
+
 def test_memmap_in_place(tmp_path):
     td = sample_td()
     ids = id(td["nested"])
@@ -208,7 +223,9 @@ def test_num_threads_and_return_early(tmp_path, num_threads):
     result = future.result()
     assert future.done()
     assert_same(result, td)
-    failing = TensorDict({"c": NonTensorData(1j)}, []).memmap(tmp_path / "x", return_early=True)
+    failing = TensorDict({"c": NonTensorData(1j)}, []).memmap(
+        tmp_path / "x", return_early=True, allow_pickle=False
+    )
     with pytest.raises(TypeError, match="allow_pickle"):
         failing.result()
 
@@ -417,7 +434,7 @@ def test_sync_filesystem_flushes_or_names_the_path(tmp_path):
 def test_a_failed_save_leaves_the_garbage_collector_running(tmp_path):
     assert gc.isenabled()
     with pytest.raises(TypeError, match="allow_pickle"):
-        TensorDict({"x": NonTensorData(1 + 2j)}, []).memmap(tmp_path / "x")
+        TensorDict({"x": NonTensorData(1 + 2j)}, []).memmap(tmp_path / "x", allow_pickle=False)
     assert gc.isenabled()
     gc.disable()
     try:  # a caller that turned it off keeps it off

@@ -261,7 +261,25 @@ def _make(
 
 #: the forwarders a non-tensor leaf (``NonTensorData``, ``NonTensorStack``) gets: saving
 #: and loading one on its own, as the reference allows
-NON_TENSOR_FORWARDERS = frozenset({"memmap", "memmap_like", "save", "dumps", "load_memmap", "load"})
+NON_TENSOR_FORWARDERS = frozenset(
+    {"memmap", "memmap_", "memmap_like", "save", "dumps", "load_memmap", "load", "saved_path"}
+)
+
+
+def is_memmap(td: Any) -> bool:
+    """Whether every leaf of ``td`` is memory-mapped (``TensorDict.is_memmap``); ``False``
+    when ``tensordict-memmap`` is absent.
+
+    >>> import torch
+    >>> from tensordict import NonTensorData, TensorDict
+    >>> TensorDict({"a": torch.zeros(2)}, [2]).is_memmap(), NonTensorData("x").is_memmap()
+    (False, False)
+    """
+    try:
+        hook = _siblings.sibling_attr("memmap", "td_is_memmap", "TensorDict.is_memmap")
+    except (ModuleNotFoundError, NotImplementedError):
+        return False
+    return bool(hook(td))
 
 
 def install(cls: type, names: frozenset[str] | None = None) -> None:

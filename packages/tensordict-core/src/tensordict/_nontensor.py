@@ -25,6 +25,7 @@ from tensordict._nontensor_stack import NonTensorStack
 
 for _cls in (NonTensorDataBase, NonTensorStack):  # stack.memmap(prefix) and the like
     _forwarders.install(_cls, _forwarders.NON_TENSOR_FORWARDERS)
+    _cls.is_memmap = _forwarders.is_memmap  # type: ignore[attr-defined]
 del _cls
 
 #: Every non-tensor leaf type (``MetaData`` is a ``NonTensorData``).

@@ -88,7 +88,8 @@ class NonTensorStack(NonTensorOps):
     (LinkedList(['a', 'b']), 'b', ['a', 'b'])
     """
 
-    __slots__ = ("_values", "_index", "_device", "stack_dim", "__weakref__")
+    # _memmap_prefix: the folder tensordict-memmap wrote this stack to (memmap_), if any
+    __slots__ = ("_values", "_index", "_device", "stack_dim", "_memmap_prefix", "__weakref__")
 
     _values: list[Any]
     _index: torch.Tensor

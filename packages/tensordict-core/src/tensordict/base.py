@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
 
-from tensordict import _forwarders, _kinds, _siblings
+from tensordict import _forwarders, _kinds
 from tensordict._attrs import AttrsOps
 from tensordict._collection import TensorCollection
 from tensordict._compat_ops import CompatOps
@@ -951,11 +951,7 @@ class TensorDictBase(
         >>> TensorDict({"a": torch.zeros(2)}, [2]).is_memmap()
         False
         """
-        try:
-            hook = _siblings.sibling_attr("memmap", "td_is_memmap", "TensorDict.is_memmap")
-        except (ModuleNotFoundError, NotImplementedError):
-            return False
-        return bool(hook(self))
+        return _forwarders.is_memmap(self)
 
 
 _kinds.bind(Base=TensorDictBase)

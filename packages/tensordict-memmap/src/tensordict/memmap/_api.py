@@ -11,7 +11,7 @@ import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict
 from tensordict._keys import NestedKey, unravel_key
-from tensordict._kinds import is_tensorclass
+from tensordict._kinds import NON_TENSOR, is_tensorclass
 from tensordict.base import TensorDictBase
 from tensordict.memmap import _fs, _writer
 from tensordict.memmap._gc import paused_gc
@@ -47,7 +47,8 @@ def memmap(
     Without ``prefix`` the copy lives in anonymous shared memory. With a prefix ending in
     ``.tdz`` (or ``archive=True``) the result is a single-file archive. The save is atomic
     and durable by default (``atomic=False`` writes in place, faster but not crash safe).
-    Non-tensor values are stored as JSON; others need ``allow_pickle=True``.
+    Non-tensor values are stored as JSON; others are pickled (``allow_pickle=False``
+    refuses them), and loading those needs ``allow_pickle=True``.
     ``num_threads`` writes files in parallel; ``return_early=True`` returns a
     :class:`~tensordict.utils.TensorDictFuture` at once; ``progress`` shows a tqdm bar
     (``None``: automatic for ~1 GiB and more on a terminal).
@@ -276,7 +277,7 @@ def td_memmap_(
 
     Without ``prefix``, a tensordict that is already memory-mapped is left as it is.
     """
-    if not (is_tensorclass(td) or isinstance(td, (TensorDict, LazyStackedTensorDict))):
+    if not (is_tensorclass(td) or isinstance(td, (TensorDict, LazyStackedTensorDict, *NON_TENSOR))):
         raise RuntimeError(
             f"Cannot build a memmap TensorDict in-place from a {type(td).__name__}; use "
             "memmap() to get a memory-mapped copy."
@@ -373,6 +374,8 @@ def td_memmap_refresh_(td: Any, *, allow_pickle: bool | None = None) -> Any:
 def td_is_memmap(td: Any) -> bool:
     """``TensorDict.is_memmap``: every tensor is memory-mapped (an empty tensordict counts
     when it was memory-mapped itself)."""
+    if isinstance(td, NON_TENSOR):  # no tensor: memory-mapped once written to a folder
+        return _writer.saved_prefix(td) is not None
     found, ok = _memmap_state(td)
     return ok and (found or td.__dict__.get(_writer.PREFIX_ATTR) is not None)
 
@@ -408,7 +411,7 @@ def td_saved_path(td: Any) -> str:
     """``TensorDict.saved_path``: the folder a memory-mapped tensordict lives in."""
     if is_tensorclass(td):
         td = td._tensordict
-    path = td.__dict__.get(_writer.PREFIX_ATTR)
+    path = _writer.saved_prefix(td)
     if path is None or not td_is_memmap(td):
         raise AttributeError(
             "The tensordict has no saved path: it was not memory-mapped to a folder "

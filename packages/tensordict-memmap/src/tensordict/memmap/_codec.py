@@ -1,10 +1,12 @@
-"""Non-tensor values on disk: JSON by default, pickle only when the caller allows it.
+"""Non-tensor values on disk: JSON when it holds them, pickle otherwise, unpickled only on request.
 
 A value is written as JSON only when reading the JSON back gives exactly the same value
 (strings, numbers, booleans, ``None``, lists and string-keyed dicts of those). Anything
-else — a tuple, a dict with integer keys, an arbitrary object — needs
-``allow_pickle=True`` when saving, and again when loading: loading never unpickles data
-unless asked to.
+else — a tuple, a dict with integer keys, an arbitrary object — is pickled beside the
+JSON, as the reference library does (its ``memmap``/``save`` take no pickle flag, so code
+written for it keeps working); ``allow_pickle=False`` at save time refuses instead.
+Loading never unpickles unless the caller passes ``allow_pickle=True``: writing a pickle
+runs no code, reading one can.
 """
 
 from __future__ import annotations
@@ -30,6 +32,16 @@ def check_allow_pickle(allow_pickle: Any) -> bool:
             f"({type(allow_pickle).__name__})."
         )
     return allow_pickle
+
+
+def save_allow_pickle(allow_pickle: Any) -> bool:
+    """Whether a save may pickle non-JSON values: ``None`` (the default) and ``True`` do,
+    ``False`` refuses them; anything else is a TypeError.
+
+    >>> save_allow_pickle(None), save_allow_pickle(False)
+    (True, False)
+    """
+    return True if allow_pickle is None else check_allow_pickle(allow_pickle)
 
 
 def is_json_exact(value: Any) -> bool:
@@ -71,10 +83,10 @@ def pickle_or_refuse(value: Any, allow_pickle: bool, where: str, shown: Any = No
     if not allow_pickle:
         what = not_json(value if shown is None else shown) or f"a {type(value).__name__}"
         raise TypeError(
-            f"{where}: {what} cannot be stored as JSON. "
-            "Pass allow_pickle=True to store it with pickle (loading it will need "
-            "allow_pickle=True too), or convert it to a JSON type (str, int, float, bool, "
-            "None, list, dict with str keys)."
+            f"{where}: {what} cannot be stored as JSON, and allow_pickle=False forbids "
+            "storing it with pickle. Leave allow_pickle unset (or True) to pickle it "
+            "(loading it will need allow_pickle=True), or convert it to a JSON type (str, "
+            "int, float, bool, None, list, dict with str keys)."
         )
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 

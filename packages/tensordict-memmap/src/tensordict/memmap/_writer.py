@@ -70,7 +70,7 @@ def save(
         )
     if num_threads < 0:
         raise ValueError(f"num_threads must be >= 0, got {num_threads}")
-    allow = _codec.check_allow_pickle(allow_pickle)
+    allow = _codec.save_allow_pickle(allow_pickle)
     robust = True if robust_key is None else bool(robust_key)
     target = None if prefix is None else _target(prefix)
     is_archive = target is not None and (
@@ -425,6 +425,9 @@ def apply_inplace(node: Node, obj: Any, root: Path | None) -> Any:
         mark(obj, root, node.rel)
         obj.lock_()
         return obj
+    if node.kind == "nontensor":  # saved on its own (stack.memmap_(prefix))
+        mark(obj, root, node.rel)
+        return obj
     if node.kind != "td":
         return obj
     for key, child in node.children.items():
@@ -455,10 +458,20 @@ def _set_leaf(td: Any, key: str, value: torch.Tensor) -> None:
 
 def mark(td: Any, root: Path | None, rel: Rel) -> None:
     """Record where ``td`` lives (read by ``saved_path``, ``make_memmap`` and the repr)."""
+    where = None if root is None else str(root.joinpath(*rel))
     try:
-        td.__dict__[PREFIX_ATTR] = None if root is None else str(root.joinpath(*rel))
-    except AttributeError:
-        pass
+        td.__dict__[PREFIX_ATTR] = where
+    except AttributeError:  # a class with slots (NonTensorStack has one for it)
+        try:
+            object.__setattr__(td, PREFIX_ATTR, where)
+        except AttributeError:
+            pass
+
+
+def saved_prefix(td: Any) -> str | None:
+    """The folder :func:`mark` recorded for ``td`` (None: not written to a folder)."""
+    own = getattr(td, "__dict__", None)
+    return own.get(PREFIX_ATTR) if own is not None else getattr(td, PREFIX_ATTR, None)
 
 
 def _level_names(td: Any) -> list[str | None] | None:

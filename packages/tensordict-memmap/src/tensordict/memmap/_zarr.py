@@ -737,9 +737,9 @@ def td_to_zarr(
         filename: a path, a zarr store or an open ``zarr.Group``.
 
     Keyword Args:
-        allow_pickle: store non-tensor values that are not JSON with pickle (reading them
-            back needs ``allow_pickle=True`` too); without it they raise a
-            :class:`TypeError` naming the key.
+        allow_pickle: non-tensor values that are not JSON are pickled unless this is
+            ``False`` (then they raise a :class:`TypeError` naming the key); reading them
+            back, from the result too, needs ``allow_pickle=True``.
         **kwargs: ``mode`` for :func:`zarr.open_group` (default ``"w"``: replace the
             store); the rest go to ``zarr.Group.create_array`` for every tensor
             (``chunks=(1024,)``, ``compressors=...``, ``shards=...``; chunks are chosen by
@@ -753,13 +753,15 @@ def td_to_zarr(
     (2, 4, 4) torch.Size([8])
     """
     mode = kwargs.pop("mode", "w")
-    pickle_ok = _codec.check_allow_pickle(allow_pickle)
+    pickle_ok = _codec.save_allow_pickle(allow_pickle)
     data = td._tensordict if _kinds.is_tensorclass(td) else td
     if isinstance(data, _kinds.Lazy):
         data = data.to_tensordict()
     group = _open(filename, mode, "to_zarr")
     write_group(group, data, pickle_ok, kwargs)
-    return ZarrTensorDict(group=group, allow_pickle=pickle_ok, array_kwargs=kwargs)
+    # Reading back goes through the store, which others may change: unpickle only on request.
+    reads_pickle = _codec.check_allow_pickle(allow_pickle)
+    return ZarrTensorDict(group=group, allow_pickle=reads_pickle, array_kwargs=kwargs)
 
 
 def zarr_from_schema(
