@@ -214,12 +214,25 @@ def test_inplace_consolidate(td, assert_td_equal):
     assert_td_equal(td, expected)
 
 
-def test_non_json_non_tensor_raises_unless_opted_in():
+def test_non_json_non_tensor_in_memory_is_carried_as_it_is():
+    values = {"obj": (1, 2), "c": NonTensorData(1 + 2j), "nested": {"s": {3}}}
+    td = TensorDict({"a": torch.zeros(2), **values}, [2])
+    out = td.consolidate()  # nothing leaves the process: no JSON needed (the reference too)
+    assert out.is_consolidated() and out["obj"] == (1, 2) and out["c"] == 1 + 2j
+    assert out["nested", "s"] == {3}
+    assert out.to(torch.float64)["c"] == 1 + 2j
+    assert pickle.loads(pickle.dumps(out))["obj"] == (1, 2)
+    assert td.consolidate(return_early=True).result()["obj"] == (1, 2)
+
+
+def test_non_json_non_tensor_in_bytes_raises_unless_opted_in(tmp_path):
     td = TensorDict({"a": torch.zeros(2), "obj": (1, 2)}, [2])
-    with pytest.raises(TypeError, match=r"'obj'.*tuple.*allow_pickle=True"):
-        td.consolidate()
-    assert not td.is_consolidated() and td["obj"] == (1, 2)
-    out = td.consolidate(allow_pickle=True)
+    for kwargs in ({"metadata": True}, {"filename": tmp_path / "x.bin"}):
+        with pytest.raises(TypeError, match=r"'obj'.*tuple.*allow_pickle=True"):
+            td.consolidate(**kwargs)
+        assert not td.is_consolidated() and td["obj"] == (1, 2)
+    assert not (tmp_path / "x.bin").exists()
+    out = td.consolidate(metadata=True, allow_pickle=True)
     assert out["obj"] == (1, 2)
     buffer, meta = out._consolidated["storage"], out._consolidated["metadata"]
     assert meta["td"]["entries"]["obj"]["kind"] == "pickle"

@@ -92,9 +92,12 @@ def _contiguous_stride(shape: torch.Size) -> tuple[int, ...]:
 class _Plan:
     """The leaves to copy and the metadata describing where they go."""
 
-    def __init__(self, allow_pickle: bool, for_pickle: bool = False) -> None:
+    def __init__(
+        self, allow_pickle: bool, for_pickle: bool = False, in_memory: bool = False
+    ) -> None:
         self.allow_pickle = allow_pickle
         self.for_pickle = for_pickle
+        self.in_memory = in_memory
         self.leaves: list[_Tensor] = []
         self.strides: list[tuple[int, ...] | None] = []
         self.offset = 0
@@ -124,7 +127,9 @@ class _Plan:
             if isinstance(value, _Tensor):
                 entries[key] = self.tensor(value, sub)
             elif isinstance(value, NonTensorData):
-                entry = _encode_non_tensor(sub, value.data, self.allow_pickle, self.for_pickle)
+                entry = _encode_non_tensor(
+                    sub, value.data, self.allow_pickle, self.for_pickle, self.in_memory
+                )
                 if type(value) is not NonTensorData:
                     entry["cls"] = type(value).__name__
                 entries[key] = entry
@@ -161,7 +166,8 @@ class _Plan:
             "kind": "stack",
             "shape": shape,
             "values": [
-                _encode_non_tensor(path, v, self.allow_pickle, self.for_pickle) for v in flat
+                _encode_non_tensor(path, v, self.allow_pickle, self.for_pickle, self.in_memory)
+                for v in flat
             ],
         }
 
@@ -373,10 +379,13 @@ def _with_trailer(data: _Tensor, metadata: dict[str, Any]) -> _Tensor:
 
 
 def _layout(
-    td: Any, device: Any, allow_pickle: bool
+    td: Any, device: Any, allow_pickle: bool, in_memory: bool = False
 ) -> tuple[_Plan, dict[str, Any], int, torch.device]:
-    """The plan, metadata, buffer size and buffer device of consolidating ``td``."""
-    plan = _Plan(allow_pickle)
+    """The plan, metadata, buffer size and buffer device of consolidating ``td``.
+
+    ``in_memory``: the metadata only rebuilds the result here (no file, no trailer), so
+    non-tensor values are carried as they are, JSON or not, as the reference does."""
+    plan = _Plan(allow_pickle, in_memory=in_memory)
     meta_td = plan.node(td, ())
     total = -(-plan.offset // ALIGN) * ALIGN
     dev = _target_device(td, plan.leaves, device)
@@ -497,7 +506,8 @@ def consolidate(
     allow_pickle: bool = False,
 ) -> TensorDict:
     """Implementation of :meth:`ConsolidateOps.consolidate`."""
-    plan, meta, total, dev = _layout(td, device, allow_pickle)
+    in_memory = filename is None and not metadata
+    plan, meta, total, dev = _layout(td, device, allow_pickle, in_memory)
     if filename is not None:
         if share_memory or pin_memory or dev.type != "cpu":
             raise ValueError(
@@ -561,7 +571,9 @@ def consolidate_early(td: Any, filename: str | Path | None = None, **kwargs: Any
     pool = _EARLY_POOL[0]
     if filename is not None or kwargs.get("inplace") or kwargs.get("metadata"):
         return TensorDictFuture([pool.submit(consolidate, td, filename, **kwargs)], None)
-    plan, meta, total, dev = _layout(td, kwargs.get("device"), kwargs.get("allow_pickle", False))
+    plan, meta, total, dev = _layout(
+        td, kwargs.get("device"), kwargs.get("allow_pickle", False), in_memory=True
+    )
     buffer = torch.empty(
         total,
         dtype=torch.uint8,

@@ -34,8 +34,12 @@ def _is_json_exact(value: Any) -> bool:
 
 
 def _encode_non_tensor(
-    path: tuple[str, ...], value: Any, allow_pickle: bool, for_pickle: bool
+    path: tuple[str, ...], value: Any, allow_pickle: bool, for_pickle: bool, in_memory: bool = False
 ) -> dict[str, Any]:
+    """One non-tensor value as a metadata entry: JSON when it is JSON data; else pickled
+    (``allow_pickle``) or, when the metadata never leaves the process as bytes
+    (``for_pickle``: pickle is the transport; ``in_memory``: it only rebuilds the result),
+    the object itself; else a TypeError naming the key."""
     if for_pickle:  # the transport is pickle already: carry the object itself
         return {"kind": "object", "value": value}
     if _is_json_exact(value):
@@ -43,6 +47,8 @@ def _encode_non_tensor(
     if allow_pickle:
         data = base64.b64encode(pickle.dumps(value)).decode("ascii")
         return {"kind": "pickle", "value": data}
+    if in_memory:
+        return {"kind": "object", "value": value}
     raise TypeError(
         f"consolidate: the non-tensor entry {unravel_key(path)!r} holds a "
         f"{type(value).__name__}, which is not plain JSON data (None, bool, int, float, str, "
