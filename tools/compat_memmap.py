@@ -2,8 +2,9 @@
 
 Each scenario builds the same tensordict in a "writer" interpreter, saves it with the
 public API (``td.memmap(prefix)`` or ``td.save("x.tdz")``), and loads it in a "reader"
-interpreter (with ``allow_pickle=True`` for the scenario of values JSON cannot hold); both print a JSON description (keys, dtypes, shapes, values, batch sizes,
-non-tensor values) that must match. Every (writer, reader) pair of {ours, reference} runs.
+interpreter (with ``allow_pickle=True`` for the scenario of values JSON cannot hold);
+both print a JSON description (keys, dtypes, shapes, values, batch sizes, non-tensor
+values) that must match. Every (writer, reader) pair of {ours, reference} runs.
 Used by ``nox -s compat``; the test suite never imports the reference.
 
     python tools/compat_memmap.py --ours .nox/compat/ours/bin/python --reference .nox/compat/bin/python

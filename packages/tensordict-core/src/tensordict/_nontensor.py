@@ -25,8 +25,6 @@ from tensordict._nontensor_stack import NonTensorStack
 
 for _cls in (NonTensorDataBase, NonTensorStack):  # stack.memmap(prefix) and the like
     _forwarders.install(_cls, _forwarders.NON_TENSOR_FORWARDERS)
-    # setattr: the two classes do not declare it, so a type checker sees no attribute
-    setattr(_cls, "is_memmap", _forwarders.is_memmap)  # noqa: B010
 del _cls
 
 #: Every non-tensor leaf type (``MetaData`` is a ``NonTensorData``).

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
+from tensordict import _forwarders
 from tensordict._shape import parse_batch_size, parse_device
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,6 +106,16 @@ class NonTensorOps:
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         return bound.ops.torch_function(func, args, kwargs or {})
+
+    def is_memmap(self) -> bool:
+        """Whether the value was written to a folder in place (``memmap_``); ``False`` when
+        ``tensordict-memmap`` is absent.
+
+        >>> from tensordict import NonTensorData
+        >>> NonTensorData("x").is_memmap()
+        False
+        """
+        return _forwarders.is_memmap(self)
 
 
 class NonTensorDataBase(NonTensorOps):

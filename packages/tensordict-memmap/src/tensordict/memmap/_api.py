@@ -377,7 +377,7 @@ def td_is_memmap(td: Any) -> bool:
     if isinstance(td, NON_TENSOR):  # no tensor: memory-mapped once written to a folder
         return _writer.saved_prefix(td) is not None
     found, ok = _memmap_state(td)
-    return ok and (found or td.__dict__.get(_writer.PREFIX_ATTR) is not None)
+    return ok and (found or _writer.saved_prefix(td) is not None)
 
 
 def _memmap_state(td: Any) -> tuple[bool, bool]:
