@@ -40,10 +40,51 @@ def test_unravel_key_list():
     assert unravel_key_list(["a", ("b", ("c",)), ("d",)]) == ["a", ("b", "c"), "d"]
 
 
-@pytest.mark.parametrize("bad", [1, ("a", 1), None, ("a", None)])
-def test_unravel_key_rejects_non_strings(bad):
+@pytest.mark.parametrize("bad", [1, None, ["a"]])
+def test_unravel_key_rejects_what_is_not_a_string_or_tuple(bad):
+    # the reference raises RuntimeError; ours is also a TypeError
+    with pytest.raises(RuntimeError, match="string or a tuple"):
+        unravel_key(bad)
     with pytest.raises(TypeError):
         unravel_key(bad)
+
+
+@pytest.mark.parametrize("bad", [("a", 1), (0,), (), ("a", None), ("a", ())])
+def test_unravel_key_of_an_invalid_tuple_is_empty(bad):
+    # as the reference: a tuple that is not a key unravels to ()
+    assert unravel_key(bad) == ()
+
+
+@pytest.mark.parametrize("bad", [["a", (0,)], ["a", 0], [()]])
+def test_unravel_key_list_rejects_an_invalid_entry(bad):
+    with pytest.raises(RuntimeError, match="is not a key"):
+        unravel_key_list(bad)
+
+
+@pytest.mark.parametrize("op", ["get", "set", "del"])
+@pytest.mark.parametrize("bad", [(0,), ("a", 1), 0])
+def test_an_invalid_key_raises_key_error_and_changes_nothing(td, op, bad):
+    before = td.clone()
+    with pytest.raises(KeyError, match="strings"):
+        if op == "get":
+            td.get(bad)
+        elif op == "set":
+            td.set(bad, torch.zeros(2, 3))
+        else:
+            del td[bad]
+    assert (td == before).all()
+    assert set(td.keys(True)) == set(before.keys(True))
+
+
+@pytest.mark.parametrize(
+    "key, expected",
+    [("a", True), (("a", "b"), True), (("a", ("b",)), True), (["a"], False), (0, False),
+     ((), False), ((0,), False), (("a", 0), False)],
+)  # fmt: skip
+def test_isinstance_nested_key(key, expected):
+    from tensordict import NestedKey
+
+    assert isinstance(key, NestedKey) is expected
 
 
 # ---------------------------------------------------------------- nested key access

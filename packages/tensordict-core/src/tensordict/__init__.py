@@ -52,7 +52,7 @@ from tensordict._convert import fromkeys, make_tensordict
 from tensordict._functional import cat, dense_stack_tds, lazy_stack, maybe_dense_stack, stack
 from tensordict._grouping import collate, group_by
 from tensordict._key_sets import merge_tensordicts
-from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
+from tensordict._keys import NestedKey, unravel_key_to_tuple
 from tensordict._kinds import default_is_leaf, is_leaf_nontensor, is_tensorclass
 from tensordict._lazy import LazyStackedTensorDict
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
@@ -91,6 +91,8 @@ from tensordict.utils import (
     is_floating,
     is_inexact,
     is_integer,
+    unravel_key,
+    unravel_key_list,
 )
 
 _ops.install(TensorDictBase)

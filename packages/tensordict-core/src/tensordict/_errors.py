@@ -20,6 +20,20 @@ class KeyThroughLeafError(KeyError, ValueError):
         return str(self.args[0]) if self.args else ""
 
 
+class InvalidKeyError(KeyError, TypeError):
+    """A key that is not a string or a non-empty tuple of strings, given to ``get``,
+    ``set``, ``del`` …: the ``KeyError`` the reference raises that is also a ``TypeError``
+    (what a wrong type of argument is in Python)."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return str(self.args[0]) if self.args else ""
+
+
+class NotAKeyError(TypeError, RuntimeError):
+    """:func:`tensordict.unravel_key` given neither a string nor a tuple: a ``TypeError``
+    that is also the ``RuntimeError`` the reference raises."""
+
+
 class EllipsisError(IndexError, RuntimeError):
     """An index with more than one ellipsis: an ``IndexError`` (as torch raises) and a
     ``RuntimeError`` (what the reference raises)."""

@@ -8,16 +8,34 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import torch
 
 from tensordict import _kinds
+from tensordict._errors import InvalidKeyError
 from tensordict._kinds import is_leaf_default
 
 _Tensor = torch.Tensor
 
-NestedKey = str | tuple["NestedKey", ...]
+if TYPE_CHECKING:
+    NestedKey = str | tuple["NestedKey", ...]
+else:
+
+    class _NestedKeyMeta(type):
+        def __instancecheck__(cls, obj: object) -> bool:
+            return is_nested_key(obj)
+
+    class NestedKey(metaclass=_NestedKeyMeta):
+        """A key of a tensordict: a ``str`` or a non-empty, possibly nested, tuple of
+        strings. An annotation, and a class that ``isinstance`` checks against.
+
+        >>> isinstance(("a", ("b",)), NestedKey), isinstance(["a"], NestedKey)
+        (True, False)
+        """
+
+        def __new__(cls) -> NestedKey:
+            raise TypeError("NestedKey is an annotation; it has no instances.")
 
 
 def _flatten_into(key: Any, out: list[str]) -> None:
@@ -29,7 +47,7 @@ def _flatten_into(key: Any, out: list[str]) -> None:
         elif isinstance(part, str):
             out.append(str(part))
         else:
-            raise TypeError(
+            raise InvalidKeyError(
                 f"Nested keys are made of strings and tuples of strings; got {part!r} "
                 f"(type {type(part).__name__}) inside key {key!r}."
             )
@@ -50,14 +68,14 @@ def unravel_key(key: NestedKey) -> str | tuple[str, ...]:
     if isinstance(key, str):
         return str(key)
     if not isinstance(key, tuple):
-        raise TypeError(
+        raise InvalidKeyError(
             f"Nested keys are strings or tuples of strings; got {key!r} "
             f"(type {type(key).__name__})."
         )
     out: list[str] = []
     _flatten_into(key, out)
     if not out:
-        raise KeyError("An empty tuple is not a valid key.")
+        raise InvalidKeyError("An empty tuple is not a valid key.")
     if len(out) == 1:
         return out[0]
     return tuple(out)

@@ -4,15 +4,29 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, Literal, overload
 
+import numpy as np
 import torch
+from torch.nn.parameter import Buffer
 
-from tensordict._errors import EllipsisError
+from tensordict._client_compat import (  # noqa: F401 - kept for clients (docs: compatibility)
+    _getitem_batch_size,
+    _is_non_tensor,
+    _is_tensorclass,
+    _maybe_correct_neg_dim,
+    _shape,
+    _unravel_key_to_tuple,
+    _zip_strict,
+    is_seq_of_nested_key,
+    timeit,
+)
+from tensordict._errors import EllipsisError, NotAKeyError
 from tensordict._futures import TensorDictFuture
 from tensordict._index import _dims_consumed
-from tensordict._keys import NestedKey, unravel_key, unravel_key_list, unravel_key_to_tuple
+from tensordict._keys import NestedKey, is_nested_key, unravel_key_to_tuple
+from tensordict._keys import unravel_key as _unravel_key
 from tensordict._kinds import is_tensorclass
 from tensordict._legacy import lazy_legacy, set_lazy_legacy
 from tensordict._linked_list import LinkedList
@@ -29,7 +43,12 @@ from tensordict._testing import assert_allclose_td, assert_close
 from tensordict.base import TensorDictBase, is_tensor_collection
 
 __all__ = [
+    "Buffer",
+    "DeviceType",
+    "IndexType",
     "KEY_SEPARATOR",
+    "NUMPY_TO_TORCH_DTYPE_DICT",
+    "TORCH_TO_NUMPY_DTYPE_DICT",
     "LinkedList",
     "NestedKey",
     "TensorDictFuture",
@@ -46,6 +65,7 @@ __all__ = [
     "is_inexact",
     "is_integer",
     "is_non_tensor",
+    "is_seq_of_nested_key",
     "is_tensor_collection",
     "is_tensorclass",
     "isin",
@@ -59,6 +79,7 @@ __all__ = [
     "set_lazy_legacy",
     "set_list_to_stack",
     "set_printoptions",
+    "timeit",
     "unravel_key",
     "unravel_key_list",
     "unravel_key_to_tuple",
@@ -66,6 +87,26 @@ __all__ = [
 
 #: The separator of the string form of nested keys (``flatten_keys`` and friends).
 KEY_SEPARATOR = "."
+
+#: What indexes a tensordict along its batch dims (for annotations).
+IndexType = None | int | slice | str | torch.Tensor | list[Any] | tuple[Any, ...]
+
+#: What names a device (for annotations).
+DeviceType = torch.device | str | int
+
+_DTYPE_PAIRS = [
+    (np.dtype(name), getattr(torch, name))
+    for name in (
+        "bool", "complex128", "complex64", "float16", "float32", "float64", "int16",
+        "int32", "int64", "int8", "uint8", "uint16", "uint32", "uint64",
+    )
+]  # fmt: skip
+
+#: numpy dtype -> torch dtype, for the dtypes both libraries have.
+NUMPY_TO_TORCH_DTYPE_DICT: dict[np.dtype[Any], torch.dtype] = dict(_DTYPE_PAIRS)
+
+#: torch dtype -> numpy dtype (the reverse of :data:`NUMPY_TO_TORCH_DTYPE_DICT`).
+TORCH_TO_NUMPY_DTYPE_DICT: dict[torch.dtype, np.dtype[Any]] = {t: n for n, t in _DTYPE_PAIRS}
 
 
 def _make_logger() -> logging.Logger:
@@ -81,6 +122,45 @@ def _make_logger() -> logging.Logger:
 
 #: The library's logger (``"tensordict"``, level ``INFO`` or ``$TD_LOGGING_LEVEL``).
 logger = _make_logger()
+
+
+def unravel_key(key: NestedKey) -> str | tuple[str, ...]:
+    """Flatten a nested key: a string stays a string, a tuple becomes a flat tuple of
+    strings (one string when it holds one). A tuple that is not a valid key (holding
+    something else than strings, or empty) gives ``()``, as in the reference.
+
+    >>> unravel_key(("a", ("b", ("c",)))), unravel_key(("a",)), unravel_key("a")
+    (('a', 'b', 'c'), 'a', 'a')
+    >>> unravel_key((0,)), unravel_key(())
+    ((), ())
+    """
+    if type(key) is str:
+        return key
+    if isinstance(key, tuple):
+        flat = unravel_key_to_tuple(key)
+        return flat[0] if len(flat) == 1 else flat
+    if isinstance(key, str):
+        return str(key)
+    raise NotAKeyError(
+        f"unravel_key takes a string or a tuple of strings; got {key!r} (type {type(key).__name__})."
+    )
+
+
+def unravel_key_list(keys: Iterable[NestedKey]) -> list[str | tuple[str, ...]]:
+    """Unravel every key of a list (see :func:`unravel_key`); any entry that is not a
+    valid key raises.
+
+    >>> unravel_key_list(["a", ("b", ("c",)), ("d",)])
+    ['a', ('b', 'c'), 'd']
+    """
+    out = []
+    for key in keys:
+        if not is_nested_key(key):
+            raise NotAKeyError(
+                f"unravel_key_list: {key!r} is not a key (a string or a non-empty tuple of strings)."
+            )
+        out.append(_unravel_key(key))
+    return out
 
 
 def _dtype_of(args: tuple[Any, ...]) -> torch.dtype | None:
@@ -204,16 +284,18 @@ def expand_as_right(tensor: Any, dest: Any) -> Any:
     >>> import torch
     >>> expand_as_right(torch.tensor([1, 2]), torch.zeros(2, 3)).tolist()
     [[1, 1, 1], [2, 2, 2]]
+    >>> expand_as_right(torch.ones(1), torch.zeros(2, 3)).shape  # size-1 dims broadcast
+    torch.Size([2, 3])
     """
     if dest.ndim < tensor.ndim:
         raise RuntimeError(
             f"expand_as_right: tensor of shape {tuple(tensor.shape)} has more dimensions than "
             f"the destination shape {tuple(dest.shape)}."
         )
-    if dest.shape[: tensor.ndim] != tensor.shape:
+    if any(t != d and t != 1 for t, d in zip(tensor.shape, dest.shape)):
         raise RuntimeError(
             f"expand_as_right: the leading dimensions of the destination {tuple(dest.shape)} "
-            f"must equal the tensor's shape {tuple(tensor.shape)}."
+            f"must equal the tensor's shape {tuple(tensor.shape)} (or be broadcast from 1)."
         )
     for _ in range(dest.ndim - tensor.ndim):
         tensor = tensor.unsqueeze(-1)
