@@ -180,8 +180,10 @@ def test_partial_write_turns_data_into_a_stack():
     assert td["s"] == ["a", "z", "a"]
     td[torch.tensor([0, 2])] = TensorDict({"s": "y", "x": torch.ones(2)}, [2])
     assert td["s"] == ["y", "z", "y"]
-    td[:] = TensorDict({"s": "q", "x": torch.ones(3)}, [3])  # all the same again
-    assert td["s"] == "q" and type(dict(td.items())["s"]) is NonTensorData
+    td[:] = TensorDict({"s": "q", "x": torch.ones(3)}, [3])  # all the same again:
+    assert td["s"] == ["q", "q", "q"]  # still a stack, as in the reference
+    assert type(dict(td.items())["s"]) is NonTensorStack
+    assert type(td[0].get("s")) is NonTensorData and td[0]["s"] == "q"
 
 
 def test_write_a_stack_at_an_index_and_preallocate():

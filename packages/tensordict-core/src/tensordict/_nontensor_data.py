@@ -97,6 +97,17 @@ class NonTensorOps:
 
     __hash__ = None  # type: ignore[assignment]
 
+    @property
+    def dtype(self) -> None:
+        """``None``: a non-tensor leaf has no dtype (code that reads ``value.dtype`` of
+        every entry sees it is not a tensor).
+
+        >>> from tensordict import NonTensorData
+        >>> NonTensorData("a").dtype is None
+        True
+        """
+        return None
+
     @classmethod
     def __torch_function__(
         cls,
@@ -214,6 +225,16 @@ class NonTensorDataBase(NonTensorOps):
             value = value._data
         self._check_value(value)
         self._data = value
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """The value for ``key="data"`` (its one field, as in the reference, where a
+        ``NonTensorData`` is a tensorclass), ``default`` for any other key.
+
+        >>> from tensordict import NonTensorData
+        >>> NonTensorData("a").get("data"), NonTensorData("a").get("other", 0)
+        ('a', 0)
+        """
+        return self._data if key == "data" else default
 
     @property
     def batch_size(self) -> torch.Size:

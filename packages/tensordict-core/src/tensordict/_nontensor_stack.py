@@ -328,24 +328,30 @@ class NonTensorStack(NonTensorOps):
         >>> [x.data for x in NonTensorStack("a", "b").unbind(0)]
         ['a', 'b']
         """
-        return tuple(self._wrap(part) for part in self._index.unbind(dim))
+        member = (dim % self._index.ndim if self._index.ndim else 0) == self.stack_dim
+        return tuple(self._wrap(part, member=member) for part in self._index.unbind(dim))
 
     def _wrap(
-        self, index: torch.Tensor, stack_dim: int | None = None
+        self, index: torch.Tensor, stack_dim: int | None = None, member: bool = False
     ) -> NonTensorDataBase | NonTensorStack:
-        """A stack over ``index`` (derived from ours), or one ``NonTensorData`` when every
-        element points at the same stored value."""
-        if len(self._values) == 1 and index.numel():  # one value: no need to read the index
-            return NonTensorData._make(self._values[0], index.shape, self._device)
-        flat = index.reshape(-1)
-        if flat.numel() and bool((flat == flat[0]).all()):
-            return NonTensorData._make(self._values[int(flat[0])], index.shape, self._device)
+        """A stack over ``index`` (derived from ours), or a ``NonTensorData``: for one
+        element (``index`` 0-dim), or when ``member`` (the selection took one position of
+        the stack dimension, i.e. one stacked member, as in the reference) and that member
+        was one value (every element points at the same stored value). Any other
+        selection stays a stack, whatever its values."""
+        if not index.ndim:
+            return NonTensorData._make(self._values[int(index)], index.shape, self._device)
+        if member:
+            flat = index.reshape(-1)
+            if flat.numel() and bool((flat == flat[0]).all()):
+                return NonTensorData._make(self._values[int(flat[0])], index.shape, self._device)
         return NonTensorStack._from_parts(
             self._values, index, self._device, self.stack_dim if stack_dim is None else stack_dim
         )
 
     def __getitem__(self, index: Any) -> NonTensorDataBase | NonTensorStack:
-        out = self._wrap(self._index[index])
+        member = _takes_one_position(index, self.stack_dim, self._index.ndim)
+        out = self._wrap(self._index[index], member=member)
         if isinstance(out, NonTensorDataBase) and not out._batch_size:
             out.__dict__["_link"] = (self, index)  # writes to the element reach the stack
         return out
@@ -566,6 +572,32 @@ def list_entry(value: list[Any]) -> Any:
     if _modes.list_to_stack():
         return NonTensorStack.from_list(value)
     return NonTensorData(value)
+
+
+def _takes_one_position(index: Any, dim: int, ndim: int) -> bool:
+    """Whether ``index`` picks a single position of dimension ``dim`` (an int there), so
+    that the result is one stacked member.
+
+    >>> _takes_one_position(1, 0, 2), _takes_one_position((slice(None), 0), 0, 2)
+    (True, False)
+    >>> _takes_one_position((..., 1), 1, 2), _takes_one_position(slice(0, 1), 0, 1)
+    (True, False)
+    """
+    items = index if type(index) is tuple else (index,)
+    if any(item is Ellipsis for item in items):
+        at = next(i for i, item in enumerate(items) if item is Ellipsis)
+        explicit = sum(1 for item in items if item is not None and item is not Ellipsis)
+        items = items[:at] + (slice(None),) * max(ndim - explicit, 0) + items[at + 1 :]
+    position = 0
+    for item in items:
+        if item is None:
+            continue
+        if position == dim:
+            if isinstance(item, torch.Tensor):
+                return item.ndim == 0 and item.dtype is not torch.bool
+            return isinstance(item, int) and not isinstance(item, bool)
+        position += 1
+    return False
 
 
 def _broadcastable(src: Sequence[int], dst: Sequence[int]) -> bool:
