@@ -550,6 +550,21 @@ class LazyStackedTensorDict(
         """Alias of :meth:`keys` (kept from older versions)."""
         return self.keys(include_nested, leaves_only, is_leaf, sort=sort)
 
+    @property
+    def _has_exclusive_keys(self) -> bool:
+        """Whether some member holds a key (at any depth) that another lacks (the
+        reference's private property, read by clients).
+
+        >>> from tensordict import TensorDict, lazy_stack
+        >>> lazy_stack([TensorDict(a=0), TensorDict(a=1, b=2)])._has_exclusive_keys
+        True
+        """
+        tds = self.tensordicts
+        if len(tds) < 2:
+            return False
+        first = set(tds[0].keys(True, True))
+        return any(set(td.keys(True, True)) != first for td in tds[1:])
+
     def _exclusive_keys(self) -> list[list[str]]:
         common = set(self._common_keys())
         return [

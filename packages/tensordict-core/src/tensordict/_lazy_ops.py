@@ -429,7 +429,7 @@ class LazyMemberOps(_kinds.LazyMixin):
         return _kinds.Lazy._new(members, self.stack_dim, self._td_dim_name)
 
     # ------------------------------------------------------------------ apply
-    def _apply_nest(
+    def _tree_map(
         self,
         fn: Callable[..., Any],
         *others: Any,
@@ -440,7 +440,7 @@ class LazyMemberOps(_kinds.LazyMixin):
         out: Any = None,
         plan: list[Any] | None = None,
     ) -> Any:
-        """``apply`` member by member (see ``TreeMapOps._apply_nest``): ``others`` and
+        """``apply`` member by member (see ``TreeMapOps._tree_map``): ``others`` and
         ``out`` are split along the stack dimension, which ``batch_size`` must keep."""
         tds = self.tensordicts
         sd = self.stack_dim
@@ -460,7 +460,7 @@ class LazyMemberOps(_kinds.LazyMixin):
         results = []
         for i, td in enumerate(tds):
             results.append(
-                td._apply_nest(
+                td._tree_map(
                     fn,
                     *[o[i] for o in split],
                     spec=spec,

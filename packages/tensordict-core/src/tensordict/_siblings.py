@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -142,3 +143,38 @@ def sibling_attr(subpackage: str, attr: str, what: str) -> Any:
 def forward(subpackage: str, hook: str, what: str, *args: Any, **kwargs: Any) -> Any:
     """Call ``tensordict.<subpackage>.<hook>(*args, **kwargs)`` (the forwarder body)."""
     return sibling_attr(subpackage, hook, what)(*args, **kwargs)
+
+
+def module_forwarder(
+    module: str, subpackage: str, names: dict[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """The ``__getattr__`` and ``__dir__`` of a public module of core whose contents a
+    sibling owns (``tensordict.persistent`` holds the memmap sibling's
+    ``PersistentTensorDict``): ``names`` maps each public name to the sibling's attribute
+    (``"module.attr"`` for an attribute of one of the sibling's modules).
+    Importing the module always works; reading a name imports the sibling, or raises the
+    :class:`ModuleNotFoundError` naming the ``pip install`` that fixes it.
+
+    >>> getattr_, dir_ = module_forwarder("tensordict.x", "memmap", {"Y": "MemoryMappedTensor"})
+    >>> getattr_("Z")
+    Traceback (most recent call last):
+    AttributeError: module 'tensordict.x' has no attribute 'Z'
+    """
+
+    def __getattr__(name: str) -> Any:
+        attr = names.get(name)
+        if attr is None:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        owner, _, attr = attr.rpartition(".")  # "_fx.symbolic_trace": a sibling's module
+        if owner:
+            import_sibling(subpackage, f"{module}.{name}")
+            value = getattr(importlib.import_module(f"tensordict.{subpackage}.{owner}"), attr)
+        else:
+            value = sibling_attr(subpackage, attr, f"{module}.{name}")
+        setattr(sys.modules[module], name, value)  # resolved once
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[module])) | set(names))
+
+    return __getattr__, __dir__

@@ -2,7 +2,7 @@
 
 Storage is a plain ``dict`` mapping string keys to tensors, nested tensordicts or
 :class:`~tensordict.NonTensorData`. Every operation that maps over leaves goes through
-:meth:`TensorDict._apply_nest` (user functions) or :meth:`TensorDict._map_batch`
+:meth:`TensorDict._tree_map` (user functions) or :meth:`TensorDict._map_batch`
 (batch-shape operations, whose new batch size is known up front).
 """
 
@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from tensordict import _kinds, _lock, _nesting
+from tensordict._client_compat import is_as_lists, items_as_lists
 from tensordict._collection import data_of
 from tensordict._consolidate import ConsolidateOps
 from tensordict._device_ops import DeviceOps
@@ -862,6 +863,8 @@ class TensorDict(
         out: list[Any] = []
         if is_leaf is None:
             _collect_items(self._tensordict, (), include_nested, leaves_only, out)
+        elif is_as_lists(is_leaf):
+            out.extend(items_as_lists(self, include_nested, leaves_only, is_leaf))
         else:
             collect(self, (), include_nested, leaves_only, is_leaf, ITEMS, out)
         if sort:
@@ -891,6 +894,8 @@ class TensorDict(
         out: list[Any] = []
         if is_leaf is None:
             _collect_values(self._tensordict, include_nested, leaves_only, out)
+        elif is_as_lists(is_leaf):
+            out.extend(v for _, v in items_as_lists(self, include_nested, leaves_only, is_leaf))
         else:
             collect(self, (), include_nested, leaves_only, is_leaf, VALUES, out)
         return out

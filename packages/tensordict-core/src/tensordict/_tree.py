@@ -2,7 +2,7 @@
 
 Every operation that maps over leaves goes through one of these walkers:
 
-* :meth:`TreeMapOps._apply_nest` — user functions (``apply``, ``apply_``,
+* :meth:`TreeMapOps._tree_map` — user functions (``apply``, ``apply_``,
   ``named_apply``), configured by one frozen :class:`~tensordict.base.ApplySpec`;
 * :meth:`TreeMapOps._map_batch` — batch-shape operations (new batch size known up front);
 * :meth:`TreeMapOps._map_tensors` — shape-preserving maps over tensors (casts, ``clone``);
@@ -247,7 +247,7 @@ class TreeMapOps(_kinds.DenseMixin):
         return out
 
     def _apply_simple(self, fn: Callable[..., Any], checked: bool) -> TensorDict:
-        """``_apply_nest`` for one tensordict, same batch size: the hot path of ``apply``."""
+        """``_tree_map`` for one tensordict, same batch size: the hot path of ``apply``."""
         bs = self._batch_size
         nb = len(bs)
         device = self._device
@@ -270,12 +270,12 @@ class TreeMapOps(_kinds.DenseMixin):
             elif isinstance(value, NON_TENSOR):
                 out[key] = value._with(bs)  # carry_non_tensor, inlined
             else:
-                r = value._apply_nest(fn, spec=CHECKED_APPLY if checked else DEFAULT_APPLY)
+                r = value._tree_map(fn, spec=CHECKED_APPLY if checked else DEFAULT_APPLY)
                 if r is not None:
                     out[key] = r
         return self._new_unsafe(out, bs, device, self._names)
 
-    def _apply_nest(
+    def _tree_map(
         self,
         fn: Callable[..., Any],
         *others: Any,
@@ -353,7 +353,7 @@ class TreeMapOps(_kinds.DenseMixin):
                 else:
                     r = fn(value, *vals)
             else:
-                r = value._apply_nest(
+                r = value._tree_map(
                     fn,
                     *vals,
                     spec=spec,

@@ -21,10 +21,11 @@ import torch
 
 from tensordict import _forwarders, _kinds
 from tensordict._attrs import AttrsOps
+from tensordict._client_compat import is_as_lists, items_as_lists
 from tensordict._collection import TensorCollection
 from tensordict._compat_ops import CompatOps
 from tensordict._convert import ConversionOps, to_dense
-from tensordict._errors import KeyThroughLeafError, lock_error
+from tensordict._errors import InvalidKeyError, KeyThroughLeafError, lock_error
 from tensordict._gather import GatherOps
 from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
 from tensordict._kinds import is_tensor_collection as is_tensor_collection
@@ -69,6 +70,9 @@ _RAGGED_OPTIONS = frozenset(
 #: Keywords of the reference's multithreaded ``apply`` (accepted; one thread maps here).
 _APPLY_THREAD_KWARGS = frozenset({"num_threads", "checked", "pool", "call_on_unbatched"})
 
+#: Keywords the reference's ``apply`` passes on to its tree map (``_apply_nest``).
+_APPLY_NEST_KWARGS = frozenset({"named", "nested_keys", "prefix", "checked"})
+
 _GET_DEFAULTS_TO_NONE = os.environ.get("TD_GET_DEFAULTS_TO_NONE", "1").strip().lower() not in (
     "0",
     "false",
@@ -78,7 +82,7 @@ _GET_DEFAULTS_TO_NONE = os.environ.get("TD_GET_DEFAULTS_TO_NONE", "1").strip().l
 
 @dataclass(frozen=True)
 class ApplySpec:
-    """How ``_apply_nest`` maps a function over the leaves (the same at every level).
+    """How ``_tree_map`` maps a function over the leaves (the same at every level).
 
     ``device``: the result's device (``NO_DEFAULT``: the input's); ``inplace``: write the
     results into the leaves (all checked first); ``checked``: trust the results' shapes;
@@ -205,7 +209,7 @@ class TensorDictBase(
     ) -> TensorDictKeysView:
         raise NotImplementedError(_abstract(self))
 
-    def _apply_nest(
+    def _tree_map(
         self,
         fn: Callable[..., Any],
         *others: Any,
@@ -381,7 +385,7 @@ class TensorDictBase(
                     if type(key) is str:
                         return self._get_str(key, NO_DEFAULT)
                     return self._get_tuple(_key_tuple(key), NO_DEFAULT)
-                except KeyThroughLeafError:
+                except (KeyThroughLeafError, InvalidKeyError):
                     raise
                 except KeyError:
                     return None
@@ -502,6 +506,9 @@ class TensorDictBase(
         >>> [k for k, _ in td.items(include_nested=True, leaves_only=True)]
         ['a', ('b', 'c')]
         """
+        if is_leaf is not None and is_as_lists(is_leaf):
+            yield from items_as_lists(self, include_nested, leaves_only, is_leaf)
+            return
         for key in self.keys(include_nested, leaves_only, is_leaf, sort=sort):
             if isinstance(key, str):
                 yield key, self._get_str(key, NO_DEFAULT)
@@ -633,9 +640,16 @@ class TensorDictBase(
         tensor([2, 2])
         """
         if constructor_kwargs:
-            unknown = set(constructor_kwargs) - _APPLY_THREAD_KWARGS
+            unknown = set(constructor_kwargs) - _APPLY_THREAD_KWARGS - _APPLY_NEST_KWARGS
             if unknown:
                 raise TypeError(f"apply() got unexpected keyword arguments {sorted(unknown)}.")
+            nest = {k: constructor_kwargs[k] for k in _APPLY_NEST_KWARGS & set(constructor_kwargs)}
+            if nest:  # the reference's apply forwards these to its tree map
+                return self._apply_nest(  # type: ignore[return-value]
+                    fn, *others, batch_size=batch_size, device=device, names=names,
+                    inplace=inplace, default=default, filter_empty=filter_empty,
+                    call_on_nested=call_on_nested, is_leaf=is_leaf, out=out, **nest,
+                )  # fmt: skip
         if is_leaf is _kinds.is_leaf_default:
             is_leaf = None
         if (
@@ -657,7 +671,7 @@ class TensorDictBase(
                 is_leaf=is_leaf,
             )
         into = out if inplace else None  # out= without inplace: the result is written there
-        result = self._apply_nest(
+        result = self._tree_map(
             fn, *others, spec=spec, batch_size=batch_size, names=names, out=into
         )
         if result is None:  # filter_empty=True and nothing was kept
@@ -666,6 +680,81 @@ class TensorDictBase(
             out.update(result)
             return out  # type: ignore[return-value]
         if propagate_lock and not inplace and result is not self and self.is_locked:
+            result.lock_()
+        return result
+
+    def _apply_nest(
+        self,
+        fn: Callable[..., Any],
+        *others: TensorDictBase,
+        batch_size: Sequence[int] | None = None,
+        device: Any = NO_DEFAULT,
+        names: Any = NO_DEFAULT,
+        inplace: bool = False,
+        checked: bool = False,
+        call_on_nested: bool = False,
+        default: Any = NO_DEFAULT,
+        named: bool = False,
+        nested_keys: bool = False,
+        prefix: tuple[str, ...] = (),
+        filter_empty: bool | None = None,
+        is_leaf: Callable[[type], bool] | None = None,
+        out: TensorDictBase | None = None,
+        **constructor_kwargs: Any,
+    ) -> Self | None:
+        """The reference's private tree map, with its keywords (clients such as TorchRL
+        call it; docs: compatibility). :meth:`apply` and :meth:`named_apply` are the
+        public forms; ``checked=True`` trusts the results' shapes.
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> td = TensorDict(a={"b": torch.zeros(1)}, c=torch.ones(1))
+        >>> td._apply_nest(lambda k, v: v + len(k), named=True, nested_keys=True)["a", "b"]
+        tensor([2.])
+        """
+        unknown = set(constructor_kwargs) - _APPLY_THREAD_KWARGS
+        if unknown:
+            raise TypeError(f"_apply_nest() got unexpected keyword arguments {sorted(unknown)}.")
+        spec = ApplySpec(
+            device=device,
+            inplace=inplace,
+            checked=checked,
+            call_on_nested=call_on_nested,
+            default=default,
+            named=named,
+            nested_keys=nested_keys,
+            filter_empty=filter_empty,
+            is_leaf=None if is_leaf is _kinds.is_leaf_default else is_leaf,
+        )
+        into = out if inplace else None
+        result = self._tree_map(
+            fn, *others, spec=spec, batch_size=batch_size, names=names, prefix=prefix, out=into
+        )
+        if out is not None and not inplace and result is not None:
+            out.update(result)
+            return out  # type: ignore[return-value]
+        return result
+
+    def _fast_apply(
+        self,
+        fn: Callable[..., Any],
+        *others: TensorDictBase,
+        filter_empty: bool | None = False,
+        checked: bool = True,
+        propagate_lock: bool = False,
+        **kwargs: Any,
+    ) -> Self | None:
+        """:meth:`_apply_nest` that trusts the results' shapes and keeps empty nested
+        results (the reference's private fast path, called by clients).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> TensorDict(a=torch.ones(2), batch_size=[2])._fast_apply(lambda x: x * 3)["a"]
+        tensor([3., 3.])
+        """
+        kwargs.pop("num_threads", None)
+        result = self._apply_nest(fn, *others, filter_empty=filter_empty, checked=checked, **kwargs)
+        if propagate_lock and result is not None and result is not self and self.is_locked:
             result.lock_()
         return result
 
@@ -726,7 +815,7 @@ class TensorDictBase(
             named=True,
             nested_keys=nested_keys,
         )
-        result = self._apply_nest(
+        result = self._tree_map(
             fn, *others, spec=spec, batch_size=batch_size, names=names, prefix=prefix, out=out
         )
         if propagate_lock and result is not None and not inplace and self.is_locked:
@@ -1009,3 +1098,49 @@ def get_defaults_to_none(set_to_none: bool = True) -> bool:
     """Whether ``td.get(missing_key)`` returns ``None`` (see :func:`set_get_defaults_to_none`;
     the argument is accepted for compatibility and ignored)."""
     return _GET_DEFAULTS_TO_NONE
+
+
+# Names the reference keeps private in this module that clients import (docs: compatibility).
+from tensordict._client_compat import (  # noqa: E402, F401
+    _ACCEPTED_CLASSES,
+    _NESTED_TENSORS_AS_LISTS,
+    _NESTED_TENSORS_AS_LISTS_NONTENSOR,
+    _default_is_leaf,
+    _is_leaf_nontensor,
+)
+
+#: The reference's ``tensordict.base`` also exports the top-level readers.
+_TOP_LEVEL_READERS = frozenset(
+    {
+        "from_any",
+        "from_csv",
+        "from_dict",
+        "from_h5",
+        "from_json",
+        "from_namedtuple",
+        "from_pandas",
+        "from_parquet",
+        "from_struct_array",
+        "from_tuple",
+        "from_zarr",
+    }
+)
+
+__all__ = [
+    "NO_DEFAULT",
+    "TensorDictBase",
+    "get_defaults_to_none",
+    "is_tensor_collection",
+    "set_get_defaults_to_none",
+    *sorted(_TOP_LEVEL_READERS),
+]
+
+
+def __getattr__(name: str) -> Any:
+    # ``from tensordict.base import from_dict``: the readers are defined (or forwarded to a
+    # sibling) at the top level, which imports this module; read them there on demand.
+    if name in _TOP_LEVEL_READERS:
+        import tensordict
+
+        return getattr(tensordict, name)
+    raise AttributeError(f"module 'tensordict.base' has no attribute {name!r}")

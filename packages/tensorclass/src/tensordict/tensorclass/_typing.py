@@ -5,7 +5,8 @@
 dataclass-like: the checker synthesises ``__init__`` from the annotated fields, and the
 keywords ``batch_size``, ``device`` and ``names`` are keyword-only fields of the base
 (typed as descriptors: read as ``torch.Size`` / device / list of names, written from
-anything the constructor accepts). At run time the metaclass is plain ``type``.
+anything the constructor accepts). At run time the metaclass only adds the class-level ``__getattr__`` that clients read
+(:mod:`tensordict.tensorclass._client_compat`).
 
 :class:`SelfReturning` declares the tensordict methods whose result is an instance of
 the same class (``clone``, ``to``, indexing, ``stack`` ...) with ``Self``; the rest of
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING, Any, overload
 
 import torch
 from typing_extensions import Self, dataclass_transform
+
+from tensordict.tensorclass._client_compat import ClassGetattr
 
 
 class BatchSizeField:
@@ -111,7 +114,8 @@ if TYPE_CHECKING:
         def from_tensordict(cls, tensordict: Any, *args: Any, **kwargs: Any) -> Self: ...
 
 else:
-    TensorClassMeta = TypedTensorDictMeta = type
+    TensorClassMeta = ClassGetattr  # serves Cls.__getattr__ to clients (see _client_compat)
+    TypedTensorDictMeta = type
 
     class SelfReturning:
         __slots__ = ()

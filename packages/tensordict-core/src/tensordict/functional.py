@@ -1,0 +1,29 @@
+"""``tensordict.functional``: the functions that build or combine tensordicts.
+
+The reference's module path for them; each is also a top-level name of ``tensordict``.
+
+>>> import torch
+>>> from tensordict import TensorDict
+>>> from tensordict.functional import pad
+>>> pad(TensorDict(x=torch.ones(2), batch_size=[2]), [0, 1])["x"]
+tensor([1., 1., 0.])
+"""
+
+from __future__ import annotations
+
+from tensordict._convert import make_tensordict
+from tensordict._functional import dense_stack_tds
+from tensordict._grouping import collate, group_by
+from tensordict._key_sets import merge_tensordicts
+from tensordict._pad import pad, pad_sequence, unpad_sequence
+
+__all__ = [
+    "collate",
+    "dense_stack_tds",
+    "group_by",
+    "make_tensordict",
+    "merge_tensordicts",
+    "pad",
+    "pad_sequence",
+    "unpad_sequence",
+]
