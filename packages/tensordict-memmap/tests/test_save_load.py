@@ -168,8 +168,9 @@ def test_memmap_without_prefix_uses_shared_memory():
     assert type(out["float"]) is MemoryMappedTensor and out["float"]._filename is None
     assert out["float"].is_shared()
     assert_same(out, td)
+    assert out.saved_path is None  # memory-mapped, in no folder (as the reference)
     with pytest.raises(AttributeError, match="saved path"):
-        out.saved_path
+        td.saved_path  # not memory-mapped at all
 
 
 def test_memmap_of_a_memmapped_tensordict_needs_copy_existing(tmp_path):

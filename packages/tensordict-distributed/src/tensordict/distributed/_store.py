@@ -733,9 +733,9 @@ class TensorDictStore(StoreOps, TensorDictBase):
     ) -> list:
         return self.to_local()._aligned_tensors(other, default, out, prefix)  # type: ignore[attr-defined,no-any-return]
 
-    def _apply_nest(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> Any:
+    def _tree_map(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> Any:
         local = self.to_local()
-        result = local._apply_nest(fn, *others, **kwargs)
+        result = local._tree_map(fn, *others, **kwargs)
         spec = kwargs.get("spec")  # core's ApplySpec: how the function is applied
         if spec is not None and spec.inplace:
             self.update(local)

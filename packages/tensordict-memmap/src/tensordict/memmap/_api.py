@@ -407,17 +407,19 @@ def _memmap_state(td: Any) -> tuple[bool, bool]:
     return found, True
 
 
-def td_saved_path(td: Any) -> str:
-    """``TensorDict.saved_path``: the folder a memory-mapped tensordict lives in."""
+def td_saved_path(td: Any) -> str | None:
+    """``TensorDict.saved_path``: the folder a memory-mapped tensordict lives in;
+    ``None`` when its memory maps have no folder (``memmap()`` / ``memmap_like()``
+    without a prefix), as in the reference."""
     if is_tensorclass(td):
         td = td._tensordict
-    path = _writer.saved_prefix(td)
-    if path is None or not td_is_memmap(td):
+    if not td_is_memmap(td):
         raise AttributeError(
             "The tensordict has no saved path: it was not memory-mapped to a folder "
             "(see TensorDict.memmap / load_memmap)."
         )
-    return str(path)
+    path = _writer.saved_prefix(td)
+    return None if path is None else str(path)
 
 
 # --------------------------------------------------------------------------- make_memmap*

@@ -548,8 +548,8 @@ class PersistentTensorDict(
         for key in td.keys():
             self._set_str(key, td._get_str(key, NO_DEFAULT), inplace=False, validated=True)
 
-    def _apply_nest(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> Any:
-        return self.to_tensordict()._apply_nest(fn, *others, **kwargs)
+    def _tree_map(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> Any:
+        return self.to_tensordict()._tree_map(fn, *others, **kwargs)
 
     # ------------------------------------------------------------------ indexing
     def __getitem__(self, index: Any) -> Any:

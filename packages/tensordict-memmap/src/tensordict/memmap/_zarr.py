@@ -366,8 +366,8 @@ class ZarrTensorDict(TensorDictBase):
         sub._set_tuple(key[1:], value, inplace=inplace, validated=validated)
         return self
 
-    def _apply_nest(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
-        return self.to_tensordict()._apply_nest(fn, *others, **kwargs)
+    def _tree_map(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
+        return self.to_tensordict()._tree_map(fn, *others, **kwargs)
 
     def _map_tensors(
         self, fn: Callable[[torch.Tensor], torch.Tensor], device: Any = NO_DEFAULT

@@ -21,12 +21,16 @@ from tensordict.nn._mode import ScopedSetter, Setting
 __all__ = ["InteractionType", "interaction_type", "set_interaction_type"]
 
 
-class InteractionType(Enum):
+class InteractionType(str, Enum):
     """How a probabilistic module produces its output from its distribution.
+
+    A string enum, as in the reference: a member equals and prints as its value.
 
     >>> from tensordict.nn import InteractionType
     >>> InteractionType.from_str("Mode")
     <InteractionType.MODE: 'mode'>
+    >>> str(InteractionType.DETERMINISTIC), InteractionType.MODE == "mode"
+    ('deterministic', True)
     """
 
     MODE = "mode"
@@ -34,6 +38,12 @@ class InteractionType(Enum):
     MEAN = "mean"
     RANDOM = "random"
     DETERMINISTIC = "deterministic"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
 
     @classmethod
     def from_str(cls, type_str: str) -> InteractionType:

@@ -87,6 +87,21 @@ class ScopedSetter:
     def __exit__(self, *exc: Any) -> None:
         self.setting.pop(self.__dict__["_tokens"].pop())
 
+    def set(self) -> None:
+        """Set the value until :meth:`unset`, as entering a ``with`` block does (for a
+        setting chosen once, e.g. at the start of a script or a test session)."""
+        self.__enter__()
+
+    def unset(self) -> None:
+        """Restore the value that :meth:`set` replaced."""
+        self.__exit__(None, None, None)
+
+    def clone(self) -> ScopedSetter:
+        """A new setter of the same value (it has its own ``set``/``unset`` history)."""
+        new = type(self).__new__(type(self))
+        new.__dict__.update({k: v for k, v in self.__dict__.items() if k != "_tokens"})
+        return new
+
     def __call__(self, func: _F) -> _F:
         @functools.wraps(func)
         def wrapper(*args: Any, **kwargs: Any) -> Any:

@@ -48,7 +48,13 @@ def as_param(value: _Tensor, old: Any, compiling: bool | None = None) -> _Tensor
     if plain:  # what nn.Parameter(value) does, without its checks
         param: _Tensor = _Tensor._make_subclass(_Parameter, value, requires_grad)
         return param
-    return _Parameter(value, requires_grad=requires_grad)
+    try:
+        return _Parameter(value, requires_grad=requires_grad)
+    except RuntimeError:
+        # a subclass whose detach() is a plain tensor (MemoryMappedTensor): the parameter
+        # is a plain tensor over the same memory, so the module reads the loaded values
+        plain_view: _Tensor = value.as_subclass(_Tensor)
+        return _Tensor._make_subclass(_Parameter, plain_view, requires_grad)
 
 
 def is_plain_module(target: Any) -> bool:

@@ -9,6 +9,7 @@ returns the tensors found at the module's out_keys.
 from __future__ import annotations
 
 import functools
+import inspect
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -82,6 +83,29 @@ def dispatch_call(
     return tuple(out.get(key) for key in out_keys)
 
 
+def dispatch_signature(func: Callable[..., Any]) -> inspect.Signature:
+    """The signature a dispatching ``forward`` shows (``inspect.signature``, which
+    ``torch.export`` binds the call against): its first argument (the tensordict) is
+    optional and keywords are accepted, since tensors may come by keyword instead.
+
+    >>> def forward(self, tensordict, tensordict_out=None):
+    ...     pass
+    >>> dispatch_signature(forward)
+    <Signature (self, tensordict=None, tensordict_out=None, **kwargs)>
+    """
+    sig = inspect.signature(func)
+    params = list(sig.parameters.values())
+    out = []
+    for i, p in enumerate(params):
+        positional = p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        if i == 1 and positional and p.default is p.empty:
+            p = p.replace(default=None)
+        out.append(p)
+    if not any(p.kind is p.VAR_KEYWORD for p in out):
+        out.append(inspect.Parameter("kwargs", inspect.Parameter.VAR_KEYWORD))
+    return sig.replace(parameters=out)
+
+
 class dispatch:
     """Let a ``forward(self, tensordict, ...)`` method also be called with tensors.
 
@@ -153,6 +177,7 @@ class dispatch:
                 return func(_self, *args, **kwargs)
             return dispatch_call(func, _self, args, kwargs, **options)  # type: ignore[arg-type]
 
+        wrapper.__signature__ = dispatch_signature(func)  # type: ignore[attr-defined]
         return wrapper  # type: ignore[return-value]
 
 
@@ -184,6 +209,7 @@ def tensordict_entry(auto_batch_size: bool = False) -> Callable[[_F], _F]:
                 return func(_self, *args, **kwargs)
             return dispatch_call(func, _self, args, kwargs, **options)  # type: ignore[arg-type]
 
+        forward.__signature__ = dispatch_signature(func)  # type: ignore[attr-defined]
         return forward  # type: ignore[return-value]
 
     return decorator

@@ -19,6 +19,7 @@ from torch import nn
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict._nontensor import NON_TENSOR
+from tensordict.nn._client_compat import _exclude_td_from_pytree as _exclude_td_from_pytree
 from tensordict.nn._swap import Swapper, entries_of, tree_to_td, undo
 
 __all__ = ["from_module", "from_modules", "td_from_module", "td_to_module"]

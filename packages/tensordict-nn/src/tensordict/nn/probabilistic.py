@@ -8,7 +8,7 @@ chains it after the modules that compute those parameters.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import torch
@@ -17,12 +17,12 @@ from torch import distributions as D
 from tensordict import TensorDictBase, unravel_key
 from tensordict._keys import NestedKey
 from tensordict._nontensor import NON_TENSOR
+from tensordict.nn._client_compat import _use_generator as _use_generator  # for clients
 from tensordict.nn._interaction import (
     InteractionType,
     as_interaction_type,
     draw,
     interaction_type,
-    using_generator,
 )
 from tensordict.nn._interaction import set_interaction_type as set_interaction_type
 from tensordict.nn._keys import IGNORE, as_key_list
@@ -268,39 +268,120 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         return kind
 
     def _draw(self, dist: D.Distribution, kind: InteractionType, tensordict: TensorDictBase) -> Any:
-        shape = self.num_samples if (self.num_samples and kind is InteractionType.RANDOM) else ()
-        needs_rng = kind is InteractionType.RANDOM
-        generator = self._generator
+        if kind is not InteractionType.RANDOM:
+            return draw(dist, kind, self.n_empirical_estimate, torch.Size())
+        generator, writeback = self._resolve_generator(tensordict)
+        value = self._dist_sample(dist, kind, generator=generator)
+        if writeback is not None:
+            assert generator is not None  # a writeback comes with the generator it reads
+            writeback(generator)
+        return value
+
+    def _resolve_generator(
+        self, tensordict: TensorDictBase
+    ) -> tuple[torch.Generator | None, Callable[[torch.Generator], None] | None]:
+        """The generator of this call's random draws and, when it was made from a seed
+        read in ``tensordict``, the function that writes the next seed back there once
+        the generator has drawn (the reference's private signature, used by clients).
+
+        >>> import torch
+        >>> from tensordict import TensorDict
+        >>> module = ProbabilisticTensorDictModule(in_keys=["loc"], out_keys=["x"], generator="seed")
+        >>> td = TensorDict(seed=torch.tensor(3))
+        >>> gen, writeback = module._resolve_generator(td)
+        >>> writeback(gen)
+        >>> int(td["seed"]) != 3
+        True
+        """
+        if self._generator is not None or self._generator_key is None:
+            return self._generator, None
         key = self._generator_key
-        if key is None or not needs_rng:
-            if generator is None or not needs_rng:
-                return draw(dist, kind, self.n_empirical_estimate, torch.Size(shape))
-            with using_generator(generator):
-                return draw(dist, kind, self.n_empirical_estimate, torch.Size(shape))
         held = tensordict.get(key)
+        if held is None:
+            return None, None
         if isinstance(held, NON_TENSOR):  # a seed or generator stored as non-tensor data
             held = _non_tensor_value(held)
         if isinstance(held, torch.Generator):
-            with using_generator(held):
-                return draw(dist, kind, self.n_empirical_estimate, torch.Size(shape))
-        if isinstance(held, torch.Tensor):
+            return held, None
+        if isinstance(held, torch.Tensor) and held.numel() == 1:
             seed = int(held.item())
         elif isinstance(held, int) and not isinstance(held, bool):
             seed = held
         else:
             raise TypeError(
                 f"The generator key {key!r} holds {held!r}; expected a torch.Generator, an "
-                "int seed or an integer tensor."
+                "int seed or a one-element integer tensor."
             )
-        gen = torch.Generator().manual_seed(seed)
-        with using_generator(gen):
-            value = draw(dist, kind, self.n_empirical_estimate, torch.Size(shape))
-        next_seed = int(torch.randint(0, _SEED_BOUND, (), generator=gen))
-        if isinstance(held, torch.Tensor):
-            tensordict.set(key, torch.tensor(next_seed, dtype=held.dtype, device=held.device))
-        else:
-            tensordict.set_non_tensor(key, next_seed)
+        generator = torch.Generator().manual_seed(seed)
+
+        def writeback(used: torch.Generator) -> None:
+            next_seed = int(torch.randint(0, _SEED_BOUND, (), generator=used))
+            if isinstance(held, torch.Tensor):
+                tensordict.set(key, torch.tensor(next_seed, dtype=held.dtype, device=held.device))
+            else:
+                tensordict.set_non_tensor(key, next_seed)
+
+        return generator, writeback
+
+    def _dist_sample(
+        self,
+        dist: D.Distribution,
+        interaction_type: InteractionType | str | None = None,
+        *,
+        generator: torch.Generator | None = None,
+    ) -> Any:
+        """The value of ``dist`` for ``interaction_type`` (the module's default when
+        ``None``), random draws taken from ``generator``; ``num_samples`` values in random
+        mode, the one deterministic value repeated otherwise (the reference's private
+        signature, used by clients).
+
+        >>> import torch
+        >>> module = ProbabilisticTensorDictModule(in_keys=["loc"], out_keys=["x"])
+        >>> module._dist_sample(torch.distributions.Normal(torch.ones(2), 1.0), "mode")
+        tensor([1., 1.])
+        """
+        kind = as_interaction_type(interaction_type) or self.default_interaction_type
+        random = kind is InteractionType.RANDOM
+        shape = torch.Size(self.num_samples) if (self.num_samples and random) else torch.Size()
+        with _use_generator(generator if random else None):
+            value = draw(dist, kind, self.n_empirical_estimate, shape)
+        if self.num_samples and not random:
+            if isinstance(value, tuple):
+                return tuple(v.expand(*self.num_samples, *v.shape) for v in value)
+            return value.expand(*self.num_samples, *value.shape)
         return value
+
+    #: The message of the error raised when ``composite_lp_aggregate`` changed since the
+    #: module was built (the reference's private attribute, formatted by clients).
+    _CHANGE_IN_C_LP_A = (
+        "The value returned by composite_lp_aggregate changed between init of {} and its "
+        "execution ({} -> {}). Make sure the mode matches."
+    )
+
+    @property
+    def _composite_lp_aggreate_at_init(self) -> bool:
+        """The ``composite_lp_aggregate()`` value the module was built under (the
+        reference's private name, spelling included, read by clients)."""
+        return bool(self._aggregate)
+
+    @property
+    def _out_keys(self) -> list[Any]:
+        """The ``out_keys`` as given (the sample keys, without the log-probability keys;
+        the reference's private attribute, read by clients)."""
+        return list(self.__dict__["_sample_keys"])
+
+    def _update_td_lp(self, lp: TensorDictBase) -> None:
+        """Rename, in the tensordict ``lp`` of per-sample log-probabilities, each entry
+        ``<sample key>_log_prob`` to this module's log-probability key for that sample
+        (the reference's private method, used by clients)."""
+        renames = [
+            (suffixed(out_key, "_log_prob"), lp_key)
+            for out_key, lp_key in zip(self.dist_sample_keys, self.log_prob_keys)
+            if suffixed(out_key, "_log_prob") != lp_key
+        ]
+        values = [lp.pop(old) for old, _ in renames]  # read all before writing any
+        for (_, new), value in zip(renames, values):
+            lp.set(new, value)
 
     @tensordict_entry(auto_batch_size=False)
     def forward(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from torch import nn
@@ -158,14 +158,7 @@ class TensorDictSequential(_DeprecatedModuleState, TensorDictModuleBase):
         explicit: list[Any] | None = self.__dict__.get("_in_keys")
         if explicit is not None:
             return explicit
-        produced: set[Any] = set()
-        keys: list[Any] = []
-        for module in self._module_list():
-            for key in module.in_keys:
-                if key not in produced and key not in keys:
-                    keys.append(key)
-            produced.update(module.out_keys)
-        return keys
+        return self._compute_in_and_out_keys(self._module_list())[0]
 
     @in_keys.setter
     def in_keys(self, value: Any) -> None:
@@ -176,12 +169,32 @@ class TensorDictSequential(_DeprecatedModuleState, TensorDictModuleBase):
         explicit: list[Any] | None = self.__dict__.get("_out_keys")
         if explicit is not None:
             return explicit
-        keys: list[Any] = []
-        for module in self._module_list():
+        return self._compute_in_and_out_keys(self._module_list())[1]
+
+    def _compute_in_and_out_keys(self, modules: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+        """The in_keys (read before any module of ``modules`` writes them) and out_keys
+        (every key written, first write first) of a sequence of ``modules``. Reads nothing
+        of ``self``: subclasses (TorchRL's) call it before ``__init__``.
+
+        >>> import torch
+        >>> from tensordict.nn import TensorDictModule
+        >>> mods = [TensorDictModule(torch.nn.Identity(), ["x"], ["y"]),
+        ...         TensorDictModule(torch.nn.Identity(), ["y"], ["z"])]
+        >>> TensorDictSequential._compute_in_and_out_keys(None, mods)
+        (['x'], ['y', 'z'])
+        """
+        produced: set[Any] = set()
+        in_keys: list[Any] = []
+        out_keys: list[Any] = []
+        for module in modules:
+            for key in module.in_keys:
+                if key not in produced and key not in in_keys:
+                    in_keys.append(key)
             for key in module.out_keys:
-                if key not in keys:
-                    keys.append(key)
-        return keys
+                if key not in out_keys:
+                    out_keys.append(key)
+            produced.update(module.out_keys)
+        return in_keys, out_keys
 
     @property
     def out_keys(self) -> list[Any]:

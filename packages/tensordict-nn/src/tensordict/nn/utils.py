@@ -9,11 +9,21 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from tensordict import unravel_key_list
 from tensordict._keys import NestedKey
 from tensordict.nn._mode import ScopedSetter, Setting
+
+if TYPE_CHECKING:  # served by __getattr__ below (their module imports this one)
+    from tensordict.nn._client_compat import _set_skip_existing_None as _set_skip_existing_None
+    from tensordict.nn.distributions.utils import (
+        add_custom_mapping as add_custom_mapping,
+    )
+    from tensordict.nn.distributions.utils import biased_softplus as biased_softplus
+    from tensordict.nn.distributions.utils import expln as expln
+    from tensordict.nn.distributions.utils import inv_softplus as inv_softplus
+    from tensordict.nn.distributions.utils import mappings as mappings
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -22,11 +32,38 @@ _COMPOSITE_LP_AGGREGATE = Setting(None)
 _DISPATCH = Setting(True)
 
 __all__ = [
+    "add_custom_mapping",
+    "biased_softplus",
     "composite_lp_aggregate",
+    "expln",
+    "inv_softplus",
+    "mappings",
     "set_composite_lp_aggregate",
     "set_skip_existing",
     "skip_existing",
 ]
+
+#: Names this module serves from elsewhere on first access (their modules import this one):
+#: the positive mappings (the reference's home for them) and a client's private decorator.
+_SERVED = {
+    "add_custom_mapping": "tensordict.nn.distributions.utils",
+    "biased_softplus": "tensordict.nn.distributions.utils",
+    "expln": "tensordict.nn.distributions.utils",
+    "inv_softplus": "tensordict.nn.distributions.utils",
+    "mappings": "tensordict.nn.distributions.utils",
+    "_set_skip_existing_None": "tensordict.nn._client_compat",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _SERVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 def skip_existing() -> bool | list[NestedKey]:

@@ -14,7 +14,7 @@ from torch.distributions.utils import broadcast_all
 
 from tensordict.nn.distributions.utils import NO_SHAPE as _NO_SHAPE
 
-__all__ = ["TruncatedNormal"]
+__all__ = ["TruncatedNormal", "TruncatedStandardNormal"]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2 * math.pi)
 
@@ -141,3 +141,38 @@ class TruncatedNormal(D.Distribution):
         shape = self._extended_shape(torch.Size(sample_shape))
         u = torch.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.icdf(u)
+
+
+class TruncatedStandardNormal(TruncatedNormal):
+    """The standard normal distribution ``N(0, 1)`` conditioned on ``a <= x <= b``.
+
+    >>> import torch
+    >>> d = TruncatedStandardNormal(torch.tensor([-1.0]), torch.tensor([2.0]))
+    >>> d.mean
+    tensor([0.2296])
+    >>> torch.allclose(d.log_prob(torch.tensor([0.5])), torch.tensor([-0.8438]), atol=1e-4)
+    True
+    """
+
+    arg_constraints = {"a": constraints.real, "b": constraints.real}
+
+    def __init__(
+        self,
+        a: Number | torch.Tensor,
+        b: Number | torch.Tensor,
+        validate_args: bool | None = None,
+    ) -> None:
+        a_t, b_t = broadcast_all(a, b)  # type: ignore[arg-type]
+        super().__init__(torch.zeros_like(a_t), torch.ones_like(a_t), a_t, b_t, validate_args)
+
+    @property
+    def auc(self) -> torch.Tensor:
+        """The probability mass of ``[a, b]`` under the standard normal."""
+        auc: torch.Tensor = self._z
+        return auc
+
+    def expand(
+        self, batch_shape: Any, _instance: TruncatedNormal | None = None
+    ) -> TruncatedStandardNormal:
+        shape = torch.Size(batch_shape)
+        return TruncatedStandardNormal(self.a.expand(shape), self.b.expand(shape), False)
