@@ -1,0 +1,275 @@
+"""The names the reference keeps private that clients (TorchRL) import, with the
+reference's meaning (docs: compatibility). Each expectation is hand-computed or is the
+same operation done another way."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+import torch
+
+from tensordict import NonTensorData, NonTensorStack, TensorDict, lazy_stack
+from tensordict.base import (
+    _ACCEPTED_CLASSES,
+    _NESTED_TENSORS_AS_LISTS,
+    _NESTED_TENSORS_AS_LISTS_NONTENSOR,
+    _default_is_leaf,
+    _is_leaf_nontensor,
+)
+from tensordict.utils import (
+    NUMPY_TO_TORCH_DTYPE_DICT,
+    TORCH_TO_NUMPY_DTYPE_DICT,
+    Buffer,
+    _getitem_batch_size,
+    _is_non_tensor,
+    _is_tensorclass,
+    _maybe_correct_neg_dim,
+    _shape,
+    _unravel_key_to_tuple,
+    _zip_strict,
+    expand_as_right,
+    is_seq_of_nested_key,
+    timeit,
+)
+
+
+# ------------------------------------------------------------------ tensordict.utils
+def test_zip_strict_refuses_unequal_lengths():
+    assert list(_zip_strict([1, 2], "ab")) == [(1, "a"), (2, "b")]
+    with pytest.raises(ValueError):
+        list(_zip_strict([1, 2], "abc"))
+
+
+@pytest.mark.parametrize(
+    "index, expected",
+    [
+        (0, [4]),
+        ((slice(None), 0), [3]),
+        (slice(1, 3), [2, 4]),
+        (torch.tensor([0, 2, 2]), [3, 4]),
+        (torch.tensor([True, False, True]), [2, 4]),
+        ((None, 1), [1, 4]),
+        ((..., 1), [3]),
+    ],
+)
+def test_getitem_batch_size_is_the_indexed_tensors_batch(index, expected):
+    assert _getitem_batch_size(torch.Size([3, 4]), index) == torch.Size(expected)
+    # the same as indexing a tensordict of that batch size
+    assert TensorDict(batch_size=[3, 4])[index].batch_size == torch.Size(expected)
+
+
+def test_maybe_correct_neg_dim():
+    assert _maybe_correct_neg_dim(-1, torch.Size([3, 4])) == 1
+    assert _maybe_correct_neg_dim(0, None, ndim=2) == 0
+    with pytest.raises(IndexError, match="dim 2 is out of range"):
+        _maybe_correct_neg_dim(2, torch.Size([3, 4]))
+    with pytest.raises(IndexError, match="dim -3"):
+        _maybe_correct_neg_dim(-3, None, ndim=2)
+
+
+def test_shape_of_nested_and_plain_tensors():
+    assert _shape(torch.zeros(2, 3)) == torch.Size([2, 3])
+    nt = torch.nested.nested_tensor([torch.zeros(2, 5), torch.zeros(3, 5)])
+    assert _shape(nt) == torch.Size([2, -1, 5])
+    assert _shape(nt, nested_shape=True).tolist() == [[2, 5], [3, 5]]
+
+
+def test_class_predicates():
+    assert _is_non_tensor(NonTensorData) and _is_non_tensor(NonTensorStack)
+    assert not _is_non_tensor(TensorDict) and not _is_non_tensor(int)
+    assert not _is_tensorclass(TensorDict)
+    assert _is_tensorclass(type("Marked", (), {"_is_tensorclass": True}))
+    assert _default_is_leaf(torch.Tensor) and not _default_is_leaf(TensorDict)
+    assert _is_leaf_nontensor(NonTensorData) and not _default_is_leaf(NonTensorData)
+    assert _ACCEPTED_CLASSES[0] is torch.Tensor
+    assert isinstance(TensorDict(), _ACCEPTED_CLASSES)
+
+
+def test_unravel_key_to_tuple_alias():
+    assert _unravel_key_to_tuple(("a", ("b",))) == ("a", "b")
+    assert _unravel_key_to_tuple(("a", 1)) == ()
+
+
+@pytest.mark.parametrize(
+    "seq, expected",
+    [(["a", ("b", "c")], True), ([], True), ("a", True), ([["a", "b"]], True), ([0], False),
+     ([("a", 0)], False), (3, False)],
+)  # fmt: skip
+def test_is_seq_of_nested_key(seq, expected):
+    assert is_seq_of_nested_key(seq) is expected
+
+
+def test_buffer_is_torchs():
+    assert Buffer is torch.nn.Buffer
+
+
+def test_dtype_tables_round_trip():
+    import numpy as np
+
+    for np_dtype, torch_dtype in NUMPY_TO_TORCH_DTYPE_DICT.items():
+        assert torch.from_numpy(np.zeros(1, dtype=np_dtype)).dtype == torch_dtype
+        assert TORCH_TO_NUMPY_DTYPE_DICT[torch_dtype] == np_dtype
+    assert NUMPY_TO_TORCH_DTYPE_DICT[np.dtype("float32")] is torch.float32
+
+
+def test_timeit_records_calls_and_totals(caplog):
+    timeit.erase()
+
+    @timeit("compat-test")
+    def f(x):
+        return x + 1
+
+    assert f(1) == 2 and f(2) == 3
+    with timeit("compat-test"):
+        pass
+    count = timeit._REG["compat-test"][2]
+    assert count == 3
+    total = timeit.todict(percall=False)["compat-test"]
+    mean = timeit.todict()["compat-test"]
+    assert total == pytest.approx(mean * 3)
+    logger = logging.getLogger("tensordict")
+    logger.propagate = True  # let caplog see the library logger
+    try:
+        with caplog.at_level(logging.INFO, logger="tensordict"):
+            text = timeit.print(prefix="p")
+    finally:
+        logger.propagate = False
+    assert "p -- compat-test took" in text and "compat-test took" in caplog.text
+    timeit.erase()
+    assert timeit._REG["compat-test"] == [0.0, 0.0, 0]
+
+
+def test_expand_as_right_broadcasts_size_one_dims():
+    out = expand_as_right(torch.tensor([[1], [2]]), torch.zeros(2, 3, 4))
+    assert out.shape == (2, 3, 4) and torch.equal(out[1], torch.full((3, 4), 2))
+    assert expand_as_right(torch.ones(1), torch.zeros(5, 3)).shape == (5, 3)
+    with pytest.raises(RuntimeError, match="leading dimensions"):
+        expand_as_right(torch.ones(3), torch.zeros(5, 3))
+
+
+# ------------------------------------------------------------------ _NESTED_TENSORS_AS_LISTS
+def _ragged():
+    a = TensorDict(
+        x=torch.zeros(2), y=TensorDict(z=torch.ones(2, 3), batch_size=[2]), batch_size=[2]
+    )
+    b = TensorDict(
+        x=torch.zeros(2), y=TensorDict(z=torch.ones(2, 4), batch_size=[2]), w=torch.zeros(2),
+        batch_size=[2],
+    )  # fmt: skip
+    stack = lazy_stack([a, b])
+    return TensorDict(n=stack, q=torch.zeros(2), batch_size=[2]), stack
+
+
+def test_nested_tensors_as_lists_walks_members_one_by_one():
+    td, stack = _ragged()
+    got = [(k, tuple(v.shape)) for k, v in td.items(True, True, is_leaf=_NESTED_TENSORS_AS_LISTS)]
+    assert got == [
+        (("n", "0", "x"), (2,)),
+        (("n", "0", "y", "z"), (2, 3)),
+        (("n", "1", "x"), (2,)),
+        (("n", "1", "y", "z"), (2, 4)),
+        (("n", "1", "w"), (2,)),
+        ("q", (2,)),
+    ]
+    # values: the same leaves; from the stack itself, under the members' indices
+    assert [v.shape for v in td.values(True, True, is_leaf=_NESTED_TENSORS_AS_LISTS)] == [
+        v.shape for _, v in td.items(True, True, is_leaf=_NESTED_TENSORS_AS_LISTS)
+    ]
+    keys = [k for k, _ in stack.items(True, False, is_leaf=_NESTED_TENSORS_AS_LISTS)]
+    assert keys == [("0", "x"), ("0", "y"), ("0", "y", "z"), ("1", "x"), ("1", "y"),
+                    ("1", "y", "z"), ("1", "w")]  # fmt: skip
+    # keys() still lists the stack's common keys (the reference does the same)
+    assert set(td.keys(True, True, is_leaf=_NESTED_TENSORS_AS_LISTS)) == {
+        ("n", "x"),
+        ("n", "y", "z"),
+        "q",
+    }
+
+
+def test_nested_tensors_as_lists_is_falsy_and_a_leaf_rule():
+    assert not _NESTED_TENSORS_AS_LISTS and not _NESTED_TENSORS_AS_LISTS_NONTENSOR
+    assert _NESTED_TENSORS_AS_LISTS(torch.Tensor) and not _NESTED_TENSORS_AS_LISTS(TensorDict)
+    assert not _NESTED_TENSORS_AS_LISTS(NonTensorData)
+    assert _NESTED_TENSORS_AS_LISTS_NONTENSOR(NonTensorData)
+    td = TensorDict(a=torch.zeros(1), s="text", batch_size=[1])
+    assert [k for k, _ in td.items(True, True, is_leaf=_NESTED_TENSORS_AS_LISTS_NONTENSOR)] == [
+        "a",
+        "s",
+    ]
+
+
+# ------------------------------------------------------------------ private methods
+def test_apply_nest_takes_the_references_keywords():
+    td = TensorDict(a=TensorDict(b=torch.zeros(1), batch_size=[]), c=torch.ones(1))
+    named = td._apply_nest(lambda k, v: v + len(k), named=True, nested_keys=True)
+    assert named["a", "b"].item() == 2.0 and named["c"].item() == 2.0  # 0 + 2, 1 + 1
+    # call_on_nested: the function sees the nested tensordict itself
+    seen = []
+    td._apply_nest(lambda v: seen.append(type(v).__name__) or v, call_on_nested=True)
+    assert sorted(seen) == ["Tensor", "TensorDict"]
+    # filter_empty drops a nested result without entries
+    out = td._apply_nest(lambda v: None if v.sum() == 0 else v, filter_empty=True)
+    assert list(out.keys()) == ["c"]
+    # batch_size for a function that changes the leaves' leading dims
+    out = td._apply_nest(lambda v: v.expand(3, *v.shape), batch_size=[3])
+    assert out.batch_size == (3,) and out["a", "b"].shape == (3, 1)
+
+
+def test_fast_apply_keeps_empty_results_and_propagates_the_lock():
+    td = TensorDict(a=TensorDict(b=torch.zeros(1)), c=torch.ones(1)).lock_()
+    out = td._fast_apply(lambda v: None if v.sum() == 0 else v * 2, propagate_lock=True)
+    assert "a" in out.keys() and list(out["a"].keys()) == []  # filter_empty=False
+    assert out["c"].item() == 2.0 and out.is_locked
+    is_leaf_calls = td._fast_apply(
+        lambda k, v: v, named=True, nested_keys=True, is_leaf=_is_leaf_nontensor, default=None,
+    )  # fmt: skip
+    assert set(is_leaf_calls.keys(True, True)) == {("a", "b"), "c"}
+
+
+def test_apply_accepts_named_and_nested_keys():
+    td = TensorDict(a=TensorDict(b=torch.zeros(1)), c=torch.zeros(1))
+    keys = []
+    td.apply(lambda k, v: keys.append(k) or v, named=True, nested_keys=True)
+    assert sorted(map(str, keys)) == ["('a', 'b')", "c"]
+
+
+def test_has_exclusive_keys():
+    a, b = TensorDict(x=torch.zeros(())), TensorDict(x=torch.zeros(()), y=torch.zeros(()))
+    assert lazy_stack([a, b])._has_exclusive_keys
+    assert not lazy_stack([a, a.clone()])._has_exclusive_keys
+    nested_a = TensorDict(n=TensorDict(x=torch.zeros(())))
+    nested_b = TensorDict(n=TensorDict(x=torch.zeros(()), z=torch.zeros(())))
+    assert lazy_stack([nested_a, nested_b])._has_exclusive_keys  # at any depth
+
+
+# ------------------------------------------------------------------ NonTensorData
+def test_non_tensor_data_get_and_dtype():
+    data = NonTensorData("a", batch_size=[2])
+    assert data.get("data") == "a" and data.get("other") is None and data.get("other", 3) == 3
+    assert data.dtype is None and NonTensorStack("a", "b").dtype is None
+
+
+# ------------------------------------------------------------------ module paths
+def test_tensorcollection_and_c_paths():
+    import warnings
+
+    from tensordict import TensorCollection
+    from tensordict._tensorcollection import TensorCollection as private
+
+    assert private is TensorCollection
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        from tensordict._C import _unravel_key_to_tuple as c_tuple
+        from tensordict._C import unravel_keys
+
+    assert unravel_keys(("a", ("b",))) == ("a", "b") and c_tuple("a") == ("a",)
+
+
+def test_functional_module():
+    from tensordict import functional
+
+    td = TensorDict(x=torch.ones(2), batch_size=[2])
+    assert torch.equal(functional.pad(td, [0, 1])["x"], torch.tensor([1.0, 1.0, 0.0]))
+    merged = functional.merge_tensordicts(TensorDict(a=torch.zeros(1)), TensorDict(b=torch.ones(1)))
+    assert set(merged.keys()) == {"a", "b"}
