@@ -273,3 +273,34 @@ def test_functional_module():
     assert torch.equal(functional.pad(td, [0, 1])["x"], torch.tensor([1.0, 1.0, 0.0]))
     merged = functional.merge_tensordicts(TensorDict(a=torch.zeros(1)), TensorDict(b=torch.ones(1)))
     assert set(merged.keys()) == {"a", "b"}
+
+
+# ------------------------------------------------------------------ lazy stacks written from lazy stacks
+def test_update_at_of_a_ragged_lazy_stack_from_a_lazy_stack_writes_member_by_member():
+    # members of different feature shapes cannot be stacked: each is written as it is
+    dest = lazy_stack([TensorDict(a=torch.zeros(6, 4), batch_size=[6]),
+                       TensorDict(a=torch.zeros(6, 3), batch_size=[6])], 1)  # fmt: skip
+    src = lazy_stack([TensorDict(a=torch.ones(2, 4), batch_size=[2]),
+                      TensorDict(a=torch.full((2, 3), 2.0), batch_size=[2])], 1)  # fmt: skip
+    dest.update_at_(src, torch.tensor([1, 4]))
+    first, second = dest.tensordicts
+    assert torch.equal(first["a"][[1, 4]], torch.ones(2, 4)) and first["a"].sum() == 8
+    assert torch.equal(second["a"][[1, 4]], torch.full((2, 3), 2.0)) and second["a"].sum() == 12
+
+
+def test_update_at_member_by_member_changes_nothing_when_one_member_is_refused():
+    dest = lazy_stack([TensorDict(a=torch.zeros(3, 4), batch_size=[3]),
+                       TensorDict(a=torch.zeros(3, 3), batch_size=[3])], 1)  # fmt: skip
+    src = lazy_stack([TensorDict(a=torch.ones(1, 4), batch_size=[1]),
+                      TensorDict(a=torch.ones(1, 5), batch_size=[1])], 1)  # fmt: skip
+    with pytest.raises(RuntimeError):
+        dest.update_at_(src, torch.tensor([0]))
+    assert all(m["a"].sum() == 0 for m in dest.tensordicts)  # the first member too
+
+
+def test_writing_the_value_a_non_tensor_entry_holds_keeps_it_one_value():
+    td = TensorDict({"s": "a", "x": torch.zeros(3)}, [3])
+    td.update_at_({"s": "a", "x": torch.ones(())}, 1)
+    assert type(td.get("s")) is NonTensorData and td["s"] == "a"
+    td.update_at_({"s": "b", "x": torch.ones(())}, 1)
+    assert td["s"] == ["a", "b", "a"]

@@ -100,12 +100,7 @@ class IndexedOps(_kinds.SharedMixin):
         """
         wanted = None if keys_to_update is None else {_key_tuple(k) for k in keys_to_update}
         plan: list[Callable[[], None]] = []
-        for path, value in _source_leaves(input_dict_or_td):
-            if wanted is not None and path not in wanted:
-                continue
-            if clone and isinstance(value, _Tensor):
-                value = value.clone()
-            _plan_leaf(self, path, value, idx, plan, non_blocking, "update_at_")
+        _plan_update_at(self, input_dict_or_td, idx, plan, clone, non_blocking, wanted)
         for write in plan:
             write()
         return self
@@ -199,6 +194,44 @@ class IndexedOps(_kinds.SharedMixin):
                         "written."
                     )
         return self.update_at_(tensordict, idx, non_blocking=non_blocking)
+
+
+def _plan_update_at(
+    dest: Any,
+    source: Any,
+    idx: Any,
+    plan: list[Callable[[], None]],
+    clone: bool,
+    non_blocking: bool,
+    wanted: set[tuple[str, ...]] | None,
+) -> None:
+    """Plan ``dest.update_at_(source, idx)``. A lazy stack written from a lazy stack whose
+    members line up with the ones ``idx`` selects is written member by member, so members
+    of different shapes (which cannot be stacked) are written as they are."""
+    members, sources = _kinds.lazy_members(dest), _kinds.lazy_members(source)
+    if members is not None and sources is not None:
+        try:
+            dec = dest._decompose(idx)
+        except IndexError:
+            dec = None
+        if (
+            dec is not None
+            and isinstance(dec[0], list)
+            and len(dec[0]) == len(sources)
+            and source.stack_dim == dec[2]
+        ):
+            selector, member_index, _ = dec
+            # a bare object() is _decompose's "the members are taken whole"
+            m_index = Ellipsis if type(member_index) is object else member_index
+            for j, part in zip(selector, sources, strict=True):
+                _plan_update_at(members[j], part, m_index, plan, clone, non_blocking, wanted)
+            return
+    for path, value in _source_leaves(source):
+        if wanted is not None and path not in wanted:
+            continue
+        if clone and isinstance(value, _Tensor):
+            value = value.clone()
+        _plan_leaf(dest, path, value, idx, plan, non_blocking, "update_at_")
 
 
 def _source_leaves(source: Any, prefix: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:

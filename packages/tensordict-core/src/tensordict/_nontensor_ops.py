@@ -207,8 +207,9 @@ def write_non_tensor(
     if isinstance(target, MetaData):
         return target._make(_single_value(value, "write"), target.batch_size, target.device)
     if isinstance(target, NonTensorDataBase):
-        if isinstance(value, NonTensorDataBase) and _same_value(value.data, target.data):
-            return target
+        same = value.data if isinstance(value, NonTensorDataBase) else value
+        if not isinstance(value, NonTensorStack) and _same_value(same, target.data):
+            return target  # the value every element already holds: nothing to write
         stack = NonTensorStack._from_parts(  # the leaf's own batch size: extra dims kept
             [target.data], torch.zeros(target.batch_size, dtype=torch.long), target.device
         )
