@@ -61,6 +61,14 @@ def test_unravel_key_list_rejects_an_invalid_entry(bad):
         unravel_key_list(bad)
 
 
+@pytest.mark.parametrize("bad", ["abc", {"a": 1}, None])
+def test_unravel_key_list_takes_a_list_or_a_tuple(bad):
+    # the reference's wording, which TorchRL's tests match
+    with pytest.raises(TypeError, match="incompatible function arguments"):
+        unravel_key_list(bad)
+    assert unravel_key_list(("a", ("b", ("c",)))) == ["a", ("b", "c")]
+
+
 @pytest.mark.parametrize("op", ["get", "set", "del"])
 @pytest.mark.parametrize("bad", [(0,), ("a", 1), 0])
 def test_an_invalid_key_raises_key_error_and_changes_nothing(td, op, bad):

@@ -178,7 +178,8 @@ def test_compute_in_and_out_keys_reads_nothing_of_self():
     ]
     # TorchRL calls it on an instance whose __init__ has not run
     blank = TensorDictSequential.__new__(TensorDictSequential)
-    assert blank._compute_in_and_out_keys(mods) == (["x", "z"], ["y", "w"])
+    # out_keys in the order of their last write: "y" is written again after "w"
+    assert blank._compute_in_and_out_keys(mods) == (["x", "z"], ["w", "y"])
     assert TensorDictSequential(*mods).in_keys == ["x", "z"]
 
 

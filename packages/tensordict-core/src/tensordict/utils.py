@@ -147,12 +147,18 @@ def unravel_key(key: NestedKey) -> str | tuple[str, ...]:
 
 
 def unravel_key_list(keys: Iterable[NestedKey]) -> list[str | tuple[str, ...]]:
-    """Unravel every key of a list (see :func:`unravel_key`); any entry that is not a
-    valid key raises.
+    """Unravel every key of a list or tuple (see :func:`unravel_key`); any entry that is
+    not a valid key raises ``RuntimeError``, anything but a list or tuple ``TypeError``.
 
     >>> unravel_key_list(["a", ("b", ("c",)), ("d",)])
     ['a', ('b', 'c'), 'd']
     """
+    if not isinstance(keys, (list, tuple)):
+        # the wording of the reference's once-compiled function, which clients match
+        raise TypeError(
+            "unravel_key_list(): incompatible function arguments: expected a list or a tuple "
+            f"of keys, got {type(keys).__name__} {keys!r}."
+        )
     out = []
     for key in keys:
         if not is_nested_key(key):

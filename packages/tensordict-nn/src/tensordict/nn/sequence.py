@@ -173,7 +173,8 @@ class TensorDictSequential(_DeprecatedModuleState, TensorDictModuleBase):
 
     def _compute_in_and_out_keys(self, modules: Sequence[Any]) -> tuple[list[Any], list[Any]]:
         """The in_keys (read before any module of ``modules`` writes them) and out_keys
-        (every key written, first write first) of a sequence of ``modules``. Reads nothing
+        (every key written, in the order of its last write, as the reference) of a
+        sequence of ``modules``. Reads nothing
         of ``self``: subclasses (TorchRL's) call it before ``__init__``.
 
         >>> import torch
@@ -183,17 +184,14 @@ class TensorDictSequential(_DeprecatedModuleState, TensorDictModuleBase):
         >>> TensorDictSequential._compute_in_and_out_keys(None, mods)
         (['x'], ['y', 'z'])
         """
-        produced: set[Any] = set()
         in_keys: list[Any] = []
-        out_keys: list[Any] = []
+        written: list[Any] = []
         for module in modules:
             for key in module.in_keys:
-                if key not in produced and key not in in_keys:
+                if key not in written and key not in in_keys:
                     in_keys.append(key)
-            for key in module.out_keys:
-                if key not in out_keys:
-                    out_keys.append(key)
-            produced.update(module.out_keys)
+            written.extend(module.out_keys)
+        out_keys = [key for i, key in enumerate(written) if key not in written[i + 1 :]]
         return in_keys, out_keys
 
     @property
