@@ -318,16 +318,30 @@ def test_sequence_return_composite_and_intermediate_samples():
     torch.testing.assert_close(lp["z_log_prob"], D.Normal(out["loc2"], 1.0).log_prob(out["z"]))
     assert isinstance(seq[:2], ProbabilisticTensorDictSequential)
     assert type(seq[2:3]) is TensorDictSequential
-    with pytest.raises(TypeError, match="final module"):
+    with pytest.raises(TypeError, match="last module must be probabilistic.*TensorDictModule"):
         ProbabilisticTensorDictSequential(
             seq[1], TensorDictModule(lambda y: y, ["y"], ["w"]), return_composite=False
         )
 
 
-def test_sequence_without_probabilistic_modules():
-    seq = ProbabilisticTensorDictSequential(TensorDictModule(lambda x: x + 1, ["x"], ["y"]))
+@pytest.mark.parametrize("return_composite", [None, True, False])
+def test_sequence_without_probabilistic_modules_is_refused(return_composite):
+    det = TensorDictModule(lambda x: x + 1, ["x"], ["y"])
+    with pytest.raises(TypeError, match=r"needs a probabilistic module.*\['TensorDictModule'\]"):
+        ProbabilisticTensorDictSequential(det, return_composite=return_composite)
+    with pytest.raises(ValueError, match="needs modules"):
+        ProbabilisticTensorDictSequential()
+    # the module given is left as it was, and usable in a plain sequence
+    assert TensorDictSequential(det)(TensorDict(x=torch.zeros(())))["y"] == 1
+    # deterministic modules after a probabilistic one: a composite distribution
+    seq = ProbabilisticTensorDictSequential(
+        ProbabilisticTensorDictModule(
+            ["loc"], ["y"], distribution_class=D.Normal, distribution_kwargs={"scale": 1.0}
+        ),
+        TensorDictModule(lambda y: y * 2, ["y"], ["z"]),
+    )
     assert seq.return_composite is True
-    assert seq(TensorDict(x=torch.zeros(())))["y"] == 1
+    assert set(seq.get_dist(TensorDict(loc=torch.zeros(2), batch_size=[2])).dists) == {"y"}
 
 
 def test_sequence_selected_out_keys_and_inplace():

@@ -31,7 +31,9 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     a distribution over its outputs.
 
     Args:
-        *modules: the modules (or one ``OrderedDict`` of them).
+        *modules: the modules (or one ``OrderedDict`` of them); at least one of them is
+            probabilistic (else :class:`TypeError`: a sequence without one is a
+            ``TensorDictSequential``).
         partial_tolerant, selected_out_keys, inplace: as for ``TensorDictSequential``.
         return_composite: make :meth:`get_dist` return a
             :class:`~tensordict.nn.CompositeDistribution` over every probabilistic
@@ -68,16 +70,30 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
             if len(modules) == 1 and isinstance(modules[0], dict)
             else list(modules)
         )
+        if not listed:  # (a ValueError, as the reference)
+            raise ValueError(
+                "ProbabilisticTensorDictSequential needs modules: zero or more modules that "
+                "compute distribution parameters, then at least one "
+                "ProbabilisticTensorDictModule; none were given."
+            )
         prob = [m for m in listed if _is_prob(m)]
         if not prob:
-            return_composite = True
-        elif return_composite is None:
+            names = [type(m).__name__ for m in listed]
+            raise TypeError(
+                f"ProbabilisticTensorDictSequential needs a probabilistic module (a "
+                f"ProbabilisticTensorDictModule or ProbabilisticTensorDictSequential); the "
+                f"modules given are {names}. Use TensorDictSequential for a sequence "
+                "without one."
+            )
+        if return_composite is None:
             return_composite = len(prob) > 1 or not _is_prob(listed[-1])
         elif not return_composite and not _is_prob(listed[-1]):
             raise TypeError(
-                "The final module passed to ProbabilisticTensorDictSequential must be an "
-                "instance of ProbabilisticTensorDictModule or another "
-                "ProbabilisticTensorDictSequential (unless return_composite is set to ``True``)."
+                f"ProbabilisticTensorDictSequential(return_composite=False): the last module "
+                f"must be probabilistic (a ProbabilisticTensorDictModule or "
+                f"ProbabilisticTensorDictSequential), since get_dist() returns its "
+                f"distribution; it is a {type(listed[-1]).__name__}. Pass "
+                "return_composite=True to end with deterministic modules."
             )
         # Not passing selected_out_keys up: subclasses may put a class whose __init__
         # does not take it between this one and TensorDictSequential.
