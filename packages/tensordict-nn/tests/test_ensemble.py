@@ -81,7 +81,9 @@ def test_reset_parameters_recursive_resets_every_copy():
 def test_a_plain_module_is_refused():
     plain = nn.Linear(2, 2)
     weight = plain.weight.detach().clone()
-    with pytest.raises(TypeError, match=r"needs a tensordict module \(a TensorDictModuleBase.*Linear"):
+    with pytest.raises(
+        TypeError, match=r"needs a tensordict module \(a TensorDictModuleBase.*Linear"
+    ):
         EnsembleModule(plain, num_copies=3)
     assert torch.equal(plain.weight.detach(), weight)  # not re-initialised
     ensemble = EnsembleModule(TensorDictModule(plain, ["x"], ["y"]), num_copies=3)

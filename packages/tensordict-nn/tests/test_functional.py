@@ -304,6 +304,21 @@ def test_to_module_accepts_stacked_values_and_per_sample_shapes_under_vmap():
     assert meta_template.weight.shape == (4, 2, 3)
 
 
+def test_to_module_into_stacked_params_checks_the_dims_after_the_batch():
+    net = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 3))
+    params = TensorDict.from_modules(net, net, as_module=True)  # batch [2]
+    weight = params["1", "weight"]
+    three = params[0].expand(3).clone().apply(lambda x: x.data * 0)  # batch [3]: accepted
+    with three.to_module(params):
+        assert params["1", "weight"].shape == (3, 3, 2) and (params == 0).all()
+    assert params["1", "weight"] is weight
+    bad = three.clone()
+    bad["1", "weight"] = torch.zeros(3, 2, 3)  # the layer's own dims are wrong
+    with pytest.raises(RuntimeError, match=r"'1\.weight' has shape \(3, 2, 3\).*\(2, 3, 2\)"):
+        bad.to_module(params)
+    assert params["1", "weight"] is weight and params["0", "weight"].shape == (2, 2, 2)
+
+
 def test_to_module_into_a_tensordict_params():
     params = TensorDict.from_module(nn.Linear(2, 2), as_module=True)
     weight = params["weight"]

@@ -249,7 +249,9 @@ def test_module_returning_none_for_an_out_key_raises(fast_path):
     td = TensorDict(x=torch.zeros(3), batch_size=[3])
     if not fast_path:  # inplace=False: through the body of forward, not the direct call
         m.inplace = False
-    with pytest.raises(RuntimeError, match=r"more out_keys than tensors: .* returned None.*\['y'\]"):
+    with pytest.raises(
+        RuntimeError, match=r"more out_keys than tensors: .* returned None.*\['y'\]"
+    ):
         m(td)
     assert set(td.keys()) == {"x"} and (td["x"] == 0).all()
     # no out_keys: nothing to write, None is fine

@@ -324,15 +324,20 @@ def test_sequence_return_composite_and_intermediate_samples():
         )
 
 
-@pytest.mark.parametrize("return_composite", [None, True, False])
-def test_sequence_without_probabilistic_modules_is_refused(return_composite):
+def test_sequence_without_probabilistic_modules_runs_but_has_no_distribution():
     det = TensorDictModule(lambda x: x + 1, ["x"], ["y"])
-    with pytest.raises(TypeError, match=r"needs a probabilistic module.*\['TensorDictModule'\]"):
-        ProbabilisticTensorDictSequential(det, return_composite=return_composite)
-    with pytest.raises(ValueError, match="needs modules"):
+    seq = ProbabilisticTensorDictSequential(det)  # accepted, as the reference
+    assert seq.return_composite is True
+    td = TensorDict(x=torch.zeros(()))
+    assert seq(td)["y"] == 1
+    for method in (seq.get_dist, seq.log_prob):
+        with pytest.raises(RuntimeError, match=r"no probabilistic module.*\['TensorDictModule'\]"):
+            method(td)
+    # return_composite=False needs a probabilistic last module; no modules at all: none
+    with pytest.raises(TypeError, match="last module must be probabilistic.*TensorDictModule"):
+        ProbabilisticTensorDictSequential(det, return_composite=False)
+    with pytest.raises(ValueError, match="needs modules.*none were given"):
         ProbabilisticTensorDictSequential()
-    # the module given is left as it was, and usable in a plain sequence
-    assert TensorDictSequential(det)(TensorDict(x=torch.zeros(())))["y"] == 1
     # deterministic modules after a probabilistic one: a composite distribution
     seq = ProbabilisticTensorDictSequential(
         ProbabilisticTensorDictModule(

@@ -31,9 +31,9 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     a distribution over its outputs.
 
     Args:
-        *modules: the modules (or one ``OrderedDict`` of them); at least one of them is
-            probabilistic (else :class:`TypeError`: a sequence without one is a
-            ``TensorDictSequential``).
+        *modules: the modules (or one ``OrderedDict`` of them); none raises
+            :class:`ValueError`. Without a probabilistic module the sequence runs as a
+            ``TensorDictSequential`` and :meth:`get_dist` raises :class:`RuntimeError`.
         partial_tolerant, selected_out_keys, inplace: as for ``TensorDictSequential``.
         return_composite: make :meth:`get_dist` return a
             :class:`~tensordict.nn.CompositeDistribution` over every probabilistic
@@ -77,15 +77,9 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
                 "ProbabilisticTensorDictModule; none were given."
             )
         prob = [m for m in listed if _is_prob(m)]
-        if not prob:
-            names = [type(m).__name__ for m in listed]
-            raise TypeError(
-                f"ProbabilisticTensorDictSequential needs a probabilistic module (a "
-                f"ProbabilisticTensorDictModule or ProbabilisticTensorDictSequential); the "
-                f"modules given are {names}. Use TensorDictSequential for a sequence "
-                "without one."
-            )
         if return_composite is None:
+            # without a probabilistic module it runs as a TensorDictSequential (as the
+            # reference); get_dist and log_prob then raise
             return_composite = len(prob) > 1 or not _is_prob(listed[-1])
         elif not return_composite and not _is_prob(listed[-1]):
             raise TypeError(
@@ -123,8 +117,11 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     def _last_prob(self) -> Any:
         prob = self._prob_modules()
         if not prob:
+            names = [type(m).__name__ for m in self._module_list()]
             raise RuntimeError(
-                "This ProbabilisticTensorDictSequential has no probabilistic module."
+                f"This ProbabilisticTensorDictSequential has no probabilistic module (its "
+                f"modules are {names}): it defines no distribution. Add a "
+                "ProbabilisticTensorDictModule."
             )
         return prob[-1]
 
@@ -223,6 +220,7 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         probabilistic module's samples; earlier probabilistic modules draw their samples
         (when not already in ``tensordict``) for the modules after them.
         """
+        self._last_prob()  # no probabilistic module: a RuntimeError (as the reference)
         if not self.return_composite:
             params = self.get_dist_params(tensordict, tensordict_out, **kwargs)
             dist: D.Distribution = self._last_prob().get_dist(params)

@@ -13,6 +13,8 @@ from typing import Any
 
 import torch
 
+from tensordict import TensorDictBase
+
 __all__ = ["check_copy", "check_swap", "shapes_fit"]
 
 _Tensor = torch.Tensor
@@ -38,12 +40,12 @@ def _name(path: tuple[str, ...], key: str) -> str:
     return ".".join((*path, key))
 
 
-def check_swap(
-    value: _Tensor, old: Any, path: tuple[str, ...], key: str, owner: Any
-) -> None:
+def check_swap(value: _Tensor, old: Any, path: tuple[str, ...], key: str, owner: Any) -> None:
     """Raise :class:`RuntimeError` when ``value`` cannot replace ``old``, the tensor at
-    ``key`` of ``owner`` (the submodule at ``path``; see :func:`shapes_fit`). A slot that
-    holds no tensor, or an uninitialized (lazy) parameter, takes any shape.
+    ``key`` of ``owner`` (the submodule at ``path``; see :func:`shapes_fit`). In a
+    tensordict owner (``TensorDictParams``) only the dimensions after its batch
+    dimensions must fit. A slot that holds no tensor, or an uninitialized (lazy)
+    parameter, takes any shape.
 
     >>> import torch
     >>> from torch import nn
@@ -62,6 +64,9 @@ def check_swap(
         return
     if value_shape == slot_shape or shapes_fit(value_shape, slot_shape):
         return
+    if isinstance(owner, TensorDictBase):  # a TensorDictParams: its batch dims may differ
+        if shapes_fit(value_shape, slot_shape[len(owner.batch_size) :]):
+            return
     raise RuntimeError(
         f"to_module: the value for {_name(path, key)!r} has shape {tuple(value_shape)}, but "
         f"the tensor it replaces in {type(owner).__name__} has shape {tuple(slot_shape)}; a value must "
