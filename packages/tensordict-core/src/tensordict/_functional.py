@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 import torch
 
 from tensordict import _kinds, _legacy
-from tensordict._collection import data_of, wrapped
+from tensordict._collection import data_of, mixing_error, wrapped
 from tensordict._nontensor import (
     NON_TENSOR,
     NonTensorData,
@@ -157,6 +157,9 @@ def _combine_all(list_of_tensordicts: Sequence[TensorDictBase], op: str, dim: in
         target = data_of(out) if type(out) is type(list_of_tensordicts[0]) else out
         result = _combine_all(inner[0], op, dim, target)
         return out if out is not None else inner[1](result)
+    mixed = mixing_error(list_of_tensordicts, op)
+    if mixed is not None:
+        raise mixed
     tds = _as_dense(list_of_tensordicts)
     if not tds:
         raise RuntimeError(f"{op} expects a non-empty sequence of tensordicts.")
