@@ -219,13 +219,29 @@ def stack(
     >>> tds = [TensorDict({"a": torch.zeros(3, 4)}, [3]) for _ in range(2)]
     >>> torch.stack(tds, 1)["a"].shape
     torch.Size([3, 2, 4])
+
+    A tensordict given instead of a sequence is the sequence of its rows (along its first
+    batch dimension), as when iterating over it: ``torch.stack(td)`` rebuilds ``td``.
     """
+    if isinstance(input, TensorDictBase):
+        input = _rows(input)
     if _legacy.LAZY_LEGACY or not contiguous:
         return lazy_stack(input, dim, out=out)
     lazy = _stack_member_wise(input, dim, stack, out)
     if lazy is not None:
         return lazy
     return _combine_all(input, "stack", dim, out)
+
+
+def _rows(td: TensorDictBase) -> tuple[TensorDictBase, ...]:
+    """The rows of a tensordict given to ``stack`` as its sequence of tensordicts."""
+    if not td.batch_dims:
+        raise RuntimeError(
+            f"stack: got a {type(td).__name__} with no batch dimension instead of a sequence "
+            "of tensordicts; a tensordict stands for the sequence of its rows along its first "
+            "batch dimension, and this one has none. Pass a list of tensordicts."
+        )
+    return td.unbind(0)
 
 
 def _stack_member_wise(items: Sequence[Any], dim: int, combine: Callable, out: Any) -> Any:
