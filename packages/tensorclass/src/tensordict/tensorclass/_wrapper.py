@@ -268,7 +268,7 @@ class _Wrapper(TensorDictBase):
         nothing written) when it does not become a tensor (a string, say)."""
         if type(value) is _Tensor or value is None:
             return value
-        if isinstance(value, TensorDictBase) and not isinstance(value, _fields._NON_TENSOR):
+        if not isinstance(value, _fields._NON_TENSOR) and isinstance(value, TensorDictBase):
             return value
         td = self._tensordict
         probe = td if type(td) is _TD else _TD(batch_size=td.batch_size, device=td.device)
