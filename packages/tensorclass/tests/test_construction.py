@@ -6,6 +6,7 @@ import dataclasses
 import inspect
 from typing import Any, ClassVar
 
+import numpy as np
 import pytest
 import torch
 from tc_helpers import Batch, Nested, make_batch
@@ -305,3 +306,89 @@ def test_the_base_classes_cannot_be_instantiated():
         pass
 
     assert NoFields(batch_size=[3]).batch_size == (3,)
+
+
+def _tensor_only_and_typed():
+    from tensordict import TypedTensorDict
+
+    class Only(TensorClass["tensor_only"]):
+        x: torch.Tensor
+        y: torch.Tensor | None = None
+
+    class Typed(TypedTensorDict):
+        x: torch.Tensor
+        y: torch.Tensor | None = None
+
+    return Only, Typed
+
+
+@pytest.mark.parametrize("kind", ["tensor_only", "typed"])
+def test_tensor_field_refuses_a_string_at_construction_and_assignment(kind):
+    Only, Typed = _tensor_only_and_typed()
+    cls = Only if kind == "tensor_only" else Typed
+    with pytest.raises(TypeError, match=r"\.x is annotated Tensor.*got a str \('abc'\)"):
+        cls(x="abc", batch_size=[])
+    with pytest.raises(TypeError, match=r"\.y is annotated .*got a str"):
+        cls(x=torch.zeros(3), y="abc", batch_size=[3])
+    obj = cls(x=torch.zeros(3), batch_size=[3])
+    x = obj.x
+    writes = [
+        lambda: setattr(obj, "x", "abc"),
+        lambda: obj.set("x", "abc"),
+        lambda: obj.set("y", ["a", "b", "c"]),  # strings one per row: a NonTensorStack
+        lambda: obj.update({"x": "abc"}),
+        lambda: obj.update(TensorDict(y="abc")),
+    ]
+    for write in writes:
+        with pytest.raises(TypeError, match=r"\.[xy] is annotated .*got a (str|list)"):
+            write()
+        assert obj.x is x and obj.get("y") is None and sorted(obj.keys()) == ["x"]
+    # values that become tensors are fine
+    obj.x = [1.0, 2.0, 3.0]
+    obj.y = np.arange(3)
+    assert obj.x.tolist() == [1.0, 2.0, 3.0] and obj.y.tolist() == [0, 1, 2]
+    with pytest.raises(TypeError, match=r"\.x is annotated Tensor"):  # data from outside
+        cls.from_tensordict(TensorDict(x="abc"))
+
+
+def test_a_plain_tensorclass_keeps_accepting_a_string_in_a_tensor_field():
+    # the reference's own tests build such instances (autocast off: nothing is cast)
+    @tensorclass
+    class Loose:
+        y: torch.Tensor
+
+    assert Loose(y="a string!").y == "a string!"
+
+
+@pytest.mark.parametrize("source", ["dict", "tensordict"])
+def test_from_dict_and_from_tensordict_refuse_unknown_keys(source):
+    Only, Typed = _tensor_only_and_typed()
+    for cls in (Batch, Only, Typed):
+        data = {"x": torch.zeros(3), "obs": torch.zeros(3), "z": torch.zeros(3)}
+        data = {k: v for k, v in data.items() if k != ("obs" if cls is not Batch else "x")}
+        td = TensorDict(data, batch_size=[3])
+        before = dict(td.items())
+        with pytest.raises(ValueError, match=rf"'z' is not a field of {cls.__name__}, whose"):
+            if source == "dict":
+                cls.from_dict(data, batch_size=[3])
+            else:
+                cls.from_tensordict(td)
+        assert dict(td.items()) == before  # the tensordict given is not changed
+    with pytest.raises(ValueError, match="'extra' is not a field of Batch"):
+        Batch.from_tensordict(TensorDict(obs=torch.zeros(2)), non_tensordict={"extra": 1})
+
+
+def test_missing_fields_from_dict_and_from_tensordict():
+    Only, Typed = _tensor_only_and_typed()
+    # a tensorclass reads a field left out as None (as its constructor allows x=None, and
+    # as the reference): the data round-trips
+    partial = Only.from_dict({"y": torch.ones(2)}, batch_size=[2])
+    assert partial.x is None and torch.equal(partial.y, torch.ones(2))
+    assert Only.from_tensordict(partial.to_tensordict()).x is None
+    # a typed tensordict needs its required fields, as its constructor
+    with pytest.raises(TypeError, match=r"Typed.from_dict\(\) missing required field\(s\): x"):
+        Typed.from_dict({"y": torch.ones(2)}, batch_size=[2])
+    with pytest.raises(TypeError, match=r"missing required field\(s\): x"):
+        Typed.from_tensordict(TensorDict(y=torch.ones(2)))
+    full = Typed.from_dict({"x": torch.zeros(2)}, auto_batch_size=True)
+    assert full.batch_size == (2,) and full.get("y") is None

@@ -65,6 +65,20 @@ def test_stacking_different_classes_raises_type_error(batch):
         torch.stack([batch, other])
 
 
+def test_combining_an_instance_with_a_tensordict_raises(batch):
+    td = batch.to_tensordict()
+    before = batch.to_tensordict()
+    for items in ([batch, td], [td, batch]):
+        with pytest.raises(TypeError, match="torch.stack: cannot combine Batch and TensorDict"):
+            torch.stack(items)
+        with pytest.raises(RuntimeError, match="torch.cat: cannot combine Batch and TensorDict"):
+            torch.cat(items)
+    assert_same_data(batch, before)
+    # converted first, they stack
+    stacked = torch.stack([batch, Batch.from_tensordict(td)])
+    assert type(stacked) is Batch and stacked.batch_size == (2, 4)
+
+
 def test_lazy_stack_of_instances(nested):
     other = nested.clone()
     lazy = LazyStackedTensorDict.lazy_stack([nested, other])

@@ -268,3 +268,29 @@ def test_cast_filter_option_is_the_default_of_dtype_casts():
     assert mesh.to(torch.float64, cast_filter=None).cells.dtype is torch.float64
     assert Batch._flags.cast_filter is None
     assert make_batch().to(torch.float64).info["step"].dtype is torch.float64
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda b: b.update({"obs": torch.ones(4, 3), "extra": torch.zeros(4)}),
+        lambda b: b.update(TensorDict(extra=torch.zeros(4), batch_size=[4])),
+        lambda b: b.update(extra=torch.zeros(4)),
+        lambda b: b.update_({"extra": torch.zeros(4)}),
+        lambda b: b.update({("extra", "deep"): torch.zeros(4)}),
+    ],
+)
+def test_update_refuses_keys_that_are_not_fields(batch, call):
+    before = batch.to_tensordict()
+    with pytest.raises(ValueError, match=r"Batch.update_?: 'extra' is not a field of Batch"):
+        call(batch)
+    assert_same_data(batch, before)  # obs not written either
+    # nested keys inside a field and keys_to_update are fine
+    batch.update({("info", "new"): torch.ones(4)})
+    batch.update({"obs": torch.ones(4, 3), "extra": 0}, keys_to_update=["obs"])
+    assert (batch.obs == 1).all() and (batch.info["new"] == 1).all()
+
+
+def test_from_dict_instance_refuses_keys_that_are_not_fields(batch):
+    with pytest.raises(AttributeError, match="'extra' is not a field of Batch"):
+        batch.from_dict_instance({"obs": torch.zeros(4, 3), "extra": torch.zeros(4)})

@@ -98,3 +98,86 @@ def test_options():
 
     with pytest.raises(TypeError, match="TypedTensorDict"):
         TypedTensorDict["autocast"]
+
+
+class Optionals(TypedTensorDict):
+    x: torch.Tensor
+    nested: TensorDict
+    y: torch.Tensor | None = None
+
+
+def make_optionals() -> Optionals:
+    nested = TensorDict(a=torch.ones(3), batch_size=[3])
+    return Optionals(x=torch.zeros(3), nested=nested, batch_size=[3])
+
+
+def _entries(td: TensorDictBase) -> dict:
+    return {k: v for k, v in td._tensordict.items(include_nested=True, leaves_only=True)}
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda s: s.set("z", torch.zeros(3)),
+        lambda s: s.set(("z", "deep"), torch.zeros(3)),
+        lambda s: s.__setitem__("z", torch.zeros(3)),
+        lambda s: s.setdefault("z", torch.zeros(3)),
+        lambda s: s.set_non_tensor("z", "text"),
+        lambda s: s.rename_key_("y", "z"),
+    ],
+)
+def test_keys_that_are_not_fields_are_refused(write):
+    s = make_optionals()
+    s.y = torch.ones(3)
+    before = _entries(s)
+    with pytest.raises(AttributeError, match=r"Optionals\.\w+: 'z' is not a field of Optionals"):
+        write(s)
+    after = _entries(s)
+    assert after.keys() == before.keys() and all(after[k] is v for k, v in before.items())
+
+
+def test_update_refuses_keys_that_are_not_fields():
+    s = make_optionals()
+    with pytest.raises(ValueError, match="Optionals.update: 'z' is not a field"):
+        s.update({"x": torch.ones(3), "z": torch.ones(3)})
+    assert (s.x == 0).all() and "z" not in s.keys()
+    # writes inside a field are fine
+    s.set(("nested", "b"), torch.zeros(3))
+    s["nested", "c"] = torch.zeros(3)
+    s.update({"y": torch.ones(3)})
+    assert sorted(s["nested"].keys()) == ["a", "b", "c"] and (s.y == 1).all()
+
+
+@pytest.mark.parametrize(
+    "remove",
+    [
+        lambda s: s.del_("x"),
+        lambda s: s.__delitem__("x"),
+        lambda s: s.pop("x"),
+        lambda s: s.pop(("x",), None),
+        lambda s: s.popitem(),  # the last entry: "x" or "nested"
+        lambda s: s.clear(),
+        lambda s: s.rename_key_("nested", "y"),
+        lambda s: delattr(s, "x"),
+    ],
+)
+def test_required_fields_cannot_be_removed(remove):
+    s = make_optionals()
+    before = _entries(s)
+    with pytest.raises(
+        AttributeError,
+        match=r"'(x|nested)'.* (is a required field|are required fields) of Optionals",
+    ):
+        remove(s)
+    after = _entries(s)
+    assert after.keys() == before.keys() and all(after[k] is v for k, v in before.items())
+
+
+def test_optional_fields_and_nested_entries_can_be_removed():
+    s = make_optionals()
+    s.y = torch.ones(3)
+    assert torch.equal(s.pop("y"), torch.ones(3)) and "y" not in s.keys()
+    s.y = torch.ones(3)
+    del s["y"]
+    s.del_(("nested", "a"))
+    assert sorted(s.keys()) == ["nested", "x"] and list(s["nested"].keys()) == []

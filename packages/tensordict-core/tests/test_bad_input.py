@@ -578,3 +578,44 @@ def test_nesting_deeper_than_the_limit_is_refused_when_built():
         TensorDict(b=chain)
     with pytest.raises(RecursionError, match="MAX_NESTING_DEPTH"):
         TensorDict().set(("a",) * (MAX_NESTING_DEPTH + 2), torch.zeros(1))
+
+
+# ---------------------------------------------------------------- issue 17
+@pytest.mark.parametrize("key", [(), ((),), ("n", ()), ("n", (), "b"), ((), "a"), ("zz", ())])
+def test_get_with_an_empty_tuple_in_the_key_raises_key_error(td, unchanged, key):
+    # whatever the default: an invalid key is not a missing key
+    for call in (lambda: td.get(key), lambda: td.get(key, 0), lambda: td.get(key, default=0)):
+        with pytest.raises(KeyError, match=r"get\(\): .* is not a valid key.*no empty tuple"):
+            call()
+    assert td.get(("n",)) is td.get("n") and td.get(("n", ("b",))) is td["n", "b"]
+
+
+@pytest.mark.parametrize("bad", ["s", TensorDict(), object()])
+def test_apply__result_that_is_not_a_tensor_names_key(td, unchanged, bad):
+    # the first leaves get a valid result, the nested one the bad one: nothing is written
+    with pytest.raises(
+        ValueError,
+        match=r"apply_: the function returned a .* for the tensor entry \('n', 'b'\).*unchanged",
+    ):
+        td.apply_(lambda x: bad if x.ndim == 3 else x + 1)
+    with pytest.raises(RuntimeError, match="apply_ writes its results in place"):  # also one
+        td.apply_(lambda x: bad)
+
+
+def test_apply__numbers_and_lists_become_tensors(td):
+    td = td.exclude("n", "s")
+    td.apply_(lambda x: [[1.0, 2.0, 3.0]] * 2)
+    assert td["a"].tolist() == [[1.0, 2.0, 3.0]] * 2
+    td.apply_(lambda x: 7)
+    assert (td["a"] == 7).all()
+
+
+def test_stack_of_a_tensordict_stacks_its_rows(td):
+    for out in (torch.stack(td), stack(td), TensorDict.stack(td)):
+        expected = torch.stack(list(td.unbind(0)))  # the rows, as iterating gives them
+        assert out.batch_size == td.batch_size and out.names == expected.names
+        assert (out == expected).all() and (out == td).all()
+    assert torch.stack(td, 1).batch_size == (3, 2)  # rows [3] stacked along dim 1
+    flat = TensorDict(a=torch.zeros(2))
+    with pytest.raises(RuntimeError, match="no batch dimension instead of a sequence"):
+        torch.stack(flat)

@@ -189,8 +189,15 @@ def test_normal_param_extractor():
     )
     _, scale = NormalParamExtractor("exp", scale_lb=0.1)(torch.tensor([0.0, 0.0, 0.0, -10.0]))
     assert scale.tolist() == pytest.approx([1.0, 0.1])
-    with pytest.raises(ValueError, match="odd"):
+    with pytest.raises(ValueError, match=r"last dimension of even size.*shape \(3,\).*odd"):
         NormalParamExtractor()(torch.zeros(3))
+
+
+def test_normal_param_extractor_needs_a_dimension():
+    x = torch.tensor(1.0)
+    with pytest.raises(RuntimeError, match="at least one dimension, the last of even size.*0-dim"):
+        NormalParamExtractor()(x)
+    assert x.item() == 1.0
 
 
 def test_add_state_independent_normal_scale():

@@ -78,6 +78,18 @@ def test_reset_parameters_recursive_resets_every_copy():
         EnsembleModule(_module(), num_copies=0)
 
 
+def test_a_plain_module_is_refused():
+    plain = nn.Linear(2, 2)
+    weight = plain.weight.detach().clone()
+    with pytest.raises(
+        TypeError, match=r"needs a tensordict module \(a TensorDictModuleBase.*Linear"
+    ):
+        EnsembleModule(plain, num_copies=3)
+    assert torch.equal(plain.weight.detach(), weight)  # not re-initialised
+    ensemble = EnsembleModule(TensorDictModule(plain, ["x"], ["y"]), num_copies=3)
+    assert ensemble(TensorDict(x=torch.ones(2)))["y"].shape == (3, 2)
+
+
 def test_expand_input_false_maps_over_the_input_too():
     """Copy ``i`` reads row ``i`` of the input; results equal each copy run alone."""
     ensemble = EnsembleModule(

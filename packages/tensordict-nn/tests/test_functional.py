@@ -3,6 +3,8 @@ ensembles with torch.vmap and meta-learning updates."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -208,6 +210,113 @@ def test_to_module_shared_submodule_is_restored():
     with params.detach().clone().zero_().to_module(net):
         assert (shared.weight == 0).all()
     assert shared.weight is weight
+
+
+def _module_state(module: nn.Module) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Every parameter and buffer of ``module``: the object and a copy of its values."""
+    named = [*module.named_parameters(), *module.named_buffers()]
+    return {name: (t, t.detach().clone()) for name, t in named}
+
+
+def _assert_unchanged(module: nn.Module, before: dict) -> None:
+    after = dict([*module.named_parameters(), *module.named_buffers()])
+    assert sorted(after) == sorted(before)
+    for name, (tensor, values) in before.items():
+        assert after[name] is tensor, name
+        torch.testing.assert_close(tensor.detach(), values, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", ["swap", "requires_grad", "inplace", "state_dict"])
+def test_to_module_refuses_a_value_of_another_shape_and_leaves_the_module(mode):
+    net = nn.Sequential(nn.Linear(4, 2), nn.Linear(2, 3))
+    before = _module_state(net)
+    bad = TensorDict.from_module(net).detach().clone().zero_()
+    bad["1", "weight"] = torch.zeros(5, 5)  # the second layer: the first one is written first
+    if mode == "requires_grad":  # values written as they are (no nn.Parameter wrapping)
+        bad = bad.requires_grad_()
+    kwargs = {"inplace": mode == "inplace", "use_state_dict": mode == "state_dict"}
+    with pytest.raises(RuntimeError, match=r"'1\.weight' has shape \(5, 5\).*\(3, 2\)"):
+        bad.to_module(net, **kwargs)
+    _assert_unchanged(net, before)
+    assert net[1](torch.ones(2)).shape == (3,)
+
+
+def test_to_module_refuses_the_params_of_a_model_of_other_sizes():
+    small, large = nn.Linear(4, 2), nn.Linear(5, 3)
+    before = _module_state(small)
+    params = TensorDict.from_module(large)
+    with pytest.raises(RuntimeError, match=r"'(weight|bias)' has shape.*in Linear has shape"):
+        params.to_module(small)
+    with pytest.raises(RuntimeError, match="'bias' has shape"):
+        TensorDict(bias=torch.zeros(5)).to_module(small)
+    _assert_unchanged(small, before)
+    target = TensorDict.from_module(small, as_module=True)  # a TensorDictParams target
+    weight = target["weight"]
+    with pytest.raises(RuntimeError, match=r"'weight' has shape \(3, 5\)"):
+        params.to_module(target)
+    assert target["weight"] is weight and target["weight"].shape == (2, 4)
+
+
+def test_to_module_inplace_needs_the_same_shape_and_a_dtype_that_holds_the_values():
+    net = nn.Sequential(nn.Linear(4, 2), nn.BatchNorm1d(2))
+    before = _module_state(net)
+    # broadcastable, which copy_ would accept: every row would get the same values
+    broadcast = TensorDict.from_module(net).detach().clone()
+    broadcast["0", "weight"] = torch.ones(4)
+    with pytest.raises(RuntimeError, match=r"'0\.weight' has shape \(4,\).*same shape"):
+        broadcast.to_module(net, inplace=True)
+    fractional = TensorDict.from_module(net).detach().clone().zero_()
+    fractional["1", "num_batches_tracked"] = torch.tensor(2.5)
+    with pytest.raises(RuntimeError, match=r"'1\.num_batches_tracked' has dtype torch\.float32"):
+        fractional.to_module(net, inplace=True)
+    with pytest.raises(RuntimeError, match=r"'1\.num_batches_tracked' has dtype"):
+        fractional.to_module(net, inplace=True, use_state_dict=True)
+    _assert_unchanged(net, before)
+    # a float64 copy of the values is cast back without loss of kind
+    doubled = TensorDict.from_module(net).detach().clone().double() * 2
+    doubled["1", "num_batches_tracked"] = torch.tensor(3)
+    doubled.to_module(net, inplace=True, return_swap=False)
+    torch.testing.assert_close(net[0].weight.detach(), before["0.weight"][1] * 2)
+    assert net[1].num_batches_tracked.item() == 3
+
+
+def test_to_module_accepts_stacked_values_and_per_sample_shapes_under_vmap():
+    nets = [nn.Linear(3, 2) for _ in range(4)]
+    stacked = TensorDict.from_modules(*nets)  # [4, 2, 3] weights
+    template = nn.Linear(3, 2)
+    # stacked values into a module (as the reference; meta copies make a stacked template)
+    with stacked.detach().to("meta").to_module(template, preserve_module_state=False):
+        meta_template = copy.deepcopy(template)
+    assert meta_template.weight.shape == (4, 2, 3) and meta_template.weight.is_meta
+    assert template.weight.shape == (2, 3)
+
+    def call(p, x):  # inside vmap the values show their per-sample shape [2, 3]
+        with p.to_module(meta_template):
+            return meta_template(x)
+
+    x = torch.randn(3)
+    out = torch.vmap(call, (0, None))(stacked, x)
+    torch.testing.assert_close(out, torch.stack([net(x) for net in nets]).detach())
+    bad = stacked.clone()
+    bad["weight"] = torch.zeros(4, 3, 3)
+    with pytest.raises(RuntimeError, match=r"'weight' has shape \(3, 3\).*\(4, 2, 3\)"):
+        torch.vmap(call, (0, None))(bad, x)
+    assert meta_template.weight.shape == (4, 2, 3)
+
+
+def test_to_module_into_stacked_params_checks_the_dims_after_the_batch():
+    net = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 3))
+    params = TensorDict.from_modules(net, net, as_module=True)  # batch [2]
+    weight = params["1", "weight"]
+    three = params[0].expand(3).clone().apply(lambda x: x.data * 0)  # batch [3]: accepted
+    with three.to_module(params):
+        assert params["1", "weight"].shape == (3, 3, 2) and (params == 0).all()
+    assert params["1", "weight"] is weight
+    bad = three.clone()
+    bad["1", "weight"] = torch.zeros(3, 2, 3)  # the layer's own dims are wrong
+    with pytest.raises(RuntimeError, match=r"'1\.weight' has shape \(3, 2, 3\).*\(2, 3, 2\)"):
+        bad.to_module(params)
+    assert params["1", "weight"] is weight and params["0", "weight"].shape == (2, 2, 2)
 
 
 def test_to_module_into_a_tensordict_params():

@@ -233,6 +233,31 @@ def test_output_count_mismatch():
     assert set(td.keys()) == {"x"}
 
 
+def test_duplicate_out_keys_are_refused_at_construction():
+    with pytest.raises(ValueError, match=r"out_keys=\['y', 'z', 'y'\] names 'y' more than once"):
+        TensorDictModule(lambda x: (x, x + 1, x + 2), in_keys=["x"], out_keys=["y", "z", "y"])
+    with pytest.raises(ValueError, match=r"names \('a', 'b'\) more than once"):
+        TensorDictModule(lambda x: (x, x), in_keys=["x"], out_keys=[("a", "b"), ("a", ("b",))])
+    # several dropped outputs are fine
+    m = TensorDictModule(lambda x: (x, x + 1, x + 2), in_keys=["x"], out_keys=["_", "y", "_"])
+    assert m(TensorDict(x=torch.zeros(())))["y"] == 1
+
+
+@pytest.mark.parametrize("fast_path", [True, False])
+def test_module_returning_none_for_an_out_key_raises(fast_path):
+    m = TensorDictModule(lambda x: None, in_keys=["x"], out_keys=["y"])
+    td = TensorDict(x=torch.zeros(3), batch_size=[3])
+    if not fast_path:  # inplace=False: through the body of forward, not the direct call
+        m.inplace = False
+    with pytest.raises(
+        RuntimeError, match=r"more out_keys than tensors: .* returned None.*\['y'\]"
+    ):
+        m(td)
+    assert set(td.keys()) == {"x"} and (td["x"] == 0).all()
+    # no out_keys: nothing to write, None is fine
+    assert set(TensorDictModule(lambda x: None, ["x"], [])(td).keys()) == {"x"}
+
+
 def test_signature_errors_are_not_disguised_as_missing_keys():
     # {keyword: key}: the function receives a keyword "1" it does not take
     m = TensorDictModule(lambda x: x, in_keys={"1": "x"}, out_keys=["y"], out_to_in_map=True)

@@ -318,16 +318,35 @@ def test_sequence_return_composite_and_intermediate_samples():
     torch.testing.assert_close(lp["z_log_prob"], D.Normal(out["loc2"], 1.0).log_prob(out["z"]))
     assert isinstance(seq[:2], ProbabilisticTensorDictSequential)
     assert type(seq[2:3]) is TensorDictSequential
-    with pytest.raises(TypeError, match="final module"):
+    with pytest.raises(TypeError, match="last module must be probabilistic.*TensorDictModule"):
         ProbabilisticTensorDictSequential(
             seq[1], TensorDictModule(lambda y: y, ["y"], ["w"]), return_composite=False
         )
 
 
-def test_sequence_without_probabilistic_modules():
-    seq = ProbabilisticTensorDictSequential(TensorDictModule(lambda x: x + 1, ["x"], ["y"]))
+def test_sequence_without_probabilistic_modules_runs_but_has_no_distribution():
+    det = TensorDictModule(lambda x: x + 1, ["x"], ["y"])
+    seq = ProbabilisticTensorDictSequential(det)  # accepted, as the reference
     assert seq.return_composite is True
-    assert seq(TensorDict(x=torch.zeros(())))["y"] == 1
+    td = TensorDict(x=torch.zeros(()))
+    assert seq(td)["y"] == 1
+    for method in (seq.get_dist, seq.log_prob):
+        with pytest.raises(RuntimeError, match=r"no probabilistic module.*\['TensorDictModule'\]"):
+            method(td)
+    # return_composite=False needs a probabilistic last module; no modules at all: none
+    with pytest.raises(TypeError, match="last module must be probabilistic.*TensorDictModule"):
+        ProbabilisticTensorDictSequential(det, return_composite=False)
+    with pytest.raises(ValueError, match="needs modules.*none were given"):
+        ProbabilisticTensorDictSequential()
+    # deterministic modules after a probabilistic one: a composite distribution
+    seq = ProbabilisticTensorDictSequential(
+        ProbabilisticTensorDictModule(
+            ["loc"], ["y"], distribution_class=D.Normal, distribution_kwargs={"scale": 1.0}
+        ),
+        TensorDictModule(lambda y: y * 2, ["y"], ["z"]),
+    )
+    assert seq.return_composite is True
+    assert set(seq.get_dist(TensorDict(loc=torch.zeros(2), batch_size=[2])).dists) == {"y"}
 
 
 def test_sequence_selected_out_keys_and_inplace():

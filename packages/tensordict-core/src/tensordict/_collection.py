@@ -55,6 +55,28 @@ def wrapped(values: Sequence[Any]) -> tuple[list[Any], Callable[[Any], Any]] | N
     return [v._tensordict for v in values], cls._rewrap
 
 
+def mixing_error(values: Sequence[Any], op: str) -> Exception | None:
+    """The error for combining (``op``: ``"stack"``, ``"cat"``) instances of a wrapping
+    collection class (a tensorclass) with other tensordicts, or with instances of another
+    such class: there is no class to give the result. ``None`` when they do not mix.
+    A ``TypeError`` for ``stack``, the ``RuntimeError`` the reference raises for ``cat``.
+
+    >>> from tensordict import TensorDict
+    >>> mixing_error([TensorDict(), TensorDict()], "stack") is None
+    True
+    """
+    classes = {type(v) for v in values if getattr(type(v), "_wraps_tensordict", False)}
+    if not classes or (len(classes) == 1 and all(type(v) in classes for v in values)):
+        return None
+    names = sorted({type(v).__name__ for v in values})
+    kind = TypeError if op == "stack" else RuntimeError
+    return kind(
+        f"torch.{op}: cannot combine {' and '.join(names)} instances: the result would have "
+        f"no single class. Convert them first (instance.to_tensordict(), or "
+        f"Class.from_tensordict(td))."
+    )
+
+
 def data_of(value: Any) -> Any:
     """The tensordict a wrapping collection holds (``value`` itself for anything else).
 

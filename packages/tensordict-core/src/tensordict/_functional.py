@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 import torch
 
 from tensordict import _kinds, _legacy
-from tensordict._collection import data_of, wrapped
+from tensordict._collection import data_of, mixing_error, wrapped
 from tensordict._nontensor import (
     NON_TENSOR,
     NonTensorData,
@@ -157,6 +157,9 @@ def _combine_all(list_of_tensordicts: Sequence[TensorDictBase], op: str, dim: in
         target = data_of(out) if type(out) is type(list_of_tensordicts[0]) else out
         result = _combine_all(inner[0], op, dim, target)
         return out if out is not None else inner[1](result)
+    mixed = mixing_error(list_of_tensordicts, op)
+    if mixed is not None:
+        raise mixed
     tds = _as_dense(list_of_tensordicts)
     if not tds:
         raise RuntimeError(f"{op} expects a non-empty sequence of tensordicts.")
@@ -216,13 +219,29 @@ def stack(
     >>> tds = [TensorDict({"a": torch.zeros(3, 4)}, [3]) for _ in range(2)]
     >>> torch.stack(tds, 1)["a"].shape
     torch.Size([3, 2, 4])
+
+    A tensordict given instead of a sequence is the sequence of its rows (along its first
+    batch dimension), as when iterating over it: ``torch.stack(td)`` rebuilds ``td``.
     """
+    if isinstance(input, TensorDictBase):
+        input = _rows(input)
     if _legacy.LAZY_LEGACY or not contiguous:
         return lazy_stack(input, dim, out=out)
     lazy = _stack_member_wise(input, dim, stack, out)
     if lazy is not None:
         return lazy
     return _combine_all(input, "stack", dim, out)
+
+
+def _rows(td: TensorDictBase) -> tuple[TensorDictBase, ...]:
+    """The rows of a tensordict given to ``stack`` as its sequence of tensordicts."""
+    if not td.batch_dims:
+        raise RuntimeError(
+            f"stack: got a {type(td).__name__} with no batch dimension instead of a sequence "
+            "of tensordicts; a tensordict stands for the sequence of its rows along its first "
+            "batch dimension, and this one has none. Pass a list of tensordicts."
+        )
+    return td.unbind(0)
 
 
 def _stack_member_wise(items: Sequence[Any], dim: int, combine: Callable, out: Any) -> Any:

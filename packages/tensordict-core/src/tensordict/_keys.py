@@ -81,6 +81,22 @@ def unravel_key(key: NestedKey) -> str | tuple[str, ...]:
     return tuple(out)
 
 
+def has_empty_part(key: object) -> bool:
+    """Whether ``key`` is, or holds at any depth, an empty tuple (not a valid key).
+
+    >>> has_empty_part(()), has_empty_part(("a", ())), has_empty_part(("a", ("b",)))
+    (True, True, False)
+    """
+    if type(key) is not tuple:
+        return False
+    if not key:
+        return True
+    for part in key:  # (a loop, not any(): get() checks every tuple key)
+        if type(part) is not str and has_empty_part(part):
+            return True
+    return False
+
+
 def unravel_key_list(keys: Iterable[NestedKey]) -> list[str | tuple[str, ...]]:
     """Unravel every key of a list (see :func:`unravel_key`).
 

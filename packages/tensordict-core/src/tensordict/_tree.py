@@ -30,6 +30,7 @@ import torch
 
 from tensordict import _kinds
 from tensordict._dict_ops import write_inplace
+from tensordict._errors import InplaceWriteError
 from tensordict._keys import unravel_key
 from tensordict._kinds import is_nested
 from tensordict._nontensor import NON_TENSOR, NonTensorData, NonTensorStack
@@ -376,7 +377,9 @@ class TreeMapOps(_kinds.DenseMixin):
                 if r is not current:
                     if current is None:
                         r = result._validate_value(key, r)
-                    elif isinstance(current, _Tensor) and isinstance(r, _Tensor):
+                    elif isinstance(current, _Tensor):
+                        if not isinstance(r, _Tensor):  # a number, an array...: a tensor
+                            r = _inplace_tensor(r, prefix + (key,))
                         if r.shape != current.shape and not broadcastable_to(
                             r.shape, current.shape
                         ):
@@ -525,6 +528,26 @@ def _leaf_error(
     return type(err)(
         f"{name}(): failed for entry {(prefix + (key,)) if prefix else key!r} of shape "
         f"{tuple(value.shape)} and dtype {value.dtype}: {err}"
+    )
+
+
+def _inplace_tensor(value: Any, path: tuple[str, ...]) -> _Tensor:
+    """A result of ``apply_`` for a tensor entry, as a tensor; :class:`InplaceWriteError`
+    (the tensordict unchanged: nothing is written before every result is checked) for a
+    value that is not one and does not become one (a string, a tensordict)."""
+    if not isinstance(value, (str, bytes, TensorDictBase)):
+        try:
+            return torch.as_tensor(value)
+        except (TypeError, ValueError, RuntimeError):
+            pass
+    what = type(value).__name__
+    if isinstance(value, (str, bytes)):
+        what += f" ({value!r})" if len(value) <= 30 else f" ({value[:27]!r}...)"
+    raise InplaceWriteError(
+        f"apply_: the function returned a {what} for the tensor "
+        f"entry {unravel_key(path)!r}; apply_ writes its results in place, so it needs a "
+        "tensor (or a number or array that becomes one) for every tensor entry. Use apply() "
+        "for results of another kind. The tensordict was left unchanged."
     )
 
 

@@ -27,7 +27,7 @@ from tensordict._compat_ops import CompatOps
 from tensordict._convert import ConversionOps, to_dense
 from tensordict._errors import InvalidKeyError, KeyThroughLeafError, lock_error
 from tensordict._gather import GatherOps
-from tensordict._keys import NestedKey, TensorDictKeysView, unravel_key
+from tensordict._keys import NestedKey, TensorDictKeysView, has_empty_part, unravel_key
 from tensordict._kinds import is_tensor_collection as is_tensor_collection
 from tensordict._leaf_tensors import LeafTensorOps
 from tensordict._nontensor import NON_TENSOR, NonTensorData, unwrap_non_tensor
@@ -375,6 +375,11 @@ class TensorDictBase(
         >>> td.get("missing", None) is None
         True
         """
+        if type(key) is not str and has_empty_part(key):  # raised whatever the default
+            raise KeyError(
+                f"get(): {key!r} is not a valid key: a key is a string or a non-empty "
+                "(possibly nested) tuple of strings, with no empty tuple inside."
+            )
         if args:
             if len(args) > 1 or "default" in kwargs:
                 raise TypeError("get() takes a key and at most one default.")

@@ -82,6 +82,9 @@ class FieldSpec:
     #: A tensor written to it needs no conversion: ``__setattr__`` hands it straight to
     #: the tensordict (plain field, no cast, class not frozen).
     fast: bool = False
+    #: Annotated with tensor types only in a class that holds them to it (``tensor_only``,
+    #: typed tensordicts): a value that does not become a tensor is refused.
+    tensor_typed: bool = False
 
 
 # ----------------------------------------------------------------------------- hints
@@ -179,6 +182,26 @@ def _is_tensorish(hint: Any) -> bool:
     return issubclass(cls, torch.Tensor) or (
         issubclass(cls, TensorDictBase) and not issubclass(cls, _NON_TENSOR)
     )
+
+
+def is_tensor_hint(hint: Any) -> bool:
+    """Whether ``hint`` allows tensors only (``torch.Tensor``, a subclass, ``Optional`` of
+    them); tensordict types are not tensors here.
+
+    >>> import torch
+    >>> from typing import Optional
+    >>> is_tensor_hint(Optional[torch.Tensor]), is_tensor_hint(torch.Tensor | str)
+    (True, False)
+    """
+    if hint is _UNRESOLVED or hint is Any:
+        return False
+    for member in _members(hint):
+        if isinstance(member, _LEGACY_TENSOR_TYPE):
+            continue
+        cls = _as_class(member)
+        if cls is None or not issubclass(cls, torch.Tensor):
+            return False
+    return True
 
 
 def is_plain(hint: Any) -> bool:

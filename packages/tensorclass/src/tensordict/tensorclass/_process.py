@@ -112,9 +112,12 @@ def _build_specs(cls: Any, flags: Flags, hints: dict[str, Any], unwrap: bool) ->
     _fields.install_descriptors(cls, specs)
     cls._plain_names = tuple(n for n, s in specs.items() if s.plain)
     cls._plain_set = frozenset(cls._plain_names)
+    strict = flags.tensor_only or cls._strict_fields
     for spec in specs.values():
         spec.fast = spec.plain and spec.cast is None and not flags.frozen
+        spec.tensor_typed = strict and _fields.is_tensor_hint(spec.hint)
     cls._fast_set = frozenset(n for n, s in specs.items() if s.fast)
+    cls._tensor_typed_names = tuple(n for n, s in specs.items() if s.tensor_typed)
     cls._bulk_init = (
         all(s.cast is None for s in specs.values()) and cls.__setattr__ is _Wrapper.__setattr__
     )

@@ -189,6 +189,8 @@ class TensorClass(SelfReturning, _Wrapper, metaclass=TensorClassMeta):  # type: 
             spec = specs[name]
             if spec.cast is not None:
                 item = spec.cast(item, self._tensordict)
+            if spec.tensor_typed:
+                item = self._tensor_value(name, item)
         self._tensordict.set(key, item, inplace=inplace, **kwargs)
         self._relink()
         return self

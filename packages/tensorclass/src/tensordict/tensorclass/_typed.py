@@ -14,7 +14,7 @@ import warnings
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from tensordict import TensorDictBase
-from tensordict.tensorclass import _forward, _process
+from tensordict.tensorclass import _forward, _process, _schema
 from tensordict.tensorclass._fields import MISSING, Flags
 from tensordict.tensorclass._typing import (
     BatchSizeField,
@@ -39,7 +39,12 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
 
     Fields read as attributes (``state.eta``) and as keys (``state["eta"]``); the
     constructor takes them by keyword (a missing field without default, or an unknown
-    name, raises ``TypeError``) plus ``batch_size``, ``device`` and ``names``.
+    name, raises ``TypeError``) plus ``batch_size``, ``device`` and ``names``. The
+    annotations are the contract: writing a key that is not a field raises
+    (``AttributeError`` for ``set``/``td[key] = ...``, ``ValueError`` for ``update`` and
+    ``from_dict``/``from_tensordict``), as does removing a field without a default
+    (``AttributeError``), and a field annotated with tensor types refuses a value that
+    does not become a tensor (``TypeError``). Refused calls change nothing.
     Subclasses add fields. Every tensordict operation returns the same class.
     :meth:`from_tensordict` gives typed access to an existing tensordict without copying.
 
@@ -62,6 +67,7 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
 
     __slots__ = ()
     _kind: ClassVar[str] = "typed tensordict"
+    _strict_fields: ClassVar[bool] = True
     _unwrap_values: ClassVar[bool] = False
     _options_only: ClassVar[bool] = False
 
@@ -116,7 +122,8 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
         """Wrap ``td`` (any tensordict: dense, lazy stack, ...) in the class, without copying:
         writes through either one are seen by the other.
 
-        ``check=True`` raises ``TypeError`` when ``td`` misses a field without a default.
+        ``check=True`` raises ``TypeError`` when ``td`` misses a field without a default,
+        and ``ValueError`` when it has a key that is not a field.
 
         >>> import torch
         >>> from tensordict import TensorDict, TypedTensorDict
@@ -145,9 +152,153 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
                     f"{cls.__name__}.from_tensordict() missing required field(s): "
                     f"{', '.join(missing)}"
                 )
+            what = f"{cls.__name__}.from_tensordict"
+            _schema.refuse_unknown(cls, keys, what, ValueError)
         return cls._wrap_checked(td)
 
     _from_tensordict = from_tensordict  # type: ignore[assignment]
+
+    @classmethod
+    def _check_complete(cls, keys: Any, what: str) -> None:
+        _schema.refuse_missing(cls, keys, f"{what}()")
+
+    # ------------------------------------------------------------------ the key contract
+    def _check_write(self, key: Any, value: Any, what: str) -> Any:
+        """``value`` for ``key`` once checked: the key names a field (else
+        ``AttributeError``), a tensor-typed field gets a tensor (else ``TypeError``)."""
+        cls = type(self)
+        _schema.refuse_unknown(cls, [key], f"{cls.__name__}.{what}", AttributeError)
+        name = key[0] if type(key) is tuple and len(key) == 1 else key
+        if type(name) is str and name in cls._tensor_typed_names:
+            return self._tensor_value(name, value)
+        return value
+
+    def set(self, key: Any, item: Any, inplace: bool = False, **kwargs: Any) -> Any:
+        """Write ``item`` at ``key`` (a field, or a key inside one): a key that is not a
+        field raises ``AttributeError``.
+
+        >>> import torch
+        >>> from tensordict import TypedTensorDict
+        >>> class S(TypedTensorDict):
+        ...     x: torch.Tensor
+        >>> S(x=torch.zeros(2)).set("x", torch.ones(2))["x"]
+        tensor([1., 1.])
+        """
+        item = self._check_write(key, item, "set")
+        self._tensordict.set(key, item, inplace=inplace, **kwargs)
+        self._relink()
+        return self
+
+    def _set_key(self, key: Any, value: Any) -> None:
+        value = self._check_write(key, value, "__setitem__")
+        super()._set_key(key, value)
+
+    def setdefault(self, key: Any, default: Any, inplace: bool = False) -> Any:
+        """The value at ``key``; ``default`` is written there first when it is missing (a
+        key that is not a field raises ``AttributeError``).
+
+        >>> import torch
+        >>> from tensordict import TypedTensorDict
+        >>> class S(TypedTensorDict):
+        ...     x: torch.Tensor
+        ...     y: torch.Tensor | None = None
+        >>> S(x=torch.zeros(2)).setdefault("y", torch.ones(2))
+        tensor([1., 1.])
+        """
+        if key not in self._tensordict.keys(include_nested=True):
+            default = self._check_write(key, default, "setdefault")
+        result = self._tensordict.setdefault(key, default, inplace=inplace)
+        self._relink()
+        return result
+
+    def set_non_tensor(self, key: Any, value: Any) -> Any:
+        """Store ``value`` as non-tensor data at ``key``, a field not annotated with tensor
+        types.
+
+        >>> from tensordict import TypedTensorDict
+        >>> class S(TypedTensorDict):
+        ...     label: str = "a"
+        >>> S().set_non_tensor("label", "b")["label"]
+        'b'
+        """
+        self._check_write(key, None, "set_non_tensor")
+        name = key[0] if type(key) is tuple and len(key) == 1 else key
+        if name in type(self)._tensor_typed_names:
+            raise _schema.tensor_field_error(type(self), name, value)
+        self._tensordict.set_non_tensor(key, value)
+        self._relink()
+        return self
+
+    def _check_removal(self, keys: Any, what: str) -> None:
+        _schema.refuse_removal(type(self), keys, f"{type(self).__name__}.{what}")
+
+    def del_(self, key: Any) -> Any:
+        """Remove the entry at ``key``; a field without a default raises ``AttributeError``.
+
+        >>> import torch
+        >>> from tensordict import TypedTensorDict
+        >>> class S(TypedTensorDict):
+        ...     x: torch.Tensor
+        ...     y: torch.Tensor | None = None
+        >>> sorted(S(x=torch.zeros(2), y=torch.ones(2)).del_("y").keys())
+        ['x']
+        """
+        self._delete(key, "del_")
+        return self
+
+    def __delitem__(self, key: Any) -> None:
+        self._delete(key, "__delitem__")
+
+    def _delete(self, key: Any, what: str) -> None:
+        self._check_removal([_unravel(key)], what)
+        self._tensordict.del_(key)
+        self._relink()
+
+    def pop(self, key: Any, *default: Any) -> Any:
+        """Remove the entry at ``key`` and return it; a field without a default raises
+        ``AttributeError``."""
+        if key in self._tensordict.keys(include_nested=True):
+            self._check_removal([_unravel(key)], "pop")
+        result = self._tensordict.pop(key, *default)
+        self._relink()
+        return result
+
+    def popitem(self) -> Any:
+        """Remove the last entry and return ``(key, value)``; a field without a default
+        raises ``AttributeError``."""
+        keys = list(self._tensordict.keys())
+        if keys:
+            self._check_removal(keys[-1:], "popitem")
+        result = self._tensordict.popitem()
+        self._relink()
+        return result
+
+    def clear(self) -> Any:
+        """Remove every entry; with a field without a default, ``AttributeError``."""
+        self._check_removal(list(self._tensordict.keys()), "clear")
+        self._tensordict.clear()
+        self._relink()
+        return self
+
+    def rename_key_(self, old_key: Any, new_key: Any, safe: bool = False) -> Any:
+        """Rename an entry: a field without a default cannot be renamed away, and the new
+        name must be a field."""
+        self._check_removal([_unravel(old_key)], "rename_key_")
+        self._check_write(new_key, None, "rename_key_")
+        self._tensordict.rename_key_(old_key, new_key, safe=safe)
+        self._relink()
+        return self
+
+    def _del_field(self, name: str) -> None:
+        self._check_removal([name], "__delattr__")
+        super()._del_field(name)
+
+
+def _unravel(key: Any) -> Any:
+    """A key as a flat name (``("a",)`` -> ``"a"``); nested keys stay tuples."""
+    while type(key) is tuple and len(key) == 1:
+        key = key[0]
+    return key
 
 
 TypedTensorDict._flags = Flags(kw_only=True)

@@ -23,13 +23,25 @@ from tensordict._errors import lock_error
 from tensordict._nontensor import NON_TENSOR_TYPES, unwrap_non_tensor
 from tensordict._shape import parse_batch_size, parse_device
 from tensordict.base import TD_HANDLED_BY_NAME, TD_HANDLED_FUNCTIONS
-from tensordict.tensorclass import _fields, _forward
+from tensordict.tensorclass import _fields, _forward, _schema
 from tensordict.tensorclass._fields import MISSING, FieldSpec, Flags
 
 _TD = TensorDict
 _Tensor = torch.Tensor
 _Size = torch.Size
 _FACTORY = object()  # default of a field with a default_factory in the generated __init__
+#: The keywords of ``update``/``update_`` that are options, not entries.
+_UPDATE_OPTIONS = frozenset(
+    {
+        "clone",
+        "inplace",
+        "non_blocking",
+        "keys_to_update",
+        "is_leaf",
+        "update_batch_size",
+        "ignore_lock",
+    }
+)
 
 
 def _sibling_rows() -> tuple[tuple[str, str, str, str], ...]:
@@ -69,6 +81,10 @@ class _Wrapper(TensorDictBase):
     _unwrap_values: ClassVar[bool] = True
     #: What the class is called in messages ("tensorclass", "typed tensordict").
     _kind: ClassVar[str] = "tensorclass"
+    #: Whether fields annotated with tensor types refuse other values (typed tensordicts;
+    #: ``tensor_only`` tensorclasses through their flag), and those fields.
+    _strict_fields: ClassVar[bool] = False
+    _tensor_typed_names: ClassVar[tuple[str, ...]] = ()
 
     if TYPE_CHECKING:
 
@@ -120,6 +136,10 @@ class _Wrapper(TensorDictBase):
     def _wrap_checked(cls, td: TensorDictBase) -> Any:
         """A new instance around data that comes from outside (``from_tensordict``,
         loads, the class methods)."""
+        for name in cls._tensor_typed_names:
+            value = _stored_non_tensor(td, name)
+            if value is not None:
+                raise _schema.tensor_field_error(cls, name, value)
         obj = object.__new__(cls)
         obj._link(td)
         obj._relink()
@@ -163,6 +183,9 @@ class _Wrapper(TensorDictBase):
                 source[name] = value
             if other:
                 td = _TD(source, bs, dev, names)
+                for name in cls._tensor_typed_names:  # a value that did not become a tensor
+                    if isinstance(td._tensordict.get(name), _fields._NON_TENSOR):
+                        raise _schema.tensor_field_error(cls, name, source[name])
             else:
                 td = _TD._new_unsafe(source, bs, dev)
                 if names is not None:
@@ -231,12 +254,28 @@ class _Wrapper(TensorDictBase):
         spec = cls._field_specs[name]
         if spec.cast is not None:
             value = spec.cast(value, td)
+        if spec.tensor_typed:
+            value = self._tensor_value(name, value)
         if type(td) is _TD:
             td._set_str(name, value, inplace=False, validated=False)
         else:
             td.set(name, value)
         if spec.plain and not isinstance(value, (_Tensor, TensorDictBase)):
             self._relink()
+
+    def _tensor_value(self, name: str, value: Any) -> Any:
+        """``value`` as the tensor-typed field ``name`` stores it; :class:`TypeError` (and
+        nothing written) when it does not become a tensor (a string, say)."""
+        if type(value) is _Tensor or value is None:
+            return value
+        if not isinstance(value, _fields._NON_TENSOR) and isinstance(value, TensorDictBase):
+            return value
+        td = self._tensordict
+        probe = td if type(td) is _TD else _TD(batch_size=td.batch_size, device=td.device)
+        stored = probe._validate_value(name, value)
+        if isinstance(stored, _fields._NON_TENSOR):
+            raise _schema.tensor_field_error(type(self), name, value)
+        return stored
 
     def _del_field(self, name: str) -> None:
         if type(self)._flags.frozen:
@@ -353,12 +392,101 @@ class _Wrapper(TensorDictBase):
                 f"{type(tensordict).__name__}."
             )
         tensordict = _forward.unwrap(tensordict)
+        # (a ValueError, as the reference)
+        keys = [*tensordict.keys(), *(non_tensordict or ())]
+        _schema.refuse_unknown(cls, keys, f"{cls.__name__}.from_tensordict", ValueError)
         if non_tensordict:
             for key, value in non_tensordict.items():
                 tensordict.set(key, value)
         return cls._wrap_checked(tensordict)
 
     _from_tensordict = from_tensordict
+
+    @classmethod
+    def from_dict(cls, input_dict: Any, *args: Any, **kwargs: Any) -> Any:
+        """An instance of the class from a dict of its fields (``TensorDict.from_dict``'s
+        arguments: ``batch_size``, ``auto_batch_size`` ...). A key that is not a field
+        raises :class:`ValueError` (:class:`TypeError` for a typed tensordict, which also
+        needs every field without a default).
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Pair(TensorClass):
+        ...     a: torch.Tensor
+        >>> Pair.from_dict({"a": torch.zeros(3)}, auto_batch_size=True).batch_size
+        torch.Size([3])
+        """
+        what = f"{cls.__name__}.from_dict"
+        cls._check_new_keys(_schema.keys_of(input_dict), what)
+        td = _TD.from_dict(_forward.unwrap(input_dict), *args, **kwargs)
+        cls._check_complete(td.keys(), what)
+        return _forward._wrap_for(cls, td)
+
+    @classmethod
+    def _check_new_keys(cls, keys: Sequence[Any], what: str) -> None:
+        """Refuse keys that are not fields, written by ``what`` (a ValueError, as the
+        reference for tensorclasses)."""
+        _schema.refuse_unknown(cls, keys, what, ValueError)
+
+    @classmethod
+    def _check_complete(cls, keys: Any, what: str) -> None:
+        """Refuse data without a required field (typed tensordicts); a tensorclass reads
+        a field that is not there as ``None``, as its constructor allows."""
+
+    def update(self, input_dict_or_td: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """``update`` of the data, for the fields only: a key that is not a field raises
+        :class:`ValueError` and nothing is written.
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Pair(TensorClass):
+        ...     a: torch.Tensor
+        >>> Pair(a=torch.zeros(2)).update({"a": torch.ones(2)}).a
+        tensor([1., 1.])
+        """
+        self._check_update(input_dict_or_td, kwargs, "update")
+        source = _forward.unwrap(input_dict_or_td)
+        return _forward.rewrap(self, self._tensordict.update(source, *args, **kwargs))
+
+    def update_(self, input_dict_or_td: Any = None, *args: Any, **kwargs: Any) -> Any:
+        """``update_`` of the data (in place), for the fields only: a key that is not a
+        field raises :class:`ValueError` and nothing is written.
+
+        >>> import torch
+        >>> from tensordict import TensorClass
+        >>> class Pair(TensorClass):
+        ...     a: torch.Tensor
+        >>> Pair(a=torch.zeros(2)).update_({"a": torch.ones(2)}).a
+        tensor([1., 1.])
+        """
+        self._check_update(input_dict_or_td, kwargs, "update_")
+        source = _forward.unwrap(input_dict_or_td)
+        return _forward.rewrap(self, self._tensordict.update_(source, *args, **kwargs))
+
+    def _check_update(self, source: Any, kwargs: dict[str, Any], method: str) -> None:
+        """The checks of ``update``/``update_`` (``kwargs``: their options, and entries)."""
+        entries = {k: v for k, v in kwargs.items() if k not in _UPDATE_OPTIONS}
+        keys = [*_schema.keys_of(source), *entries]
+        selected = kwargs.get("keys_to_update")
+        if selected is not None:
+            wanted = {_schema.top_name(k) for k in selected}
+            keys = [k for k in keys if k in wanted]
+        type(self)._check_new_keys(keys, f"{type(self).__name__}.{method}")
+        if source is not None:
+            self._check_values(source, keys)
+        if entries:
+            self._check_values(entries, keys)
+
+    def _check_values(self, source: Any, keys: Sequence[Any]) -> None:
+        """Refuse a value that does not become a tensor for a tensor-typed field."""
+        typed = type(self)._tensor_typed_names
+        if not typed or not any(name in keys for name in typed):
+            return
+        source = _forward.unwrap(source)
+        for key in list(source.keys()):
+            name = key[0] if type(key) is tuple and len(key) == 1 else key
+            if type(name) is str and name in typed:
+                self._tensor_value(name, source[key])
 
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
         """A dense :class:`~tensordict.TensorDict` copy of the data (tensorclasses nested
@@ -408,9 +536,10 @@ class _Wrapper(TensorDictBase):
         >>> Count(n=1).from_dict_instance({"n": 5}).n
         5
         """
-        out = type(self)._wrap_checked(
-            self._tensordict.from_dict_instance(input_dict, *args, **kwargs)
-        )
+        cls = type(self)
+        what = f"{cls.__name__}.from_dict_instance"  # (an AttributeError, as the reference)
+        _schema.refuse_unknown(cls, _schema.keys_of(input_dict), what, AttributeError)
+        out = cls._wrap_checked(self._tensordict.from_dict_instance(input_dict, *args, **kwargs))
         for name, spec in type(self)._field_specs.items():
             value = input_dict.get(name) if hasattr(input_dict, "get") else None
             if spec.cast is not None and value is not None and not isinstance(value, dict):
@@ -474,6 +603,17 @@ class _Wrapper(TensorDictBase):
         for t in types:
             if t is not cls and issubclass(t, _Wrapper):  # two classes: no common result
                 return NotImplemented
+        for arg in args:  # stack/cat of instances with other tensordicts: no class to give
+            if (type(arg) is list or type(arg) is tuple) and any(
+                isinstance(v, TensorDictBase) and type(v) is not cls for v in arg
+            ):
+                names = " and ".join(sorted({type(v).__name__ for v in arg}))
+                kind = RuntimeError if func is torch.cat else TypeError  # (as the reference)
+                raise kind(
+                    f"torch.{getattr(func, '__name__', func)}: cannot combine {names} "
+                    "instances: the result would have no single class. Convert them first "
+                    "(instance.to_tensordict(), or Class.from_tensordict(td))."
+                )
         if type(func) is FunctionType:  # as TensorDictBase.__torch_function__ does
             impl = TD_HANDLED_BY_NAME.get(func.__name__) or TD_HANDLED_FUNCTIONS.get(func)
         else:
@@ -502,6 +642,20 @@ def _shape_error(cls: Any, name: str, value: Any, batch_size: torch.Size) -> Run
         f"{tuple(value.shape)} but its leading dimensions must equal the batch_size="
         f"{tuple(batch_size)}."
     )
+
+
+def _stored_non_tensor(td: Any, name: str) -> Any:
+    """The non-tensor data ``td`` holds at ``name`` (in a member, for a lazy stack: its
+    entries are not read as one), else ``None``."""
+    if type(td) is _TD:
+        value = td._tensordict.get(name)
+        return value if isinstance(value, _fields._NON_TENSOR) else None
+    if isinstance(td, LazyStackedTensorDict):
+        for member in td.tensordicts:
+            value = _stored_non_tensor(member, name)
+            if value is not None:
+                return value
+    return None
 
 
 def _rebuild(cls: Any, td: TensorDictBase) -> Any:

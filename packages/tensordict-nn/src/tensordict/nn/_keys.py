@@ -63,3 +63,21 @@ def select_keys(selected: Sequence[Any], available: Sequence[NestedKey]) -> list
             f"The out_keys are {list(available)}."
         )
     return keys
+
+
+def repeated_keys(keys: Sequence[Any]) -> list[Any]:
+    """The keys that ``keys`` (unravelled, see :func:`as_key_list`) lists more than once,
+    in order of first repetition; the drop key ``"_"`` may repeat.
+
+    >>> repeated_keys(as_key_list(["a", "_", ("b",), "_", "b", "a"], "out_keys"))
+    ['b', 'a']
+    """
+    seen: set[Any] = set()
+    out: list[Any] = []
+    for key in keys:
+        if key == IGNORE:
+            continue
+        if key in seen and key not in out:
+            out.append(key)
+        seen.add(key)
+    return out

@@ -31,7 +31,9 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     a distribution over its outputs.
 
     Args:
-        *modules: the modules (or one ``OrderedDict`` of them).
+        *modules: the modules (or one ``OrderedDict`` of them); none raises
+            :class:`ValueError`. Without a probabilistic module the sequence runs as a
+            ``TensorDictSequential`` and :meth:`get_dist` raises :class:`RuntimeError`.
         partial_tolerant, selected_out_keys, inplace: as for ``TensorDictSequential``.
         return_composite: make :meth:`get_dist` return a
             :class:`~tensordict.nn.CompositeDistribution` over every probabilistic
@@ -68,16 +70,24 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
             if len(modules) == 1 and isinstance(modules[0], dict)
             else list(modules)
         )
+        if not listed:  # (a ValueError, as the reference)
+            raise ValueError(
+                "ProbabilisticTensorDictSequential needs modules: zero or more modules that "
+                "compute distribution parameters, then at least one "
+                "ProbabilisticTensorDictModule; none were given."
+            )
         prob = [m for m in listed if _is_prob(m)]
-        if not prob:
-            return_composite = True
-        elif return_composite is None:
+        if return_composite is None:
+            # without a probabilistic module it runs as a TensorDictSequential (as the
+            # reference); get_dist and log_prob then raise
             return_composite = len(prob) > 1 or not _is_prob(listed[-1])
         elif not return_composite and not _is_prob(listed[-1]):
             raise TypeError(
-                "The final module passed to ProbabilisticTensorDictSequential must be an "
-                "instance of ProbabilisticTensorDictModule or another "
-                "ProbabilisticTensorDictSequential (unless return_composite is set to ``True``)."
+                f"ProbabilisticTensorDictSequential(return_composite=False): the last module "
+                f"must be probabilistic (a ProbabilisticTensorDictModule or "
+                f"ProbabilisticTensorDictSequential), since get_dist() returns its "
+                f"distribution; it is a {type(listed[-1]).__name__}. Pass "
+                "return_composite=True to end with deterministic modules."
             )
         # Not passing selected_out_keys up: subclasses may put a class whose __init__
         # does not take it between this one and TensorDictSequential.
@@ -107,8 +117,11 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
     def _last_prob(self) -> Any:
         prob = self._prob_modules()
         if not prob:
+            names = [type(m).__name__ for m in self._module_list()]
             raise RuntimeError(
-                "This ProbabilisticTensorDictSequential has no probabilistic module."
+                f"This ProbabilisticTensorDictSequential has no probabilistic module (its "
+                f"modules are {names}): it defines no distribution. Add a "
+                "ProbabilisticTensorDictModule."
             )
         return prob[-1]
 
@@ -207,6 +220,7 @@ class ProbabilisticTensorDictSequential(TensorDictSequential):
         probabilistic module's samples; earlier probabilistic modules draw their samples
         (when not already in ``tensordict``) for the modules after them.
         """
+        self._last_prob()  # no probabilistic module: a RuntimeError (as the reference)
         if not self.return_composite:
             params = self.get_dist_params(tensordict, tensordict_out, **kwargs)
             dist: D.Distribution = self._last_prob().get_dist(params)

@@ -3,8 +3,9 @@
 :class:`Swapper` walks nested mappings (``dict`` or tensordict storage) alongside a module
 (or a ``TensorDictParams``), puts each value in the slot of the same name, records what
 it replaced (for the returned swap) and how to undo each write. One pass validates and
-writes: on a bad key the writes already made are undone before the error is raised, so
-the module is left unchanged.
+writes: on a bad key, or a value whose shape does not fit its slot (:mod:`._slot_check`),
+the writes already made are undone before the error is raised, so the module is left
+unchanged (the same tensors in every slot).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from torch import nn
 
 from tensordict import TensorDict, TensorDictBase
 from tensordict._nontensor import NON_TENSOR
+from tensordict.nn._slot_check import check_copy, check_swap
 
 _Parameter = nn.Parameter
 _Tensor = torch.Tensor
@@ -131,6 +133,7 @@ class Swapper:
                         self.undo.append((params, key, old))
                     else:
                         old = self._leaf(target, is_module, key, value, path)
+                    check_swap(value, old, path, key, target)  # (undone if bad)
                     seen[slot] = old
                 replaced[key] = old
                 continue
@@ -234,6 +237,7 @@ class Swapper:
             current = entries_of(target).get(key)
         if not isinstance(current, _Tensor):
             raise self._missing(target, key, path)
+        check_copy(value, current, path, key, target)
         previous = current.detach().clone()
         with torch.no_grad():
             current.copy_(value, non_blocking=self.non_blocking)

@@ -21,7 +21,7 @@ from tensordict import NonTensorStack, TensorDict, TensorDictBase
 from tensordict._keys import NestedKey
 from tensordict._nontensor import NON_TENSOR
 from tensordict.base import NO_DEFAULT
-from tensordict.nn._keys import IGNORE, as_key_list, select_keys
+from tensordict.nn._keys import IGNORE, as_key_list, repeated_keys, select_keys
 from tensordict.nn.dispatch import tensordict_entry
 from tensordict.nn.utils import _SKIP_EXISTING
 
@@ -440,6 +440,13 @@ class TensorDictModule(_DeprecatedModuleState, TensorDictModuleBase):
                 stacklevel=2,
             )
         self.out_keys = out_keys
+        repeated = repeated_keys(self.__dict__["_out_keys"])
+        if repeated:
+            raise ValueError(
+                f"TensorDictModule: out_keys={self.__dict__['_out_keys']} names "
+                f"{', '.join(map(repr, repeated))} more than once; each output needs its own "
+                f'key (use "{IGNORE}" for every output to drop).'
+            )
         if isinstance(inplace, str) and inplace != "empty":
             raise ValueError(
                 f"inplace must be True, False, 'empty' or a tensordict; got {inplace!r}."
@@ -505,8 +512,15 @@ class TensorDictModule(_DeprecatedModuleState, TensorDictModuleBase):
             results: tuple[Any, ...] = (out,)
         elif type(out) is tuple:
             results = out
-        elif out is None and not out_keys:
-            return ()
+        elif out is None:
+            if not out_keys:
+                return ()
+            # (the reference: there are more out_keys than tensors)
+            raise RuntimeError(
+                f"There are more out_keys than tensors: {self._module_name()} returned None, "
+                f"but out_keys={out_keys} expects {len(out_keys)} output(s). Return a tensor "
+                "per out_key (a tuple of them for several), or give no out_keys."
+            )
         elif isinstance(out, Mapping) or (_is_collection(out)):
             return tuple(None if key == IGNORE else _lookup(out, key) for key in out_keys)
         else:

@@ -107,6 +107,12 @@ class EnsembleModule(DelegatedKeys):
         self, module: TensorDictModuleBase, num_copies: int, expand_input: bool = True
     ) -> None:
         super().__init__()
+        if not isinstance(module, TensorDictModuleBase):
+            raise TypeError(
+                f"EnsembleModule needs a tensordict module (a TensorDictModuleBase, such as "
+                f"TensorDictModule(module, in_keys=..., out_keys=...)); got a "
+                f"{type(module).__name__}."
+            )
         if num_copies < 1:
             raise ValueError(f"EnsembleModule needs num_copies >= 1; got {num_copies}.")
         params: Any = td_from_module(module).detach()

@@ -16,10 +16,12 @@ from typing import Any
 
 import torch
 from torch import nn
+from torch.nn.parameter import is_lazy
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict._nontensor import NON_TENSOR
 from tensordict.nn._client_compat import _exclude_td_from_pytree as _exclude_td_from_pytree
+from tensordict.nn._slot_check import check_copy
 from tensordict.nn._swap import Swapper, entries_of, tree_to_td, undo
 
 __all__ = ["from_module", "from_modules", "td_from_module", "td_to_module"]
@@ -234,7 +236,11 @@ def td_to_module(
 
     Every key of ``td`` must name a parameter or buffer (or, for a nested tensordict, a
     submodule) of ``module``; otherwise :class:`KeyError` names it and the module is
-    left unchanged.
+    left unchanged. Each value must have the shape of the tensor it replaces (extra
+    leading dimensions are accepted: stacked parameters, and the per-sample shapes seen
+    inside ``torch.vmap``); an in-place write needs the same shape and a dtype the slot
+    holds without changing the values. Otherwise :class:`RuntimeError` names the entry
+    and both shapes, and the module is left unchanged.
 
     Args:
         inplace: copy the values into the module's tensors instead of replacing them.
@@ -310,6 +316,20 @@ def _to_module_state_dict(
             f"to_module(use_state_dict=True): {type(module).__name__}'s state_dict has no "
             f"entries {missing}; it has {sorted(current)}. The module was left unchanged."
         )
+    # load_state_dict refuses a value of another shape only after loading the others:
+    # check every entry first, so that a refused call changes nothing
+    for name, value in flat.items():
+        slot = current[name]
+        if isinstance(value, torch.Tensor) and isinstance(slot, torch.Tensor):
+            if inplace:
+                check_copy(value, slot, (), name, module)
+            elif not is_lazy(slot) and value.shape != slot.shape:
+                if not (slot.ndim == 0 and value.shape == (1,)):  # as load_state_dict
+                    raise RuntimeError(
+                        f"to_module(use_state_dict=True): the value for {name!r} has shape "
+                        f"{tuple(value.shape)}, but {type(module).__name__}'s state_dict "
+                        f"entry has shape {tuple(slot.shape)}. The module was left unchanged."
+                    )
     old = TensorDict(
         {k: (current[k].detach().clone() if inplace else current[k]) for k in flat}
     ).unflatten_keys(".")

@@ -127,10 +127,17 @@ class NormalParamExtractor(nn.Module):
 
     def forward(self, *tensors: torch.Tensor) -> tuple[torch.Tensor, ...]:
         tensor, *others = tensors
+        if not tensor.ndim:  # (a RuntimeError, as torch.chunk raises in the reference)
+            raise RuntimeError(
+                "NormalParamExtractor splits the last dimension of its input in two halves "
+                "(loc, scale): it needs a tensor with at least one dimension, the last of even "
+                "size; got a 0-dim tensor."
+            )
         if tensor.shape[-1] % 2:
             raise ValueError(
-                f"NormalParamExtractor splits the last dimension in two halves; got a tensor "
-                f"of shape {tuple(tensor.shape)} whose last dimension is odd."
+                f"NormalParamExtractor splits the last dimension in two halves (loc, scale): "
+                f"it needs a last dimension of even size; got a tensor of shape "
+                f"{tuple(tensor.shape)} whose last dimension is odd."
             )
         loc, scale = tensor.chunk(2, -1)
         scale = self.scale_mapping(scale).clamp_min(self.scale_lb)
