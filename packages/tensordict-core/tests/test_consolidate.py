@@ -314,6 +314,32 @@ def test_bad_sources_and_metadata(td, tmp_path):
         from_consolidated(tmp_path / "cut.bin")
 
 
+@pytest.mark.parametrize("cut", [16, 64])
+def test_a_truncated_data_region_with_an_intact_trailer_is_refused(td, tmp_path, cut):
+    # the metadata trailer (json, its length, the magic) survives: before, the last leaves
+    # read the trailer's bytes as data
+    good = tmp_path / "td.bin"
+    td.consolidate(filename=good)
+    data = good.read_bytes()
+    nbytes = td.consolidate()._consolidated["metadata"]["nbytes"]
+    bad = tmp_path / "cut.bin"
+    bad.write_bytes(data[: nbytes - cut] + data[nbytes:])
+    before = bad.read_bytes()
+    message = (
+        f"the file '{bad}' is truncated: its data region holds {nbytes - cut} bytes .* "
+        f"describes {nbytes} bytes"
+    )
+    with pytest.raises(ValueError, match=message):
+        from_consolidated(bad)
+    with pytest.raises(ValueError, match=message):
+        TensorDict.from_consolidated(bad)
+    assert bad.read_bytes() == before
+    buffer = torch.frombuffer(bytearray(before), dtype=torch.uint8)  # the same bytes in memory
+    with pytest.raises(ValueError, match=f"buffer is truncated: .* {nbytes - cut} bytes"):
+        from_consolidated(buffer)
+    assert (from_consolidated(good) == td).all()  # the intact file loads
+
+
 def test_unsupported_entries_raise_clearly():
     sparse = torch.eye(2).to_sparse()
     with pytest.raises(NotImplementedError, match="'x'.*sparse.*strided"):

@@ -75,3 +75,12 @@ def run_python(code: str, *args: str, timeout: float = 120) -> str:
     if out.returncode != 0:
         raise AssertionError(f"subprocess failed:\n{out.stderr}")
     return out.stdout
+
+
+def folder_bytes(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (relative path -> content): compare before and after."""
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(Path(root).rglob("*"))
+        if path.is_file()
+    }

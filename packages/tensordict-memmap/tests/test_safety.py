@@ -12,9 +12,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from memmap_helpers import run_python
+from memmap_helpers import folder_bytes, run_python
 
-from tensordict import NonTensorData, NonTensorStack, TensorDict
+from tensordict import LazyStackedTensorDict, NonTensorData, NonTensorStack, TensorDict
 from tensordict.memmap import _fs, register_class
 
 TRAVERSAL_KEYS = [
@@ -239,8 +239,66 @@ def test_tampered_folders_raise_clear_errors(tmp_path, what, tamper, error, text
     else:
         prefix = _saved(tmp_path)
         tamper(prefix)
+    before = folder_bytes(prefix)
     with pytest.raises(error, match=re.escape(text)):
         TensorDict.load_memmap(prefix)
+    assert folder_bytes(prefix) == before  # e.g. a shape larger than the file: never grown
+
+
+def _extra_bytes(path, n=8):
+    with open(path, "ab") as f:
+        f.write(b"\x01" * n)
+
+
+# a file longer than its entry: only an unfinished append_memmap leaves that, and only for
+# a tensor with batch dimensions, not nested, outside a lazy stack
+LONGER_FILES = {
+    "no batch dimension": (
+        lambda: TensorDict({"a": torch.arange(4.0)}, []),
+        "a.memmap",
+        16,
+    ),
+    "nested tensor": (
+        lambda: TensorDict({"a": torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])}, [2]),
+        "a.memmap",
+        20,
+    ),
+    "nested sizes": (
+        lambda: TensorDict({"a": torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])}, [2]),
+        "a.shape.memmap",
+        16,
+    ),
+    "lazy-stack member": (
+        lambda: LazyStackedTensorDict(
+            TensorDict({"a": torch.zeros(2)}, [2]), TensorDict({"a": torch.ones(2)}, [2])
+        ),
+        "1/a.memmap",
+        8,
+    ),
+}
+
+
+@pytest.mark.parametrize("what", list(LONGER_FILES))
+def test_a_file_longer_than_meta_json_says_is_refused_where_no_append_makes_one(tmp_path, what):
+    make, rel, nbytes = LONGER_FILES[what]
+    make().memmap(tmp_path / "d")
+    _extra_bytes(tmp_path / "d" / rel)
+    before = folder_bytes(tmp_path / "d")
+    message = f"'{tmp_path / 'd' / rel}' holds {nbytes + 8} bytes, but .* with {nbytes} bytes"
+    with pytest.raises(ValueError, match=message):
+        TensorDict.load_memmap(tmp_path / "d")
+    assert folder_bytes(tmp_path / "d") == before
+
+
+def test_rows_of_an_unfinished_append_are_not_read(tmp_path):
+    # append_memmap grows the files first and replaces meta.json last: a reader in between
+    # (or after a crash) sees the old rows, so a longer file is a valid layout there
+    td = TensorDict({"x": torch.arange(6.0).view(3, 2), "n": {"y": torch.ones(3)}}, [3])
+    td.memmap(tmp_path / "d")
+    _extra_bytes(tmp_path / "d" / "x.memmap", 8 + 3)  # a row and a part of one
+    _extra_bytes(tmp_path / "d" / "n" / "y.memmap", 4)
+    loaded = TensorDict.load_memmap(tmp_path / "d")
+    assert (loaded == td).all() and loaded.batch_size == (3,)
 
 
 # --------------------------------------------------------------------------- pickle

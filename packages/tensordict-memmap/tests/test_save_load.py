@@ -9,7 +9,7 @@ import sys
 
 import pytest
 import torch
-from memmap_helpers import assert_same, run_python, sample_lazy, sample_td
+from memmap_helpers import assert_same, folder_bytes, run_python, sample_lazy, sample_td
 
 import tensordict
 from tensordict import (
@@ -270,8 +270,9 @@ def test_load_options(tmp_path):
     with pytest.raises(ValueError, match="mode must be"):
         TensorDict.load_memmap(tmp_path, mode="w")
     private = TensorDict.load_memmap(tmp_path, mode="r")
-    private["float"].fill_(-1)
-    assert TensorDict.load_memmap(tmp_path)["float"][0, 1] == 1  # copy-on-write
+    with pytest.raises(RuntimeError, match="read-only"):  # a write would never reach the file
+        private["float"].fill_(-1)
+    assert TensorDict.load_memmap(tmp_path)["float"][0, 1] == 1
     shared = TensorDict.load_memmap(tmp_path, mode="r+")
     shared["float"].fill_(-1)
     assert (TensorDict.load_memmap(tmp_path)["float"] == -1).all()
@@ -282,9 +283,11 @@ def test_load_options(tmp_path):
 def test_load_into_out_and_in_place_loads(tmp_path):
     td = sample_td()
     td.memmap(tmp_path)
-    out = TensorDict({"extra": torch.zeros(3)}, [3])
+    out = td.clone().zero_()
+    nested = out["nested"]
     assert TensorDict.load_memmap(tmp_path, out=out) is out
-    assert "extra" in out.keys() and torch.equal(out["float"], td["float"])
+    assert torch.equal(out["float"], td["float"]) and out["nested"] is nested
+    assert out.saved_path == str(tmp_path) and out["nested"].saved_path == str(tmp_path / "nested")
     dest = td.clone().zero_()
     assert dest.load_memmap_(tmp_path) is dest
     assert torch.equal(dest["int"], td["int"]) and type(dest["int"]) is MemoryMappedTensor
@@ -443,3 +446,147 @@ def test_a_failed_save_leaves_the_garbage_collector_running(tmp_path):
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+# --------------------------------------------------------------------------- bad targets
+
+
+def _leaves(td):
+    """Every leaf of ``td`` (by key) as a plain tensor copy, and its identity."""
+    return {
+        key: (value.as_subclass(torch.Tensor).clone(), id(value))
+        for key, value in td.items(True, True)
+        if isinstance(value, torch.Tensor)
+    }
+
+
+SAVED = lambda: TensorDict(  # noqa: E731
+    {"a": torch.arange(6.0).view(3, 2), "n": {"b": torch.ones(3, dtype=torch.int64)}}, [3]
+)
+BAD_TARGETS = {  # what differs: (target, exception, message)
+    "an extra key": (
+        lambda: SAVED().zero_().set("extra", torch.zeros(3)),
+        KeyError,
+        r"only in the saved data: \[\]; only in the target: \['extra'\]",
+    ),
+    "a missing nested key": (
+        lambda: SAVED().zero_().exclude(("n", "b")),
+        KeyError,
+        r"at 'n' \(only in the saved data: \['b'\]",
+    ),
+    "the batch size": (
+        lambda: TensorDict({"a": torch.zeros(4, 2), "n": {"b": torch.zeros(4)}}, [4]),
+        RuntimeError,
+        r"at the root it has batch size \[4\], the saved data \[3\]",
+    ),
+    "a leaf shape": (
+        lambda: SAVED().zero_().set("a", torch.zeros(3, 5)),
+        RuntimeError,
+        r"'a' has shape \[3, 5\] .*the saved one shape \[3, 2\]",
+    ),
+    "a nested dtype": (
+        lambda: SAVED().zero_().set(("n", "b"), torch.zeros(3, dtype=torch.complex64)),
+        RuntimeError,
+        r"\('n', 'b'\) has shape \[3\] and dtype torch.complex64, .*dtype torch.int64",
+    ),
+    "a tensor for a tensordict": (
+        lambda: SAVED().zero_().exclude("n").set("n", torch.zeros(3)),
+        RuntimeError,
+        r"at 'n' it holds a tensor, the saved data a tensordict",
+    ),
+}
+
+
+@pytest.mark.parametrize("loader", ["load_memmap_", "load_", "load_memmap(out=)", "load(out=)"])
+@pytest.mark.parametrize("what", list(BAD_TARGETS))
+def test_loading_into_a_tensordict_of_another_structure_changes_nothing(tmp_path, what, loader):
+    SAVED().memmap(tmp_path / "saved")
+    before = folder_bytes(tmp_path / "saved")
+    make, error, message = BAD_TARGETS[what]
+    target = make()
+    keys, leaves = list(target.keys(True)), _leaves(target)
+    load = {
+        "load_memmap_": lambda: target.load_memmap_(tmp_path / "saved"),
+        "load_": lambda: target.load_(tmp_path / "saved"),
+        "load_memmap(out=)": lambda: TensorDict.load_memmap(tmp_path / "saved", out=target),
+        "load(out=)": lambda: tensordict.load(tmp_path / "saved", out=target),
+    }[loader]
+    with pytest.raises(error, match=message):
+        load()
+    assert list(target.keys(True)) == keys and target.batch_size == make().batch_size
+    for key, (value, ident) in leaves.items():
+        now = target.get(key)
+        assert id(now) == ident and type(now) is torch.Tensor and torch.equal(now, value)
+    assert folder_bytes(tmp_path / "saved") == before
+
+
+def test_loading_into_a_memory_mapped_tensordict_moves_it(tmp_path):
+    SAVED().memmap(tmp_path / "saved")
+    target = SAVED().zero_().memmap_(tmp_path / "target")  # locked, in another folder
+    nested = target["n"]
+    assert target.load_memmap_(tmp_path / "saved") is target
+    assert (target == SAVED()).all() and target["n"] is nested and target.is_locked
+    assert target.saved_path == str(tmp_path / "saved")
+    assert target["n"].saved_path == str(tmp_path / "saved" / "n")
+    assert target["a"].filename == str(tmp_path / "saved" / "a.memmap")
+
+
+def test_update_in_place_of_complex_values_into_a_real_leaf_changes_nothing(tmp_path):
+    like = SAVED().memmap_like(tmp_path / "like")  # zero-filled int64 and float32 files
+    before = folder_bytes(tmp_path / "like")
+    values = {"a": torch.ones(3, 2), "n": {"b": torch.tensor([1 + 2j, 3, 4])}}
+    with pytest.raises(RuntimeError, match=r"'n', 'b'\) is complex .*torch.int64.*imaginary"):
+        like.update_(values)
+    assert folder_bytes(tmp_path / "like") == before  # 'a' was not written either
+    assert (like["a"] == 0).all() and (like["n", "b"] == 0).all()
+    memory = SAVED()
+    with pytest.raises(RuntimeError, match="imaginary part"):  # in memory too
+        memory.update_(values)
+    assert (memory == SAVED()).all()
+    like.update_({"a": torch.ones(3, 2), "n": {"b": torch.tensor([1 + 2j, 3, 4]).real.long()}})
+    assert like["n", "b"].tolist() == [1, 3, 4]
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda td: td.make_memmap("b", [4, 2]),
+            r"'b' would have shape \[4, 2\].*batch size \[3\]",
+        ),
+        (lambda td: td.make_memmap("b", []), r"'b' would have shape \[\].*batch size \[3\]"),
+        (
+            lambda td: td.make_memmap(("n", "c"), [2]),
+            r"\('n', 'c'\) would have shape \[2\].*batch size \[3, 2\]",
+        ),
+        (
+            lambda td: td.make_memmap(("new", "c"), [2, 3]),
+            r"\('new', 'c'\) would have shape \[2, 3\].*batch size \[3\]",
+        ),
+        (
+            lambda td: td.make_memmap_from_tensor("b", torch.zeros(2, 3)),
+            r"'b' would have shape \[2, 3\].*batch size \[3\]",
+        ),
+        (
+            lambda td: td.make_memmap_from_storage(
+                "b", torch.zeros(8).untyped_storage(), [4, 2], dtype=torch.float32
+            ),
+            r"'b' would have shape \[4, 2\].*batch size \[3\]",
+        ),
+        (
+            lambda td: td.make_memmap("b", torch.tensor([[1], [2]]), dtype=torch.float32),
+            r"'b' would have shape nested, 2 rows.*batch size \[3\]",
+        ),
+    ],
+    ids=["leading", "scalar", "nested-level", "new-level", "from_tensor", "from_storage", "nested"],
+)
+def test_make_memmap_with_the_wrong_leading_dims_changes_nothing(tmp_path, make, message):
+    td = TensorDict({"a": torch.zeros(3), "n": {"x": torch.zeros(3, 2)}}, [3])
+    td["n"].batch_size = [3, 2]
+    td.memmap_(tmp_path)
+    before, keys = folder_bytes(tmp_path), list(td.keys(True))
+    with pytest.raises(RuntimeError, match=message):
+        make(td)
+    assert folder_bytes(tmp_path) == before and list(td.keys(True)) == keys and td.is_locked
+    td.make_memmap(("n", "c"), [3, 2, 4]).fill_(1)  # leading dims right: created
+    assert (TensorDict.load_memmap(tmp_path)["n", "c"] == 1).all()

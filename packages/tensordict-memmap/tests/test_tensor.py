@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
 import torch
 import torch.multiprocessing as mp
+from memmap_helpers import run_python
 
-from tensordict import MemoryMappedTensor
+from tensordict import MemoryMappedTensor, TensorDict
 
 DTYPES = [
     torch.float16,
@@ -164,9 +167,8 @@ def test_views_keep_the_file_and_torch_ops_give_plain_tensors(tmp_path):
 def test_from_filename_modes_and_index(tmp_path):
     name = tmp_path / "m"
     MemoryMappedTensor.from_tensor(torch.arange(6), filename=name)
-    private = MemoryMappedTensor.from_filename(name, torch.int64, (2, 3), mode="r")
-    private[0, 0] = 100  # copy-on-write: the file keeps 0
-    assert MemoryMappedTensor.from_filename(name, torch.int64, (2, 3))[0, 0] == 0
+    read_only = MemoryMappedTensor.from_filename(name, torch.int64, (2, 3), mode="r")
+    assert read_only.tolist() == [[0, 1, 2], [3, 4, 5]]
     shared = MemoryMappedTensor.from_filename(name, torch.int64, (2, 3), mode="r+")
     shared[0, 0] = 7
     assert MemoryMappedTensor.from_filename(name, torch.int64, (2, 3))[0, 0] == 7
@@ -179,13 +181,119 @@ def test_from_filename_modes_and_index(tmp_path):
         MemoryMappedTensor.from_filename(name, torch.int64, (2, 3), mode="w")
 
 
-def test_from_filename_refuses_a_short_file_and_creates_a_missing_one(tmp_path):
+def test_from_filename_refuses_a_short_file(tmp_path):
     MemoryMappedTensor.from_tensor(torch.arange(2), filename=tmp_path / "short")
     with pytest.raises(RuntimeError, match="truncated"):
         MemoryMappedTensor.from_filename(tmp_path / "short", torch.int64, [100])
     assert (tmp_path / "short").stat().st_size == 16  # never grown
-    fresh = MemoryMappedTensor.from_filename(tmp_path / "fresh", torch.float32, [3])
-    assert fresh.tolist() == [0.0, 0.0, 0.0] and (tmp_path / "fresh").stat().st_size == 12
+
+
+@pytest.mark.parametrize("mode", [None, "r", "r+"])
+@pytest.mark.parametrize("shape", [[3], torch.tensor([[2], [1]])], ids=["dense", "nested"])
+def test_from_filename_of_a_missing_file_raises_and_creates_nothing(tmp_path, mode, shape):
+    # the reference creates a zero-filled file (mode None or "r+"); creating is for
+    # empty/zeros/from_tensor(..., filename=...), which TorchRL falls back to on this error
+    missing = tmp_path / "missing.memmap"
+    with pytest.raises(FileNotFoundError, match="missing.memmap' does not exist"):
+        MemoryMappedTensor.from_filename(missing, torch.float32, shape, mode=mode)
+    assert list(tmp_path.iterdir()) == []
+    created = MemoryMappedTensor.zeros(3, filename=missing)  # the creating path
+    assert created.tolist() == [0.0, 0.0, 0.0] and missing.stat().st_size == 12
+
+
+def _read_only_writes(t):
+    """Every kind of write into ``t``, each a callable."""
+    return {
+        "method": lambda: t.fill_(9),
+        "setitem": lambda: t.__setitem__(0, 9),
+        "operator": lambda: t.__iadd__(1),
+        "view of a view": lambda: t.view(-1)[1:].zero_(),
+        "detached": lambda: t.detach().mul_(2),
+        "out=": lambda: torch.add(torch.ones(4), 1, out=t),
+        "foreach": lambda: torch._foreach_add_([t], 1),
+        "copy_": lambda: t.copy_(torch.zeros(4)),
+    }
+
+
+@pytest.mark.parametrize("how", list(_read_only_writes(None)))
+def test_a_read_only_mapping_refuses_writes(tmp_path, how):
+    name = tmp_path / "ro.memmap"
+    MemoryMappedTensor.from_tensor(torch.arange(4.0), filename=name)
+    before = name.read_bytes()
+    t = MemoryMappedTensor.from_filename(name, torch.float32, [4], mode="r")
+    with pytest.raises(RuntimeError, match=f"read-only from '{name}'.*mode='r\\+'"):
+        _read_only_writes(t)[how]()
+    assert name.read_bytes() == before  # the file...
+    assert t.tolist() == [0.0, 1.0, 2.0, 3.0]  # ...and what this process sees
+    assert (t[1:] * 2).tolist() == [2.0, 4.0, 6.0]  # reading and out-of-place ops work
+    copy = t.clone()
+    copy += 1  # a copy in memory is writable
+    assert copy.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize("mode", [None, "r+"])
+def test_writable_mappings_still_write_to_the_file(tmp_path, mode):
+    name = tmp_path / "rw.memmap"
+    MemoryMappedTensor.from_tensor(torch.arange(4.0), filename=name)
+    t = MemoryMappedTensor.from_filename(name, torch.float32, [4], mode=mode)
+    t[1:] += 10
+    assert name.read_bytes() == torch.tensor([0.0, 11.0, 12.0, 13.0]).numpy().tobytes()
+
+
+_UNPRIVILEGED_CHILD = """
+import os, sys
+import torch
+import tensordict.memmap
+from tensordict import MemoryMappedTensor, TensorDict
+if os.geteuid() == 0:  # root writes any file: run as 'nobody' (imports done above)
+    os.setgid(65534)
+    os.setuid(65534)
+folder = sys.argv[1]
+loaded = TensorDict.load_memmap(folder)  # default mode: read-only, the file is not writable
+mapped = MemoryMappedTensor.from_filename(folder + "/a.memmap", torch.float32, [4])
+print(loaded["a"].tolist(), mapped.tolist())
+for t in (loaded["a"], mapped):
+    try:
+        t.add_(1)
+    except RuntimeError as err:
+        print("refused:", err)
+"""
+
+
+def test_a_file_without_write_permission_is_read_only():
+    # a folder 'nobody' can reach (tmp_path's parents are private to the user)
+    folder = tempfile.mkdtemp(prefix="td-readonly-")
+    try:
+        os.chmod(folder, 0o755)
+        TensorDict({"a": torch.arange(4.0)}, [4]).memmap(folder)
+        leaf = Path(folder) / "a.memmap"
+        os.chmod(leaf, 0o444)
+        before = leaf.read_bytes()
+        out = run_python(_UNPRIVILEGED_CHILD, folder)
+        lines = out.splitlines()
+        assert lines[0] == "[0.0, 1.0, 2.0, 3.0] [0.0, 1.0, 2.0, 3.0]"  # reading works
+        assert len(lines) == 3 and all(
+            line.startswith("refused: add_:") and str(leaf) in line for line in lines[1:]
+        )
+        assert leaf.read_bytes() == before
+    finally:
+        shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("layout", [torch.sparse_coo, torch.sparse_csr, torch.sparse_csc], ids=str)
+def test_sparse_tensors_are_refused_with_a_hint(tmp_path, layout):
+    eye = torch.eye(3)
+    sparse = eye.to_sparse(layout=layout)
+    name = tmp_path / "s.memmap"
+    with pytest.raises(RuntimeError, match=r"sparse tensor \(layout .*\.to_dense\(\)"):
+        MemoryMappedTensor.from_tensor(sparse, filename=name)
+    with pytest.raises(RuntimeError, match=r"sparse tensor .*\.to_dense\(\)"):
+        MemoryMappedTensor.from_tensor(sparse)
+    td = TensorDict({"dense": eye, "n": {"sp": sparse}}, [3])
+    with pytest.raises(RuntimeError, match=r"the entry 'n/sp' is a sparse tensor"):
+        td.memmap(tmp_path / "td")
+    assert list(tmp_path.iterdir()) == []  # no file, no folder
+    assert MemoryMappedTensor.from_tensor(sparse.to_dense()).tolist() == eye.tolist()
 
 
 def test_from_storage_and_handler(tmp_path):

@@ -256,10 +256,17 @@ def _build_stack(
 
 
 def _rebuild(
-    buffer: _Tensor, metadata: dict[str, Any], *, allow_pickle: bool, trusted: bool = False
+    buffer: _Tensor,
+    metadata: dict[str, Any],
+    *,
+    allow_pickle: bool,
+    trusted: bool = False,
+    data_end: int | None = None,
+    where: str = "the buffer",
 ) -> TensorDict:
     """The tensordict ``metadata`` describes, viewing ``buffer``. ``trusted`` skips the
-    checks for metadata this library produced itself (``consolidate``, pickling)."""
+    checks for metadata this library produced itself (``consolidate``, pickling).
+    ``data_end``: where the data region ends (the metadata trailer starts there)."""
     if (
         not isinstance(metadata, dict)
         or metadata.get("format") != "tensordict-consolidated"
@@ -279,6 +286,11 @@ def _rebuild(
         raise ValueError(
             f"from_consolidated: the metadata describes {limit} bytes of data but the buffer "
             f"holds {buffer.numel()} bytes."
+        )
+    if data_end is not None and limit > data_end:
+        raise ValueError(
+            f"from_consolidated: {where} is truncated: its data region holds {data_end} bytes "
+            f"before the metadata trailer, but the metadata describes {limit} bytes of data."
         )
     out = _build(_kinds.Dense, metadata["td"], buffer, limit, allow_pickle, (), trusted)
     out.__dict__["_consolidated"] = {"storage": buffer, "metadata": metadata}
@@ -351,13 +363,15 @@ def from_consolidated(
         buffer = filename
         if buffer.storage_offset() % ALIGN or not buffer.is_contiguous():
             buffer = buffer.clone()  # leaf views need aligned offsets
+        data_end = None
         if metadata is None:
             total = buffer.numel()
             tail = buffer[max(0, total - _TRAILER) :].cpu().numpy().tobytes()
             start, length = _read_trailer(tail, total, "the buffer")
             blob = buffer[start : start + length].cpu().numpy().tobytes()
             metadata = _parse_json(blob, "the buffer")
-        return _rebuild(buffer, metadata, allow_pickle=allow_pickle)
+            data_end = start
+        return _rebuild(buffer, metadata, allow_pickle=allow_pickle, data_end=data_end)
     if not isinstance(filename, (str, Path)):
         raise TypeError(
             f"from_consolidated expects a uint8 tensor or a file path, got {type(filename).__name__}."
@@ -373,4 +387,10 @@ def from_consolidated(
         file_meta = _parse_json(f.read(length), f"file {str(path)!r}")
     if metadata is None:
         metadata = file_meta
-    return _rebuild(_map_file(path, total), metadata, allow_pickle=allow_pickle)
+    return _rebuild(
+        _map_file(path, total),
+        metadata,
+        allow_pickle=allow_pickle,
+        data_end=start,  # the data region ends where the trailer starts
+        where=f"the file {str(path)!r}",
+    )

@@ -571,13 +571,13 @@ def write_inplace(key: Any, current: Any, value: Any, non_blocking: bool) -> Non
     if isinstance(current, _Tensor):
         if not isinstance(value, _Tensor):
             value = torch.as_tensor(value)
-        try:
-            current.copy_(value, non_blocking=non_blocking)
-        except RuntimeError as err:
-            raise RuntimeError(
-                f"cannot write a value of shape {tuple(value.shape)} in place into entry {key!r} "
-                f"of shape {tuple(current.shape)}: {err}"
-            ) from None
+        if not _fits(value, current):
+            raise InplaceWriteError(
+                f"cannot write a value of shape {tuple(value.shape)} in place into entry "
+                f"{unravel_key(key)!r} of shape {tuple(current.shape)}: in place, the value "
+                "must have (or broadcast to) the entry's shape."
+            )
+        current.copy_(value, non_blocking=non_blocking)  # other errors are torch's own
     elif isinstance(current, TensorDictBase) and type(current) is not NonTensorData:
         current.update_(value, non_blocking=non_blocking)
     elif isinstance(current, NonTensorData):
@@ -586,6 +586,16 @@ def write_inplace(key: Any, current: Any, value: Any, non_blocking: bool) -> Non
         current._assign(value)
     else:  # pragma: no cover - defensive
         raise TypeError(f"cannot write in place into {type(current).__name__} at {key!r}.")
+
+
+def _fits(value: _Tensor, current: _Tensor) -> bool:
+    """Whether ``value`` broadcasts to ``current``'s shape (nested tensors: torch decides)."""
+    if value.is_nested or current.is_nested:
+        return True
+    try:
+        return torch.broadcast_shapes(value.shape, current.shape) == current.shape
+    except RuntimeError:
+        return False
 
 
 def _kind(value: Any) -> str:
@@ -809,6 +819,12 @@ def _check_in_place_write(path: tuple, current: _Tensor, value: _Tensor) -> None
         raise RuntimeError(
             f"update_(): value for {unravel_key(path)!r} has shape {tuple(value.shape)}, "
             f"which cannot be written into the entry of shape {tuple(current.shape)}."
+        )
+    if value.is_complex() and not current.is_complex():
+        raise RuntimeError(
+            f"update_(): value for {unravel_key(path)!r} is complex ({value.dtype}) but the "
+            f"entry is {current.dtype}: writing it in place would drop the imaginary part. "
+            "Write value.real explicitly, or replace the entry with update()."
         )
     if current.requires_grad and current.is_leaf and torch.is_grad_enabled():
         raise RuntimeError(

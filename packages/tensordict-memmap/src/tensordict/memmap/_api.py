@@ -15,10 +15,11 @@ from tensordict._kinds import NON_TENSOR, is_tensorclass
 from tensordict.base import TensorDictBase
 from tensordict.memmap import _fs, _writer
 from tensordict.memmap._gc import paused_gc
+from tensordict.memmap._load_into import load_into
 from tensordict.memmap._progress import Bar, wants_bar
 from tensordict.memmap._reader import Loader
 from tensordict.memmap._source import FolderSource
-from tensordict.memmap._tensor import MemoryMappedTensor, write_tensor_file
+from tensordict.memmap._tensor import MemoryMappedTensor, check_not_sparse, write_tensor_file
 
 TensorCollection = Any
 
@@ -142,9 +143,11 @@ def load_memmap(
     """Load a saved folder or archive, mapping the tensor files (no data is read).
 
     ``device`` moves the leaves (``"meta"`` reads nothing at all); ``mode="r"`` maps
-    copy-on-write, ``"r+"`` shared (``None``: shared when the files are writable);
+    read-only (in-place writes raise), ``"r+"`` shared (``None``: shared when the files
+    are writable);
     ``subpath`` loads only the tensordict at that nested key (lazy-stack members are
-    indices); ``out`` receives the loaded entries. Pickled non-tensor values need
+    indices); ``out``, a tensordict of the saved structure (checked before it changes),
+    gets the loaded leaves. Pickled non-tensor values need
     ``allow_pickle=True``. A class named in ``meta.json`` is used only if it is
     imported or registered, passed in ``classes``, or ``import_classes=True``.
     ``progress`` shows a tqdm bar (``None``: automatic when the load reads ~1 GiB or more
@@ -178,8 +181,7 @@ def load_memmap(
     else:
         result = _load(loader, FolderSource(path), subpath, progress)
     if out is not None:
-        out.update(result)
-        return out
+        return load_into(out, result)
     return result
 
 
@@ -346,12 +348,13 @@ def td_load_memmap_(
     allow_pickle: bool | None = None,
     mode: str | None = None,
 ) -> Any:
-    """``TensorDict.load_memmap_``: replace ``td``'s entries by the memory-mapped ones."""
+    """``TensorDict.load_memmap_``: replace ``td``'s leaves by the memory-mapped ones (``td``
+    must have the saved structure: keys, batch sizes, shapes, dtypes)."""
     return load_memmap(prefix, robust_key=robust_key, allow_pickle=allow_pickle, mode=mode, out=td)
 
 
 def td_load_(td: Any, prefix: str | Path, *args: Any, **kwargs: Any) -> Any:
-    """``TensorDict.load_``: load ``prefix`` into ``td`` (its entries are replaced)."""
+    """``TensorDict.load_``: load ``prefix`` into ``td`` (as :func:`td_load_memmap_`)."""
     return load_memmap(prefix, *args, out=td, **kwargs)
 
 
@@ -442,7 +445,7 @@ def td_make_memmap(
             return MemoryMappedTensor.empty(shape, dtype=dtype, filename=path)
         return MemoryMappedTensor.zeros(torch.Size(shape), dtype=dtype, filename=path)
 
-    return _add_entry(td, key, create, robust_key)
+    return _add_entry(td, key, create, robust_key, shape)
 
 
 def td_make_memmap_from_storage(
@@ -475,7 +478,7 @@ def td_make_memmap_from_storage(
             view.as_subclass(torch.Tensor), filename=path, existsok=True
         )
 
-    return _add_entry(td, key, create, robust_key)
+    return _add_entry(td, key, create, robust_key, shape)
 
 
 def td_make_memmap_from_tensor(
@@ -488,6 +491,7 @@ def td_make_memmap_from_tensor(
     robust_key: bool | None = True,
 ) -> MemoryMappedTensor:
     """``TensorDict.make_memmap_from_tensor``: a memory-mapped copy of ``tensor`` at ``key``."""
+    check_not_sparse(tensor, f"make_memmap_from_tensor: the tensor for {key!r}")
 
     def create(path: Path) -> MemoryMappedTensor:
         source = (
@@ -497,10 +501,13 @@ def td_make_memmap_from_tensor(
             source.detach(), filename=path, existsok=existsok, copy_data=copy_data
         )
 
-    return _add_entry(td, key, create, robust_key)
+    shape = tensor._nested_tensor_size() if tensor.is_nested else tensor.shape
+    return _add_entry(td, key, create, robust_key, shape)
 
 
-def _add_entry(td: Any, key: NestedKey, create: Any, robust_key: bool | None) -> MemoryMappedTensor:
+def _add_entry(
+    td: Any, key: NestedKey, create: Any, robust_key: bool | None, shape: Any
+) -> MemoryMappedTensor:
     robust = True if robust_key is None else bool(robust_key)
     parts = unravel_key(key)
     parts = (parts,) if isinstance(parts, str) else tuple(parts)
@@ -512,6 +519,7 @@ def _add_entry(td: Any, key: NestedKey, create: Any, robust_key: bool | None) ->
         )
     if parts in td.keys(True):
         raise RuntimeError(f"The key {key!r} already exists within the target tensordict.")
+    _check_leading_dims(td, parts, shape)
     if td.is_locked:  # a memory-mapped tensordict is locked: unlocked (whole tree) while
         td.unlock_()  # the entry is added, locked again after
     try:
@@ -520,6 +528,34 @@ def _add_entry(td: Any, key: NestedKey, create: Any, robust_key: bool | None) ->
     finally:
         td.lock_()
     return tensor
+
+
+def _check_leading_dims(td: Any, parts: tuple[str, ...], shape: Any) -> None:
+    """Refuse (before anything is created) a new entry at ``parts`` whose leading
+    dimensions are not the batch size of the tensordict that will hold it."""
+    level = td
+    for part in parts[:-1]:  # a level created on the way takes its parent's batch size
+        sub = level._get_str(part, None)
+        if not isinstance(sub, TensorDictBase):
+            break
+        level = sub
+    batch = tuple(level.batch_size)
+    if not batch:
+        return
+    if isinstance(shape, torch.Tensor) and shape.ndim == 2:  # nested: one row of sizes each
+        ok = tuple(shape.shape[:1]) == batch[:1] and shape.shape[1] >= len(batch) - 1
+        ok = ok and bool((shape[:, : len(batch) - 1] == torch.tensor(batch[1:])).all())
+        shown: Any = f"nested, {shape.shape[0]} rows of sizes {shape.tolist()}"
+    else:
+        size = tuple(torch.Size(shape))
+        ok = size[: len(batch)] == batch
+        shown = list(size)
+    if not ok:
+        raise RuntimeError(
+            f"batch dimension mismatch: the new entry {unravel_key(parts)!r} would have shape "
+            f"{shown}, whose leading dimensions must be the batch size {list(batch)} of the "
+            "tensordict that holds it. Nothing was created."
+        )
 
 
 def _create_entry(

@@ -5,8 +5,12 @@ for: ``ptd["key"]`` reads one dataset, ``ptd[rows]`` reads only the selected row
 every dataset (into an in-memory :class:`~tensordict.TensorDict`). Writes (``set``,
 ``ptd[rows] = td``) go to the file. Each group's batch size, dimension names and
 non-tensor values live in a JSON attribute (``"tensordict"``) of the group, so
-``to_h5``/``from_h5`` round-trip; a file written by other tools gets its batch size
-from the caller or ``auto_batch_size``. ``h5py`` is imported only when HDF5 is used.
+``to_h5``/``from_h5`` round-trip; a file written by other tools (the reference library
+records no batch size) gets its batch size from the caller, else each group gets the
+largest batch size its datasets share, as the reference library reads it. In-place
+writes (``set_``, ``update_``, ``ptd[rows] = td``) keep every dataset's shape. Once the
+file is closed, any access raises ``RuntimeError`` naming it. ``h5py`` is imported only
+when HDF5 is used.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict
 from tensordict._consolidate import ConsolidateOps
+from tensordict._errors import InplaceWriteError
 from tensordict._indexed import IndexedOps
 from tensordict._key_sets import KeySetOps
 from tensordict._keys import unravel_key
@@ -30,7 +35,7 @@ from tensordict._pad import PadOps
 from tensordict._state_dict import StateDictOps
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _codec, _fs
-from tensordict.memmap._persistent_ops import LOCK_OP, PersistentOps
+from tensordict.memmap._persistent_ops import LOCK_OP, PersistentOps, _as_array, _write_rows
 
 ATTR = "tensordict"
 _EXTRA = "pip install tensordict-memmap[h5]"
@@ -173,8 +178,11 @@ class PersistentTensorDict(
             raise ValueError("PersistentTensorDict needs exactly one of filename= or group=")
         if group is None:
             group = h5py.File(filename, mode)
-        self._group = group
+        self._h5group = group
         self.file = group.file
+        self._filename = str(group.file.filename)
+        #: groups without a recorded batch size get the largest one their datasets share
+        self._infer_batch = False
         self._mode = mode
         self._kwargs = dict(kwargs)
         self._device = None if device is None else torch.device(device)
@@ -209,8 +217,10 @@ class PersistentTensorDict(
         """Open an HDF5 file (a path, or an open ``h5py`` file or group).
 
         The batch size is ``batch_size`` if given, else the one recorded by ``to_h5``,
-        else (with ``auto_batch_size``) the datasets' common leading dimensions (at most
-        ``batch_dims``), else ``[]``.
+        else the datasets' common leading dimensions (at most ``batch_dims``; with
+        ``auto_batch_size`` even when one is recorded). A nested group without a recorded
+        batch size gets the common leading dimensions of its own datasets, as the
+        reference library does for the files it writes (which record none).
         """
         h5py = _h5py()
         group = filename if isinstance(filename, (h5py.File, h5py.Group)) else None
@@ -225,8 +235,9 @@ class PersistentTensorDict(
             stored = out._meta().get("batch_size")
             if isinstance(stored, list) and not auto_batch_size:
                 out._batch_size = torch.Size(stored)
-            elif auto_batch_size or batch_dims is not None:
+            else:
                 out._batch_size = torch.Size(_common_leading(out._shapes(), batch_dims))
+                out._infer_batch = True
             out._check_batch(out._batch_size)
         return out
 
@@ -317,17 +328,7 @@ class PersistentTensorDict(
 
     def _shapes(self) -> list[tuple[int, ...]]:
         """Shapes of every dataset under this group (nested groups included)."""
-        h5py = _h5py()
-        shapes: list[tuple[int, ...]] = []
-
-        def visit(_: str, obj: Any) -> None:
-            if isinstance(obj, h5py.Dataset) and not (
-                h5py.check_string_dtype(obj.dtype) is not None or obj.dtype.kind in "SOU"
-            ):
-                shapes.append(tuple(obj.shape))
-
-        self._group.visititems(visit)
-        return shapes
+        return _dataset_shapes(self._group)
 
     def _check_batch(self, batch: torch.Size) -> None:
         h5py = _h5py()
@@ -341,7 +342,19 @@ class PersistentTensorDict(
                     "the batch size."
                 )
 
+    @property
+    def _group(self) -> Any:
+        """The h5py group; ``RuntimeError`` naming the file once it is closed."""
+        group = self._h5group
+        if not group:  # h5py: an object of a closed file is not valid
+            raise RuntimeError(
+                f"the HDF5 file {self._filename!r} of this PersistentTensorDict is closed; "
+                "reopen it with PersistentTensorDict.from_h5(filename, mode=...)."
+            )
+        return group
+
     def _writable(self) -> None:
+        self._group  # noqa: B018 - raises once the file is closed
         if self._is_locked:
             raise RuntimeError(
                 f"{self.file.filename!r}{self._group.name}: this PersistentTensorDict is "
@@ -355,12 +368,16 @@ class PersistentTensorDict(
 
     def _group_td(self, key: str) -> PersistentTensorDict:
         child = self._children.get(key)
-        if child is None or not child._group:
+        if child is None or not child._h5group:
             group = self._group[self._name(key)]
             meta_batch = None
             raw = group.attrs.get(ATTR)
             if raw is None:
                 meta_batch = list(self._batch_size)
+                if self._infer_batch:  # its own largest batch size (at least the parent's)
+                    shapes = _dataset_shapes(group)
+                    if shapes:
+                        meta_batch = _common_leading(shapes, None)
             child = PersistentTensorDict(
                 group=group,
                 batch_size=meta_batch,
@@ -369,6 +386,7 @@ class PersistentTensorDict(
                 non_tensor_as_stack=self._non_tensor_as_stack,
                 **self._kwargs,
             )
+            child._infer_batch = self._infer_batch
             self._children[key] = child
         return child
 
@@ -448,16 +466,19 @@ class PersistentTensorDict(
         self, key: str, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
     ) -> PersistentTensorDict:
         self._writable()
-        h5py = _h5py()
         name = self._name(key)
-        if name != key:
-            names = self._key_names()
-            names[name] = key
-            self._set_meta(keys=names)
         if is_tensorclass(value):
             value = value._tensordict
         if isinstance(value, dict):
             value = TensorDict.from_dict(value, batch_size=self._batch_size)
+        existing = self._group.get(name) if inplace else None
+        if existing is not None and not _is_string_dataset(existing):
+            self._write_in_place(key, existing, value)
+            return self
+        if name != key:
+            names = self._key_names()
+            names[name] = key
+            self._set_meta(keys=names)
         if isinstance(value, (NonTensorData, NonTensorStack)) or not isinstance(
             value, (torch.Tensor, TensorDictBase, np.ndarray)
         ):
@@ -465,7 +486,7 @@ class PersistentTensorDict(
             return self
         self._drop_non_tensor(key)
         if isinstance(value, TensorDictBase):
-            if name in self._group and not (inplace and isinstance(self._group[name], h5py.Group)):
+            if name in self._group:
                 del self._group[name]
                 self._children.pop(key, None)
             group = self._group.require_group(name)
@@ -486,13 +507,41 @@ class PersistentTensorDict(
                 f"start with the batch size {list(self._batch_size)}."
             )
         if name in self._group:
-            existing = self._group[name]
-            if inplace and isinstance(existing, h5py.Dataset) and existing.shape == array.shape:
-                existing[...] = array
-                return self
             del self._group[name]
         self._group.create_dataset(name, data=array, **self._kwargs)
         return self
+
+    def _write_in_place(self, key: str, existing: Any, value: Any) -> None:
+        """``set_``/``set(..., inplace=True)`` into the existing dataset or group ``existing``:
+        the value must be of the same kind and have (or broadcast to) the dataset's shape;
+        checked before anything is written."""
+        h5py = _h5py()
+        where = f"{self._filename!r} (group {self._group.name!r})"
+        if isinstance(existing, h5py.Group):
+            if not isinstance(value, TensorDictBase):
+                raise InplaceWriteError(
+                    f"cannot write a {type(value).__name__} in place into entry {key!r} of "
+                    f"{where}, which holds a tensordict (an HDF5 group)."
+                )
+            self._group_td(key).update_(value)
+            return
+        if isinstance(value, (TensorDictBase, NonTensorData, NonTensorStack, str, bytes)):
+            raise InplaceWriteError(
+                f"cannot write a {type(value).__name__} in place into entry {key!r} of "
+                f"{where}, which holds a tensor (an HDF5 dataset); replace it with set()."
+            )
+        shape = tuple(value.shape) if hasattr(value, "shape") else tuple(np.shape(value))
+        try:
+            fits = torch.broadcast_shapes(shape, existing.shape) == torch.Size(existing.shape)
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise InplaceWriteError(
+                f"cannot write a value of shape {shape} in place into entry {key!r} of shape "
+                f"{tuple(existing.shape)} in {where}: in place, the value must have (or "
+                "broadcast to) the entry's shape; replace the entry with set() instead."
+            )
+        _write_rows(existing, Ellipsis, _as_array(value, existing.dtype, key))
 
     def _set_tuple(
         self, key: tuple, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
@@ -593,22 +642,15 @@ class PersistentTensorDict(
             self.set(index, value)
             return
         self._writable()
-        if not isinstance(value, TensorDictBase):
-            raise TypeError("assigning rows of a PersistentTensorDict needs a tensordict of rows")
-        h5py = _h5py()
-        np_index = _h5_index(index)
-        for key in value.keys():
-            item = value._get_str(key, NO_DEFAULT)
-            name = self._name(key)
-            if isinstance(item, TensorDictBase):
-                self._group_td(key)[index] = item
-            elif isinstance(item, torch.Tensor):
-                obj = self._group.get(name)
-                if not isinstance(obj, h5py.Dataset):
-                    raise KeyError(
-                        f"cannot write rows of {key!r}: no such dataset in {self.file.filename!r}"
-                    )
-                obj[np_index] = _to_numpy(item, key)
+        if is_tensorclass(value):
+            value = value._tensordict
+        if not isinstance(value, (TensorDictBase, dict)):
+            raise TypeError(
+                "assigning rows of a PersistentTensorDict needs a tensordict (or dict) of rows, "
+                f"got {type(value).__name__}"
+            )
+        # every leaf is checked (key, shape at the index) before the first write
+        self.update_at_(value, index)
 
     # ------------------------------------------------------------------ conversions
     def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
@@ -659,7 +701,7 @@ class PersistentTensorDict(
     def __getstate__(self) -> dict[str, Any]:
         mode = self._mode if self._mode in ("r", "r+", "a") else "r+"
         return {
-            "filename": self.file.filename,
+            "filename": self._filename,
             "group": self._group.name,
             "mode": mode,
             "batch_size": list(self._batch_size),
@@ -682,6 +724,8 @@ class PersistentTensorDict(
         )
 
     def __repr__(self) -> str:
+        if not self._h5group:
+            return f"PersistentTensorDict(closed file {self._filename!r})"
         h5py = _h5py()
         lines = []
         for key, kind in self._entries():
@@ -701,6 +745,27 @@ class PersistentTensorDict(
         )
 
 
+def _is_string_dataset(obj: Any) -> bool:
+    """An h5py dataset of strings (a non-tensor value), or a group (False)."""
+    h5py = _h5py()
+    return isinstance(obj, h5py.Dataset) and (
+        h5py.check_string_dtype(obj.dtype) is not None or obj.dtype.kind in "SOU"
+    )
+
+
+def _dataset_shapes(group: Any) -> list[tuple[int, ...]]:
+    """Shapes of the (non-string) datasets under ``group``, nested groups included."""
+    h5py = _h5py()
+    shapes: list[tuple[int, ...]] = []
+
+    def visit(_: str, obj: Any) -> None:
+        if isinstance(obj, h5py.Dataset) and not _is_string_dataset(obj):
+            shapes.append(tuple(obj.shape))
+
+    group.visititems(visit)
+    return shapes
+
+
 def _to_numpy(value: Any, key: str) -> np.ndarray:
     if isinstance(value, np.ndarray):
         return value
@@ -710,15 +775,6 @@ def _to_numpy(value: Any, key: str) -> np.ndarray:
             f"HDF5 cannot store the bfloat16 tensor {key!r}: cast it (e.g. .float()) first."
         )
     return tensor.numpy()
-
-
-def _h5_index(index: Any) -> Any:
-    """``index`` in the forms h5py accepts (numpy arrays instead of tensors)."""
-    if isinstance(index, tuple):
-        return tuple(_h5_index(i) for i in index)
-    if isinstance(index, torch.Tensor):
-        return index.numpy()
-    return index
 
 
 def _read_rows(dataset: Any, index: Any, batch: torch.Size | None = None) -> np.ndarray:

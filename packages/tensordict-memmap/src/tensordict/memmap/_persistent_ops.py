@@ -36,7 +36,7 @@ import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict, is_leaf_nontensor
 from tensordict._dict_ops import with_entries
-from tensordict._errors import lock_error, missing_key
+from tensordict._errors import InplaceWriteError, lock_error, missing_key
 from tensordict._indexed import _check_at
 from tensordict._keys import NestedKey, unravel_key
 from tensordict._kinds import is_tensorclass
@@ -474,7 +474,7 @@ class PersistentOps:
         self._writable()
         if update_batch_size and isinstance(source, TensorDictBase):
             self._update_batch_size(source)
-        _check_source(self, source, ())
+        _check_source(self, source, (), inplace)
         self._merge(source, clone, inplace)
         return self
 
@@ -743,9 +743,9 @@ def _as_td(source: Any, batch_size: torch.Size) -> TensorDictBase:
     return TensorDict.from_dict(dict(source), batch_size=batch_size)
 
 
-def _check_source(td: Any, source: Any, prefix: tuple[str, ...]) -> None:
+def _check_source(td: Any, source: Any, prefix: tuple[str, ...], inplace: bool = False) -> None:
     """Refuse (before any write) a tensor whose leading dimensions are not the batch size
-    of the group it goes to."""
+    of the group it goes to (``inplace``: or that does not fit its existing dataset)."""
     batch = tuple(td.batch_size)
     items = (
         source.items()
@@ -764,10 +764,15 @@ def _check_source(td: Any, source: Any, prefix: tuple[str, ...]) -> None:
                     f"{list(inner)}, which does not start with {list(batch)}; nothing was "
                     "written."
                 )
+            current = td._get_str(key, None) if inplace and isinstance(key, str) else None
+            if isinstance(current, PersistentOps):  # merged into the group: check its entries
+                _check_source(current, value, path, inplace)
             continue
         if isinstance(value, Mapping):
             current = td._get_str(key, None) if isinstance(key, str) else None
-            _check_source(current if isinstance(current, PersistentOps) else td, value, path)
+            _check_source(
+                current if isinstance(current, PersistentOps) else td, value, path, inplace
+            )
             continue
         if isinstance(value, (torch.Tensor, np.ndarray)) and not isinstance(key, tuple):
             shape = tuple(value.shape)
@@ -777,6 +782,18 @@ def _check_source(td: Any, source: Any, prefix: tuple[str, ...]) -> None:
                     f"which does not start with the batch size {list(batch)}; nothing was "
                     "written."
                 )
+            existing = td._group.get(td._name(key)) if inplace else None
+            if existing is not None and hasattr(existing, "dtype"):
+                try:
+                    fits = torch.broadcast_shapes(shape, existing.shape) == existing.shape
+                except RuntimeError:
+                    fits = False
+                if not fits:
+                    raise InplaceWriteError(
+                        f"update(inplace=True): the value at {unravel_key(path)!r} has shape "
+                        f"{list(shape)}, which does not fit the dataset of shape "
+                        f"{list(existing.shape)}; nothing was written."
+                    )
 
 
 def _as_array(value: Any, dtype: Any, key: str) -> np.ndarray:

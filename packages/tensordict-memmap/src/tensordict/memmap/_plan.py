@@ -28,7 +28,7 @@ from tensordict import LazyStackedTensorDict, NonTensorData, NonTensorStack, Ten
 from tensordict._kinds import is_tensorclass
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _classes, _codec, _fs
-from tensordict.memmap._tensor import MemoryMappedTensor
+from tensordict.memmap._tensor import MemoryMappedTensor, check_not_sparse
 
 Rel = tuple[str, ...]
 #: Fields of a tensordict level's meta.json that are not entries. User keys with these
@@ -228,6 +228,8 @@ class Planner:
     def _leaf(
         self, key: str, tensor: torch.Tensor, rel: Rel, meta: dict[str, Any], used: dict[str, str]
     ) -> Node:
+        where = "/".join((*rel, key)) if rel else key
+        check_not_sparse(tensor, f"the entry {where!r}")
         name = _fs.encode_key(key, robust=self.robust)
         self._claim(used, f"{name}.memmap", key, rel)
         nested = tensor.is_nested

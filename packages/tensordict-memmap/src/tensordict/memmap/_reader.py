@@ -2,8 +2,11 @@
 
 Loading maps each tensor file (no data is read) and checks the folder as it goes: a
 ``meta.json`` that is not valid JSON, names an unknown dtype, gives a shape that does not
-fit the batch size or is larger than its file, or refers to a missing file raises an
-error that names the file and what was expected. Nothing is unpickled unless
+fit the batch size or does not match its file, or refers to a missing file raises an
+error that names the file and what was expected. A file may hold more bytes than its
+entry only where :func:`~tensordict.append_memmap` can leave them (rows of an append
+interrupted before its ``meta.json`` was replaced): a tensor with batch dimensions, not
+nested, outside a lazy stack. Nothing is unpickled unless
 ``allow_pickle=True``, and no module is imported because a ``meta.json`` names a class
 (see :mod:`~tensordict.memmap._classes`).
 """
@@ -55,6 +58,7 @@ class Loader:
         self.import_classes = import_classes
         self.source: Source = None
         self.bar: Bar | None = None
+        self._in_stack = 0  # > 0 while loading the members of a lazy stack
 
     def reads_data(self, source: Source) -> bool:
         """Whether loading from ``source`` goes through the data: checksums of an archive,
@@ -183,7 +187,7 @@ class Loader:
         shape: Any = shape_field
         if nested:
             sizes_rel = (*path[:-1], path[-1][: -len(".memmap")] + ".shape.memmap")
-            self._check_file(sizes_rel, shape_numel(shape_field) * 8, where, key)
+            self._check_file(sizes_rel, shape_numel(shape_field) * 8, where, key, False)
             shape = self.source.tensor(sizes_rel, torch.int64, shape_field, "r").clone()
             if shape.ndim != 2 or (shape < 0).any():
                 raise ValueError(
@@ -195,7 +199,8 @@ class Loader:
                 f"{where}: the entry {key!r} has shape {list(shape_field)}, which does not start "
                 f"with the batch size {list(batch)}."
             )
-        self._check_file(path, shape_numel(shape) * dtype.itemsize, where, key)
+        growable = not nested and len(batch) > 0 and not self._in_stack
+        self._check_file(path, shape_numel(shape) * dtype.itemsize, where, key, growable)
         if self.device is not None and self.device.type == "meta" and not nested:
             return torch.empty(shape, dtype=dtype, device="meta")
         tensor = self.source.tensor(path, dtype, shape, self.mode)
@@ -205,7 +210,9 @@ class Loader:
             self.bar.update(shape_numel(shape) * dtype.itemsize)
         return tensor
 
-    def _check_file(self, rel: Rel, nbytes: int, where: str, key: str) -> None:
+    def _check_file(self, rel: Rel, nbytes: int, where: str, key: str, growable: bool) -> None:
+        """The file of entry ``key`` holds its ``nbytes`` (and more only if ``growable``:
+        the rows of an unfinished :func:`~tensordict.append_memmap`)."""
         try:
             size = self.source.file_size(rel)
         except FileNotFoundError:
@@ -217,6 +224,13 @@ class Loader:
             raise ValueError(
                 f"{self.source.describe(rel)} holds {size} bytes, but {where} describes the "
                 f"entry {key!r} with {nbytes} bytes: the file is truncated or meta.json is wrong."
+            )
+        if size > nbytes and not growable:
+            raise ValueError(
+                f"{self.source.describe(rel)} holds {size} bytes, but {where} describes the "
+                f"entry {key!r} with {nbytes} bytes: the file or meta.json is corrupted (only "
+                "a tensor with batch dimensions, not nested and outside a lazy stack, can hold "
+                "more bytes: the rows of an unfinished append_memmap)."
             )
 
     def _lazy(self, rel: Rel, meta: dict[str, Any]) -> LazyStackedTensorDict:
@@ -239,7 +253,11 @@ class Loader:
                     f"{where} stacks {count} tensordicts but "
                     f"{self.source.describe((*member, META))} does not exist."
                 )
-            members.append(self.level(member, None))
+            self._in_stack += 1
+            try:
+                members.append(self.level(member, None))
+            finally:
+                self._in_stack -= 1
         batch = meta.get("shape")
         empty_batch = None  # an empty stack takes its (absent) members' batch size
         if not members and batch is not None:

@@ -7,6 +7,11 @@ data. Without a file the memory is anonymous shared memory (a *handler*), which
 
 Indexing, ``split``, ``chunk``, ``unbind`` (and iterating) give views that keep the file;
 in-place ops return the tensor itself; every other torch op returns a plain tensor.
+
+A file mapped read-only (``mode="r"``, or a file the process cannot write) is mapped
+copy-on-write, so a write would stay in this process's memory and never reach the file:
+in-place ops on such a tensor (and on every view of it) raise instead. ``clone()`` gives
+a writable copy in memory; ``mode="r+"`` maps the file so that writes reach it.
 """
 
 from __future__ import annotations
@@ -32,6 +37,64 @@ _KEEP_MEMMAP = frozenset(
     }
 )
 _MODES = (None, "r", "r+")
+#: In-place ops (names ending with ``_``) that change a tensor's metadata, not its data
+_METADATA_INPLACE = frozenset(
+    {
+        "requires_grad_",
+        "share_memory_",
+        "detach_",
+        "rename_",
+        "set_",
+        "resize_",
+        "resize_as_",
+        "as_strided_",
+        "squeeze_",
+        "unsqueeze_",
+        "transpose_",
+        "t_",
+        "swapdims_",
+        "swapaxes_",
+    }
+)
+#: Operators that write into their left operand (most reach ``__torch_function__`` as
+#: their ``*_`` method, these under their own name)
+_INPLACE_DUNDERS = frozenset(
+    {
+        "__setitem__",
+        "__iadd__",
+        "__isub__",
+        "__imul__",
+        "__itruediv__",
+        "__ifloordiv__",
+        "__imod__",
+        "__ipow__",
+        "__iand__",
+        "__ior__",
+        "__ixor__",
+        "__ilshift__",
+        "__irshift__",
+        "__imatmul__",
+    }
+)
+_SPARSE_LAYOUTS = frozenset(
+    {torch.sparse_coo, torch.sparse_csr, torch.sparse_csc, torch.sparse_bsr, torch.sparse_bsc}
+)
+
+
+def check_not_sparse(tensor: torch.Tensor, what: str) -> None:
+    """Refuse a sparse tensor (its values and indices are not one block of memory).
+
+    >>> import torch
+    >>> check_not_sparse(torch.eye(2).to_sparse(), "entry 'a'")
+    Traceback (most recent call last):
+    ...
+    RuntimeError: entry 'a' is a sparse tensor (layout torch.sparse_coo), which cannot be memory-mapped; convert it with .to_dense() first.
+    """
+    if tensor.layout in _SPARSE_LAYOUTS:
+        raise RuntimeError(
+            f"{what} is a sparse tensor (layout {tensor.layout}), which cannot be "
+            "memory-mapped; convert it with .to_dense() first."
+        )
 
 
 class _SharedMemoryHandler:
@@ -422,6 +485,7 @@ class MemoryMappedTensor(torch.Tensor):
                 f"MemoryMappedTensor.from_tensor expects a torch.Tensor, got {type(input).__name__}"
                 " (convert NumPy arrays with torch.from_numpy first)."
             )
+        check_not_sparse(input, "MemoryMappedTensor.from_tensor: the input")
         if input.requires_grad:
             raise RuntimeError(
                 "MemoryMappedTensor.from_tensor: the input requires gradients; pass "
@@ -450,10 +514,12 @@ class MemoryMappedTensor(torch.Tensor):
         index: Any = None,
         mode: str | None = None,
     ) -> MemoryMappedTensor:
-        """Map an existing file of raw data (created zero-filled if it does not exist).
+        """Map an existing file of raw data; a missing file raises ``FileNotFoundError``
+        (``empty``/``zeros``/``from_tensor`` with ``filename=`` create files).
 
-        ``mode="r"`` maps copy-on-write (writes stay in memory), ``"r+"`` maps shared
-        (writes reach the file); ``None`` picks ``"r+"`` when the file is writable.
+        ``mode="r+"`` maps the file shared (writes reach it); ``"r"`` maps it read-only:
+        in-place writes raise ``RuntimeError`` (``clone()`` gives a writable copy).
+        ``None`` picks ``"r+"`` when the file is writable, else ``"r"``.
 
         >>> import os, tempfile, torch
         >>> from tensordict import MemoryMappedTensor
@@ -469,9 +535,11 @@ class MemoryMappedTensor(torch.Tensor):
             shape = _as_size(shape)
         nbytes = shape_numel(shape) * dtype.itemsize
         if not path.exists():
-            if mode == "r":
-                raise FileNotFoundError(f"mode='r': the file {str(path)!r} does not exist")
-            write_tensor_file(path, None, nbytes, exclusive=True, fsync=False)
+            raise FileNotFoundError(
+                f"from_filename maps an existing file, and {str(path)!r} does not exist; create "
+                "one with MemoryMappedTensor.empty/zeros(..., filename=...) or from_tensor(..., "
+                "filename=...)."
+            )
         storage, effective = _map_file(str(path), nbytes, mode)
         out = cls._wrap(_view_of_storage(storage, dtype, shape), str(path), None, shape, effective)
         return out[index] if index is not None else out
@@ -709,14 +777,21 @@ class MemoryMappedTensor(torch.Tensor):
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
+        name = getattr(func, "__name__", "")
+        if _writes(name) or (kwargs and "out" in kwargs):
+            _refuse_read_only_write(name, args, kwargs)
         with torch._C.DisableTorchFunctionSubclass():
             out = func(*args, **(kwargs or {}))
-        if func in _KEEP_MEMMAP and args and isinstance(args[0], MemoryMappedTensor):
-            src = args[0]
+        src = args[0] if args and isinstance(args[0], MemoryMappedTensor) else None
+        if src is not None and (func in _KEEP_MEMMAP or src._mode == "r"):
+            # a view keeps the file; any view of a read-only mapping stays read-only
+            strict = func not in _KEEP_MEMMAP
             if isinstance(out, torch.Tensor):
-                return _keep(src, out)
+                return _keep(src, out, strict)
             if isinstance(out, (tuple, list)):
-                return type(out)(_keep(src, o) if isinstance(o, torch.Tensor) else o for o in out)
+                return type(out)(
+                    _keep(src, o, strict) if isinstance(o, torch.Tensor) else o for o in out
+                )
         return out
 
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
@@ -756,15 +831,47 @@ class MemoryMappedTensor(torch.Tensor):
         return self.as_subclass(torch.Tensor).clone()
 
 
-def _keep(src: MemoryMappedTensor, out: torch.Tensor) -> torch.Tensor:
-    """``out`` as a MemoryMappedTensor of ``src``'s file when it views ``src``'s memory."""
+def _keep(src: MemoryMappedTensor, out: torch.Tensor, strict: bool = False) -> torch.Tensor:
+    """``out`` as a MemoryMappedTensor of ``src``'s file when it views ``src``'s memory
+    (``strict``: not when that memory is empty, which any new empty tensor shares)."""
     if isinstance(out, MemoryMappedTensor):
         return out
     try:
-        same = out.untyped_storage().data_ptr() == src.untyped_storage().data_ptr()
+        ptr = src.untyped_storage().data_ptr()
+        same = out.untyped_storage().data_ptr() == ptr and not (strict and ptr == 0)
     except (RuntimeError, NotImplementedError):
         same = False
     return src._rewrap(out) if same else out
+
+
+def _writes(name: str) -> bool:
+    """Whether the torch op ``name`` writes into its first argument (``add_``,
+    ``__setitem__``, ``_foreach_mul_``…; not ``__repr__`` or ``requires_grad_``)."""
+    if name[-1:] != "_":
+        return False
+    if name[-2:] == "__":
+        return name in _INPLACE_DUNDERS
+    return name not in _METADATA_INPLACE
+
+
+def _refuse_read_only_write(name: str, args: tuple[Any, ...], kwargs: Any) -> None:
+    """Raise if the op ``name`` writes into a tensor mapped read-only (copy-on-write: the
+    write would never reach the file)."""
+    targets: list[Any] = []
+    if kwargs and "out" in kwargs:
+        out = kwargs["out"]
+        targets.extend(out if isinstance(out, (tuple, list)) else [out])
+    if args and _writes(name):
+        first = args[0]
+        targets.extend(first if isinstance(first, (tuple, list)) else [first])
+    for target in targets:
+        if isinstance(target, MemoryMappedTensor) and target._mode == "r":
+            raise RuntimeError(
+                f"{name}: cannot write into a tensor mapped read-only from "
+                f"{target._filename!r} (mode='r', or a file this process cannot write): the "
+                "mapping is copy-on-write, so the write would never reach the file. Map it "
+                "with mode='r+' to write to the file, or write into a copy (.clone())."
+            )
 
 
 def _flat(source: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
