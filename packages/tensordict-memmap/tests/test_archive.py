@@ -47,7 +47,7 @@ def test_save_to_tdz_is_one_aligned_zip(tmp_path):
             assert offset % 64 == 0, name
 
 
-def test_archive_loads_without_copy_and_refuses_writes(tmp_path):
+def test_archive_loads_without_copy_and_writes_stay_in_memory(tmp_path):
     archive = tmp_path / "data.tdz"
     sample_td().save(archive)
     loaded = TensorDict.load_memmap(archive)
@@ -58,10 +58,17 @@ def test_archive_loads_without_copy_and_refuses_writes(tmp_path):
     }
     assert len(pointers) == 1  # every leaf views one mapping of the file
     before = archive.read_bytes()
-    with pytest.raises(RuntimeError, match="read-only.*data.tdz"):  # it would not reach the file
-        loaded["float"] += 1
+    # loaded without a mode: copy-on-write, as the reference documents for archives
+    loaded["float"] += 1
     assert archive.read_bytes() == before
-    assert torch.equal(loaded["float"], sample_td()["float"])
+    assert torch.equal(loaded["float"], sample_td()["float"] + 1)
+    assert torch.equal(TensorDict.load_memmap(archive)["float"], sample_td()["float"])
+    # asked for read-only: a write would not reach the file either, and is refused
+    read_only = TensorDict.load_memmap(archive, mode="r")
+    with pytest.raises(RuntimeError, match="read-only.*data.tdz"):
+        read_only["float"] += 1
+    assert torch.equal(read_only["float"], sample_td()["float"])
+    assert archive.read_bytes() == before
     unpickled = pickle.loads(pickle.dumps(TensorDict.load_memmap(archive)))
     assert torch.equal(unpickled["float"], TensorDict.load_memmap(archive)["float"])
 
@@ -208,6 +215,6 @@ def test_archive_save_returns_what_a_load_returns(tmp_path):
     pointers = {v.untyped_storage().data_ptr() for v in saved.values(True, True)}
     assert len(pointers) == 1  # one mapping of the file
     before = archive.read_bytes()
-    with pytest.raises(RuntimeError, match="read-only"):  # mode "r": it would not reach the file
-        saved["float"] += 1
+    saved["float"] += 1  # copy-on-write, as a load without a mode
     assert archive.read_bytes() == before
+    assert torch.equal(saved["float"], sample_td()["float"] + 1)

@@ -24,6 +24,7 @@ from tensordict.memmap._plan import META, Node, Planner
 from tensordict.memmap._progress import Bar, wants_bar
 from tensordict.memmap._source import Rel, parse_meta
 from tensordict.memmap._tensor import (
+    COPY_ON_WRITE,
     MemoryMappedTensor,
     _view_of_storage,
     tensor_buffer,
@@ -103,7 +104,7 @@ def _mapped_result(node: Node, target: Path, offsets: dict[str, int], *, writabl
     storage = torch.UntypedStorage.from_file(str(target), shared=writable, nbytes=size)
     flat = torch.empty(0, dtype=torch.uint8).set_(storage)
     path = str(target)
-    mode = "r+" if writable else "r"
+    mode = "r+" if writable else COPY_ON_WRITE
 
     def leaf(leaf_node: Node) -> torch.Tensor:
         assert leaf_node.dtype is not None
@@ -344,6 +345,9 @@ class ArchiveSource:
                 f"{str(path)!r} is not a memory-mapped tensordict archive: it has no meta.json."
             )
         self.writable = mode == "r+"
+        # what the leaves are mapped as: the file ("r+"), read-only ("r": writes refused),
+        # or, by default, copy-on-write (writes stay in memory, as the reference documents)
+        self.leaf_mode = mode if mode in ("r", "r+") else COPY_ON_WRITE
         if self.writable:
             if not os.access(path, os.W_OK):
                 raise PermissionError(f"mode='r+': the archive {str(path)!r} is not writable")
@@ -432,6 +436,4 @@ class ArchiveSource:
                     "it was written in place, call refresh_archive_checksums() on it.)"
                 )
         view = _view_of_storage(self.storage, dtype, shape, byte_offset=start)
-        return MemoryMappedTensor._wrap(
-            view, str(self.path), None, shape, "r+" if self.writable else "r"
-        )
+        return MemoryMappedTensor._wrap(view, str(self.path), None, shape, self.leaf_mode)

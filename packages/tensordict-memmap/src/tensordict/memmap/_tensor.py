@@ -10,7 +10,9 @@ in-place ops return the tensor itself; every other torch op returns a plain tens
 
 A file mapped read-only (``mode="r"``, or a file the process cannot write) is mapped
 copy-on-write, so a write would stay in this process's memory and never reach the file:
-in-place ops on such a tensor (and on every view of it) raise instead. ``clone()`` gives
+in-place ops on such a tensor (and on every view of it) raise instead. The one exception is
+an archive (``.tdz``) loaded without a mode: its leaves are documented copy-on-write (as in
+the reference), so writes are allowed and stay in memory. ``clone()`` gives
 a writable copy in memory; ``mode="r+"`` maps the file so that writes reach it.
 """
 
@@ -37,6 +39,10 @@ _KEEP_MEMMAP = frozenset(
     }
 )
 _MODES = (None, "r", "r+")
+
+#: The mode of an archive's leaves loaded without a mode: a private (copy-on-write) mapping
+#: whose writes stay in this process's memory, as the reference documents for archives.
+COPY_ON_WRITE = "c"
 #: In-place ops (names ending with ``_``) that change a tensor's metadata, not its data
 _METADATA_INPLACE = frozenset(
     {
@@ -204,7 +210,7 @@ def view_of_bytes(
 
 def _map_file(path: str, nbytes: int, mode: str | None) -> tuple[torch.UntypedStorage, str]:
     """Map the first ``nbytes`` of ``path``; returns the storage and the effective mode."""
-    if mode not in _MODES:
+    if mode not in _MODES and mode != COPY_ON_WRITE:  # "c": an archive's leaves, unpickled
         raise ValueError(f"mode must be None, 'r' or 'r+', got {mode!r}")
     writable = os.access(path, os.W_OK)
     if mode == "r+" and not writable:
@@ -472,7 +478,7 @@ class MemoryMappedTensor(torch.Tensor):
             if filename is None and input._filename is None:
                 return input
             if filename is not None and input._filename is not None:
-                if str(Path(filename).absolute()) == input._filename and input._mode != "r":
+                if str(Path(filename).absolute()) == input._filename and input._mode == "r+":
                     return input
                 if not copy_existing:
                     raise RuntimeError(
@@ -783,7 +789,7 @@ class MemoryMappedTensor(torch.Tensor):
         with torch._C.DisableTorchFunctionSubclass():
             out = func(*args, **(kwargs or {}))
         src = args[0] if args and isinstance(args[0], MemoryMappedTensor) else None
-        if src is not None and (func in _KEEP_MEMMAP or src._mode == "r"):
+        if src is not None and (func in _KEEP_MEMMAP or src._mode in ("r", COPY_ON_WRITE)):
             # a view keeps the file; any view of a read-only mapping stays read-only
             strict = func not in _KEEP_MEMMAP
             if isinstance(out, torch.Tensor):
