@@ -304,3 +304,20 @@ def test_writing_the_value_a_non_tensor_entry_holds_keeps_it_one_value():
     assert type(td.get("s")) is NonTensorData and td["s"] == "a"
     td.update_at_({"s": "b", "x": torch.ones(())}, 1)
     assert td["s"] == ["a", "b", "a"]
+
+
+def test_update_in_place_skips_a_non_tensor_value_a_shared_tensordict_cannot_hold():
+    # TorchRL's parallel workers update a shared-memory tensordict that has no entry for
+    # the env's strings; the reference skips them there
+    src = TensorDict(a=torch.ones(2), s=NonTensorData("x", batch_size=[2]), batch_size=[2])
+    shared = TensorDict(a=torch.zeros(2), batch_size=[2]).share_memory_()
+    shared.update_(src)
+    assert list(shared.keys()) == ["a"] and torch.equal(shared["a"], torch.ones(2))
+    # in ordinary memory the missing key is still refused, and nothing is written
+    plain = TensorDict(a=torch.zeros(2), batch_size=[2])
+    with pytest.raises(KeyError, match="'s' was not found"):
+        plain.update_(src)
+    assert torch.equal(plain["a"], torch.zeros(2))
+    # a missing tensor is refused in shared memory too
+    with pytest.raises(KeyError, match="'b' was not found"):
+        shared.update_(TensorDict(b=torch.ones(2), batch_size=[2]))

@@ -701,6 +701,13 @@ def _check_leaf_shapes(td: Any, path: tuple) -> None:
             )
 
 
+def _holds_no_python_values(td: Any) -> bool:
+    """Whether ``td`` lives in shared memory or memory-mapped files (its tensors are
+    buffers other processes read; a Python value written there would not be seen)."""
+    tensors = [v for v in td._tensordict.values() if isinstance(v, torch.Tensor)]
+    return bool(tensors) and all(t.is_shared() for t in tensors)
+
+
 def plan_update_(
     td: Any, source: Any, wanted: set | None, prefix: tuple, pairs: list[tuple[tuple, Any, Any]]
 ) -> None:
@@ -748,6 +755,10 @@ def plan_update_(
             continue
         current = store.get(sub[0], _MISSING)
         if current is _MISSING:
+            if isinstance(value, NON_TENSOR) and _holds_no_python_values(td):
+                # a tensordict in shared memory or memory-mapped files keeps no Python
+                # values: the reference skips them, and TorchRL's parallel workers rely on it
+                continue
             raise _missing_in_place(path, td)
         nested = isinstance(data_of(value), (dict, TensorDictBase))
         if isinstance(data_of(current), TensorDictBase):

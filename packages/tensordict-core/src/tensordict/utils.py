@@ -141,8 +141,10 @@ def unravel_key(key: NestedKey) -> str | tuple[str, ...]:
         return flat[0] if len(flat) == 1 else flat
     if isinstance(key, str):
         return str(key)
+    # "key should be a Sequence<NestedKey>": the reference's wording, which clients match
     raise NotAKeyError(
-        f"unravel_key takes a string or a tuple of strings; got {key!r} (type {type(key).__name__})."
+        f"key should be a Sequence<NestedKey>: unravel_key takes a string or a tuple of "
+        f"strings; got {key!r} (type {type(key).__name__})."
     )
 
 
