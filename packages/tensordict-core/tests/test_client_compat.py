@@ -321,3 +321,27 @@ def test_update_in_place_skips_a_non_tensor_value_a_shared_tensordict_cannot_hol
     # a missing tensor is refused in shared memory too
     with pytest.raises(KeyError, match="'b' was not found"):
         shared.update_(TensorDict(b=torch.ones(2), batch_size=[2]))
+
+
+# ------------------------------------------------------------------ ragged lazy stacks
+def _ragged_nested():
+    a = TensorDict(sub=TensorDict(x=torch.arange(3.0), batch_size=[3]), y=torch.zeros(()))
+    b = TensorDict(sub=TensorDict(x=torch.arange(5.0), batch_size=[5]), y=torch.ones(()))
+    return lazy_stack([a, b])
+
+
+def test_a_nested_entry_of_members_of_other_batch_sizes_reads_as_a_ragged_stack():
+    stack = _ragged_nested()
+    sub = stack.get("sub")
+    assert sub.batch_size == (2, -1)  # -1: the size differs across members, as the reference
+    assert [t.batch_size for t in sub.tensordicts] == [(3,), (5,)]
+    assert stack.apply(lambda v: v + 1).get("sub").batch_size == (2, -1)
+    assert stack.clone().get("sub").batch_size == (2, -1)
+
+
+def test_an_int_index_into_a_ragged_dim_is_checked_by_each_member():
+    sub = _ragged_nested().get("sub")
+    assert torch.equal(sub[..., 0]["x"], torch.tensor([0.0, 0.0]))
+    assert torch.equal(sub[:, -1]["x"], torch.tensor([2.0, 4.0]))
+    with pytest.raises(IndexError, match="index 4 is out of bounds"):
+        sub[:, 4]  # the first member has 3 elements

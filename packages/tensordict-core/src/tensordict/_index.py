@@ -123,6 +123,8 @@ def _check_int(i: int, dim: int, batch_size: torch.Size) -> None:
     if dim >= len(batch_size):
         raise IndexError(f"too many indices for a tensordict with batch_size={batch_size}.")
     size = batch_size[dim]
+    if size == -1:  # a ragged dim of a lazy stack: each member checks its own size
+        return
     if not -size <= i < size:
         raise IndexError(
             f"index {i} is out of bounds for batch dimension {dim} with size {size} "

@@ -208,12 +208,13 @@ class LazyStackedTensorDict(
         dim_name: str | None = None,
         batch_size: torch.Size | None = None,
     ) -> LazyStackedTensorDict:
-        """Build without validation (members share one batch size)."""
+        """Build without validation (members share one number of batch dims; sizes that
+        differ across them are ``-1``)."""
         out = cls.__new__(cls)
         out.tensordicts = members
         out.stack_dim = stack_dim
         if batch_size is None:
-            bs = members[0].batch_size
+            bs = _member_batch_size(members, strict=False)
             batch_size = torch.Size((*bs[:stack_dim], len(members), *bs[stack_dim:]))
         out._batch_size = batch_size
         out._td_dim_name = dim_name
@@ -463,10 +464,10 @@ class LazyStackedTensorDict(
             for v in values:
                 if not isinstance(v, TensorDictBase):
                     raise _mixed_error(key, values)
-                if v.batch_size != bs:
+                if len(v.batch_size) != len(bs):  # other sizes: a ragged stack (-1)
                     raise RuntimeError(
-                        f"cannot read the nested entry {_fmt(key)!r} as a lazy stack: its batch "
-                        f"size differs across the stacked tensordicts "
+                        f"cannot read the nested entry {_fmt(key)!r} as a lazy stack: its "
+                        f"number of batch dims differs across the stacked tensordicts "
                         f"({[tuple(w.batch_size) for w in values]})."
                     )
             inner = wrapped(values)
