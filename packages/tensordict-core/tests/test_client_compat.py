@@ -345,3 +345,65 @@ def test_an_int_index_into_a_ragged_dim_is_checked_by_each_member():
     assert torch.equal(sub[:, -1]["x"], torch.tensor([2.0, 4.0]))
     with pytest.raises(IndexError, match="index 4 is out of bounds"):
         sub[:, 4]  # the first member has 3 elements
+
+
+# ------------------------------------------------------------------ heterogeneous lazy stacks nested in dense ones
+def _hetero_step(t: float) -> TensorDict:
+    members = [
+        TensorDict(**{f"tensor_{i}": torch.full((i + 1,), t)}, camera=torch.full((), t))
+        for i in range(3)
+    ]
+    return TensorDict(lazy=lazy_stack(members, 0), state=torch.full((1,), t))
+
+
+def test_maybe_dense_stack_keeps_a_nested_heterogeneous_lazy_stack_lazy():
+    from tensordict import LazyStackedTensorDict
+    from tensordict.functional import dense_stack_tds
+
+    out = LazyStackedTensorDict.maybe_dense_stack([_hetero_step(0.0), _hetero_step(1.0)], 0)
+    assert type(out) is TensorDict and out.batch_size == (2,)
+    nested = out.get("lazy")
+    assert isinstance(nested, LazyStackedTensorDict) and nested.stack_dim == 1
+    assert nested.batch_size == (2, 3)
+    # every member keeps its own key, stacked along the new dim
+    assert torch.equal(nested.tensordicts[2]["tensor_2"], torch.tensor([[0.0] * 3, [1.0] * 3]))
+    assert dense_stack_tds(out) is out  # already dense: as it is
+
+
+def test_values_read_a_nested_lazy_stack_only_when_iteration_reaches_it():
+    ragged = lazy_stack([TensorDict(camera=torch.zeros(())), TensorDict(camera=torch.zeros(2))])
+    step = TensorDict(lazy=ragged, state=torch.zeros(1))
+    # any() stops at the lazy stack itself, before its ragged entries would be stacked
+    assert any(type(v).__name__ == "LazyStackedTensorDict" for v in step.values(True))
+    with pytest.raises(RuntimeError, match="shape differs"):
+        list(step.values(True))
+    import itertools
+
+    assert [k for k, _ in itertools.islice(step.items(True), 1)] == ["lazy"]
+
+
+def test_update_merges_into_a_nested_lazy_stack():
+    step = _hetero_step(0.0)
+    done = TensorDict(done=torch.zeros(3, 1, dtype=torch.bool), batch_size=[3])
+    step.update(TensorDict(lazy=done))
+    nested = step.get("lazy")
+    assert type(nested).__name__ == "LazyStackedTensorDict"
+    assert [sorted(m.keys()) for m in nested.tensordicts] == [
+        ["camera", "done", "tensor_0"], ["camera", "done", "tensor_1"], ["camera", "done", "tensor_2"],
+    ]  # fmt: skip
+
+
+def test_stacking_errors_start_with_the_references_words():
+    a = TensorDict(a=torch.zeros(()), x=torch.zeros(1))
+    b = TensorDict(a=torch.ones(()), y=torch.zeros(1))
+    for kind in (KeyError, RuntimeError):  # clients catch either
+        with pytest.raises(kind) as info:
+            torch.stack([a, b])
+        assert str(info.value).startswith(
+            "The sets of keys in the tensordicts to stack are exclusive"
+        )
+        assert "only in 0: ['x'], only in 1: ['y']" in str(info.value)
+    c = TensorDict(x=torch.zeros(1))
+    with pytest.raises(RuntimeError) as info:
+        torch.stack([c, TensorDict(x=torch.zeros(2))])
+    assert str(info.value).startswith("The shapes of the tensors to stack is incompatible")

@@ -186,6 +186,16 @@ class DictOps:
                         value, clone, wanted, prefix + (key,), plan, ignore_lock, restack
                     )
                     continue
+            elif (
+                isinstance(current, _kinds.Lazy)
+                and isinstance(value, (dict, TensorDictBase))
+                and not isinstance(value, NON_TENSOR)
+                and wanted is None
+            ):  # nested entries merge into a lazy stack too: it updates a copy, swapped in
+                merged = current.copy()
+                merged.update(value, clone)
+                plan.append((target, last, merged))
+                continue
             if clone and isinstance(value, (_Tensor, TensorDictBase)):
                 value = value.clone()
             if target._is_locked and not ignore_lock and current is None:

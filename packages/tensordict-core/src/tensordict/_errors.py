@@ -29,6 +29,14 @@ class InvalidKeyError(KeyError, TypeError):
         return str(self.args[0]) if self.args else ""
 
 
+class ExclusiveKeysError(KeyError, RuntimeError):
+    """Tensordicts to stack or concatenate whose keys differ: a ``KeyError`` that is also
+    the ``RuntimeError`` the reference raises (clients match its first words)."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return str(self.args[0]) if self.args else ""
+
+
 class NotAKeyError(TypeError, RuntimeError):
     """:func:`tensordict.unravel_key` given neither a string nor a tuple: a ``TypeError``
     that is also the ``RuntimeError`` the reference raises."""

@@ -13,6 +13,7 @@ import torch
 
 from tensordict import _kinds, _legacy
 from tensordict._collection import data_of, mixing_error, wrapped
+from tensordict._errors import ExclusiveKeysError
 from tensordict._nontensor import (
     NON_TENSOR,
     NonTensorData,
@@ -36,17 +37,19 @@ _Tensor = torch.Tensor
 _T = TypeVar("_T", bound=TensorDictBase)
 
 
-def _keys_error(tds: Sequence[TensorDictBase], op: str, prefix: tuple) -> KeyError:
+def _keys_error(tds: Sequence[TensorDictBase], op: str, prefix: tuple) -> ExclusiveKeysError:
     first = tds[0]._tensordict.keys()
     where = f" in the nested tensordict at {prefix!r}" if prefix else ""
+    # the reference's first words, which clients (TorchRL's rollout) match
+    head = f"The sets of keys in the tensordicts to {op} are exclusive"
     for i, td in enumerate(tds[1:], 1):
         keys = td._tensordict.keys()
         if keys != first:
-            return KeyError(
-                f"{op}: tensordict 0 and tensordict {i} have different keys{where}: "
+            return ExclusiveKeysError(
+                f"{head}: tensordict 0 and tensordict {i} have different keys{where}: "
                 f"only in 0: {sorted(first - keys)}, only in {i}: {sorted(keys - first)}."
             )
-    return KeyError(f"{op}: the tensordicts have different keys{where}.")  # pragma: no cover
+    return ExclusiveKeysError(f"{head}{where}.")  # pragma: no cover
 
 
 def _merge_names(tds: Sequence[TensorDictBase]) -> list | None:
@@ -133,8 +136,9 @@ def _combine(
                 out[key] = tensor_fn(values, dim)
             except RuntimeError as err:
                 shapes = [tuple(v.shape) for v in values]
-                raise RuntimeError(
-                    f"{op}: cannot combine entry {prefix + (key,)!r} with shapes {shapes}: {err}"
+                raise RuntimeError(  # the reference's first words, which clients match
+                    f"The shapes of the tensors to {op} is incompatible: entry "
+                    f"{prefix + (key,)!r} has shapes {shapes}: {err}"
                 ) from None
         elif isinstance(value, NON_TENSOR):
             out[key] = _combine_non_tensor(prefix + (key,), values, op, dim, new_bs)
@@ -616,19 +620,32 @@ def lazy_stack(
     return result
 
 
+def _dense_layout(td: Any, prefix: tuple[str, ...], out: list[Any]) -> bool:
+    """Append ``(key, kind, shape)`` of every leaf of a dense tree to ``out``; ``False``
+    when the tree holds a tensordict that is not dense (a nested lazy stack is stacked
+    member by member, see :func:`maybe_dense_stack`)."""
+    for key, value in td._tensordict.items():
+        if isinstance(value, _kinds.Dense):
+            if not _dense_layout(value, (*prefix, key), out):
+                return False
+        elif isinstance(value, _kinds.Base):
+            return False
+        else:
+            out.append(((*prefix, key), type(value), getattr(value, "shape", None)))
+    return True
+
+
 def _same_structure(tds: Sequence[TensorDictBase]) -> bool:
-    """Whether dense tensordicts have the same keys, leaf kinds and leaf shapes."""
-    first = tds[0]
-    if not isinstance(first, _kinds.Dense):
-        return False
-    every = _kinds.is_leaf_nontensor
-    ref = [(k, type(v), getattr(v, "shape", None)) for k, v in first.items(True, True, every)]
-    for td in tds[1:]:
-        if not isinstance(td, _kinds.Dense):
+    """Whether dense tensordicts, dense all the way down, have the same keys, leaf kinds
+    and leaf shapes."""
+    layouts = []
+    for td in tds:
+        layout: list[Any] = []
+        if not isinstance(td, _kinds.Dense) or not _dense_layout(td, (), layout):
             return False
-        got = [(k, type(v), getattr(v, "shape", None)) for k, v in td.items(True, True, every)]
-        if got != ref:
+        if layouts and layout != layouts[0]:
             return False
+        layouts.append(layout)
     return True
 
 
@@ -710,7 +727,8 @@ def dense_stack_tds(
 
     Unlike ``torch.stack`` (which may return a lazy stack), the result is dense at the
     top level; nested lazy stacks stay lazy. ``td_list`` may be a lazy stack (its
-    members and stack dimension are used) or a sequence of tensordicts with ``dim``.
+    members and stack dimension are used), a dense tensordict (returned as it is) or a
+    sequence of tensordicts with ``dim``.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -723,6 +741,8 @@ def dense_stack_tds(
         if dim is None:
             dim = td_list.stack_dim
         td_list = list(td_list.tensordicts)
+    elif isinstance(td_list, TensorDictBase):  # already dense: as it is, as the reference
+        return td_list  # type: ignore[return-value]
     elif dim is None:
         raise ValueError("dense_stack_tds: pass dim= when stacking a list of tensordicts.")
     tds: list[Any] = list(td_list)

@@ -296,6 +296,42 @@ def _sort_key(key: str | tuple[str, ...]) -> str:
 KEYS, VALUES, ITEMS = 0, 1, 2
 
 
+class Later:
+    """The values (or items) of a tensordict of another kind nested in a dense one (a lazy
+    stack), read only when iteration reaches them: reading a lazy stack's entry stacks it,
+    which can fail (members of other shapes), and a caller may stop before (``any(...)``).
+    """
+
+    __slots__ = ("td", "head", "leaves_only", "is_leaf", "items")
+
+    def __init__(
+        self, td: Any, head: tuple[str, ...], leaves_only: bool, is_leaf: Any, items: bool
+    ) -> None:
+        self.td, self.head, self.leaves_only = td, head, leaves_only
+        self.is_leaf, self.items = is_leaf, items
+
+    def __iter__(self) -> Iterator[Any]:
+        if not self.items:
+            yield from self.td.values(True, self.leaves_only, self.is_leaf)
+            return
+        head = self.head
+        for sub, v in self.td.items(True, self.leaves_only, self.is_leaf):
+            yield (head + (sub if type(sub) is tuple else (sub,)), v)
+
+
+def expand_later(out: list[Any]) -> Iterator[Any]:
+    """Iterate over ``out`` as collected, reading its :class:`Later` parts in their turn.
+
+    >>> list(expand_later([1, 2]))
+    [1, 2]
+    """
+    for item in out:
+        if type(item) is Later:
+            yield from item
+        else:
+            yield item
+
+
 def collect(
     td: Any,
     prefix: tuple[str, ...],
@@ -304,11 +340,13 @@ def collect(
     is_leaf: Callable[[type], bool] | None,
     what: int,
     out: list[Any],
-) -> None:
+) -> bool:
     """Append the keys (``what=KEYS``), values or ``(key, value)`` pairs of the dense
     tensordict ``td`` to ``out``, depth first, as ``keys(include_nested, leaves_only,
     is_leaf)`` lists them: root keys as strings, nested ones as tuples (after ``prefix``).
-    Another kind of tensordict nested inside (a lazy stack) lists its own entries.
+    Another kind of tensordict nested inside (a lazy stack) lists its own entries; its
+    values are appended as a :class:`Later` part (read by :func:`expand_later`), and the
+    result says whether there is one.
 
     >>> import torch
     >>> from tensordict import TensorDict
@@ -320,11 +358,11 @@ def collect(
     if is_leaf is None:  # the default leaf rule: the hot paths
         if what == KEYS:
             _collect_keys(td._tensordict, prefix, include_nested, leaves_only, out)
-        elif what == VALUES:
-            _collect_values(td._tensordict, include_nested, leaves_only, out)
-        else:
-            _collect_items(td._tensordict, prefix, include_nested, leaves_only, out)
-        return
+            return False
+        if what == VALUES:
+            return _collect_values(td._tensordict, include_nested, leaves_only, out)
+        return _collect_items(td._tensordict, prefix, include_nested, leaves_only, out)
+    later = False
     base = _kinds.Base
     dense = _kinds.Dense
     for key, value in td._tensordict.items():
@@ -335,19 +373,17 @@ def collect(
         if leaf or not include_nested:
             continue
         if isinstance(value, dense):
-            collect(value, prefix + (key,), True, leaves_only, is_leaf, what, out)
+            later = collect(value, prefix + (key,), True, leaves_only, is_leaf, what, out) or later
         elif not hasattr(value, "keys"):  # a non-tensor value that is not a leaf here
             continue
-        elif what == VALUES:  # another kind of tensordict: its own entries
-            out.extend(value.values(True, leaves_only, is_leaf))
-        elif what == KEYS:
+        elif what == KEYS:  # another kind of tensordict: its own entries
             head = prefix + (key,)
             for sub in value.keys(True, leaves_only, is_leaf):
                 out.append(head + (sub if type(sub) is tuple else (sub,)))
-        else:
-            head = prefix + (key,)
-            for sub, v in value.items(True, leaves_only, is_leaf):
-                out.append((head + (sub if type(sub) is tuple else (sub,)), v))
+        else:  # values are read when iterated (see Later)
+            out.append(Later(value, prefix + (key,), leaves_only, is_leaf, what == ITEMS))
+            later = True
+    return later
 
 
 def count(
@@ -399,9 +435,10 @@ def _collect_keys(
 
 def _collect_values(
     store: Mapping[str, Any], include_nested: bool, leaves_only: bool, out: list[Any]
-) -> None:
+) -> bool:
     """:func:`collect` of the values with the default leaf rule."""
     base, tensor, non_tensor = _kinds.Base, _Tensor, _kinds.NON_TENSOR
+    later = False
     for value in store.values():
         if not isinstance(value, base):
             if not leaves_only or type(value) is tensor or not isinstance(value, non_tensor):
@@ -411,9 +448,11 @@ def _collect_values(
             out.append(value)
         if include_nested:
             if isinstance(value, _kinds.Dense):
-                _collect_values(value._tensordict, True, leaves_only, out)
+                later = _collect_values(value._tensordict, True, leaves_only, out) or later
             else:
-                out.extend(value.values(True, leaves_only))
+                out.append(Later(value, (), leaves_only, None, False))
+                later = True
+    return later
 
 
 def _collect_items(
@@ -422,9 +461,10 @@ def _collect_items(
     include_nested: bool,
     leaves_only: bool,
     out: list[Any],
-) -> None:
+) -> bool:
     """:func:`collect` of the ``(key, value)`` pairs with the default leaf rule."""
     base, tensor, non_tensor = _kinds.Base, _Tensor, _kinds.NON_TENSOR
+    later = False
     for key, value in store.items():
         if not isinstance(value, base):
             if not leaves_only or type(value) is tensor or not isinstance(value, non_tensor):
@@ -435,7 +475,8 @@ def _collect_items(
         if include_nested:
             head = prefix + (key,)
             if isinstance(value, _kinds.Dense):
-                _collect_items(value._tensordict, head, True, leaves_only, out)
+                later = _collect_items(value._tensordict, head, True, leaves_only, out) or later
             else:
-                for sub, v in value.items(True, leaves_only):
-                    out.append((head + (sub if type(sub) is tuple else (sub,)), v))
+                out.append(Later(value, head, leaves_only, None, True))
+                later = True
+    return later

@@ -35,6 +35,7 @@ from tensordict._keys import (
     _collect_values,
     _sort_key,
     collect,
+    expand_later,
     unravel_key,
 )
 from tensordict._memory import MemoryOps
@@ -862,14 +863,17 @@ class TensorDict(
             return self._tensordict.items()
         out: list[Any] = []
         if is_leaf is None:
-            _collect_items(self._tensordict, (), include_nested, leaves_only, out)
+            later = _collect_items(self._tensordict, (), include_nested, leaves_only, out)
         elif is_as_lists(is_leaf):
             out.extend(items_as_lists(self, include_nested, leaves_only, is_leaf))
+            later = False
         else:
-            collect(self, (), include_nested, leaves_only, is_leaf, ITEMS, out)
+            later = collect(self, (), include_nested, leaves_only, is_leaf, ITEMS, out)
         if sort:
+            out = list(expand_later(out)) if later else out
             out.sort(key=lambda item: _sort_key(item[0]))
-        return out
+            return out
+        return expand_later(out) if later else out
 
     def values(
         self,
@@ -893,12 +897,14 @@ class TensorDict(
             return (v for _, v in self.items(include_nested, leaves_only, is_leaf, sort=True))
         out: list[Any] = []
         if is_leaf is None:
-            _collect_values(self._tensordict, include_nested, leaves_only, out)
+            later = _collect_values(self._tensordict, include_nested, leaves_only, out)
         elif is_as_lists(is_leaf):
             out.extend(v for _, v in items_as_lists(self, include_nested, leaves_only, is_leaf))
+            later = False
         else:
-            collect(self, (), include_nested, leaves_only, is_leaf, VALUES, out)
-        return out
+            later = collect(self, (), include_nested, leaves_only, is_leaf, VALUES, out)
+        # the entries of a nested lazy stack are read when the iteration reaches them
+        return expand_later(out) if later else out
 
     # ------------------------------------------------------------------ indexing
     def _index(self, index: Any) -> TensorDict:
