@@ -407,3 +407,24 @@ def test_stacking_errors_start_with_the_references_words():
     with pytest.raises(RuntimeError) as info:
         torch.stack([c, TensorDict(x=torch.zeros(2))])
     assert str(info.value).startswith("The shapes of the tensors to stack is incompatible")
+
+
+def test_filter_non_tensor_data_of_a_ragged_nested_lazy_stack():
+    ragged = lazy_stack(
+        [TensorDict(camera=torch.zeros(()), s="a"), TensorDict(camera=torch.zeros(2), s="b")]
+    )
+    td = TensorDict(lazy=ragged, state=torch.zeros(1), n="x", m=TensorDict(q="z", r=torch.ones(1)))
+    out = td.filter_non_tensor_data()
+    assert set(out.keys(True, True)) == {"state", ("m", "r"), ("lazy", "camera")}
+    assert [sorted(m.keys()) for m in out.get("lazy").tensordicts] == [["camera"], ["camera"]]
+    assert td["n"] == "x"  # the input keeps its entries
+
+
+def test_empty_of_a_lazy_stack_with_its_own_batch_size_stays_lazy():
+    stack = lazy_stack([TensorDict(a=torch.zeros(2, 3), batch_size=[2]),
+                        TensorDict(b=torch.zeros(2), batch_size=[2])], 1)  # fmt: skip
+    for out in (stack.empty(), stack.empty(batch_size=stack.batch_size)):
+        assert type(out).__name__ == "LazyStackedTensorDict" and out.stack_dim == 1
+        assert out.batch_size == (2, 2) and all(m.is_empty() for m in out.tensordicts)
+    other = stack.empty(batch_size=[4])
+    assert type(other) is TensorDict and other.batch_size == (4,)

@@ -706,8 +706,9 @@ class LazyMemberOps(_kinds.LazyMixin):
         device: Any = NO_DEFAULT,
         names: Any = NO_DEFAULT,
     ) -> Any:
-        """A lazy stack of the members' :meth:`~TensorDict.empty` (same batch size)."""
-        if batch_size is not None:
+        """A lazy stack of the members' :meth:`~TensorDict.empty` (for its own batch size,
+        as the reference; an empty dense tensordict for another one)."""
+        if batch_size is not None and torch.Size(batch_size) != self.batch_size:
             return _kinds.Dense(
                 batch_size=batch_size,
                 device=None if device is NO_DEFAULT else device,

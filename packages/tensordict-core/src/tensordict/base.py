@@ -962,11 +962,8 @@ class TensorDictBase(
         >>> list(td.filter_non_tensor_data().keys(True))
         ['a', 'n']
         """
-        keys = [
-            k
-            for k, v in self.items(True, True, is_leaf=_kinds.is_leaf_nontensor)
-            if isinstance(v, NON_TENSOR)
-        ]
+        # keys only: reading the values would stack a nested lazy stack's ragged entries
+        keys = list(self.keys(True, True, is_leaf=_is_non_tensor_type))
         return self.exclude(*keys) if keys else self.copy()
 
     def is_non_tensor(self, key: NestedKey) -> bool:
@@ -1081,6 +1078,10 @@ def _key_tuple(key: Any) -> tuple[str, ...]:
         return (key,)
     key = unravel_key(key)
     return (key,) if type(key) is str else key
+
+
+def _is_non_tensor_type(cls: type) -> bool:
+    return issubclass(cls, NON_TENSOR)
 
 
 def set_get_defaults_to_none(set_to_none: bool = True) -> None:
