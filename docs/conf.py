@@ -36,8 +36,8 @@ doctest_global_setup = """
 import torch
 import tensordict
 from tensordict import *
-from tensordict.utils import *
 from tensordict._keys import *
+from tensordict._collection import *
 from tensordict._nontensor import *
 from tensordict._shape import *
 from tensordict._index import *
@@ -48,4 +48,6 @@ from tensordict.base import set_get_defaults_to_none, get_defaults_to_none
 from tensordict.nn import *
 from tensordict.nn.distributions import *
 from tensordict.nn.distributions.composite import *
+from tensordict.nn.distributions.truncated_normal import *
+from tensordict.utils import *  # last: the public unravel_key is utils', not _keys'
 """

@@ -56,4 +56,4 @@ class ClassGetattr(type):
     (False, 0)
     """
 
-    __getattr__ = _ClassLevelGetattr()
+    __getattr__ = _ClassLevelGetattr()  # type: ignore[misc]

@@ -190,6 +190,7 @@ def is_tensor_hint(hint: Any) -> bool:
 
     >>> import torch
     >>> from typing import Optional
+    >>> from tensordict.tensorclass._fields import is_tensor_hint
     >>> is_tensor_hint(Optional[torch.Tensor]), is_tensor_hint(torch.Tensor | str)
     (True, False)
     """
