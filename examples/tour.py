@@ -384,4 +384,40 @@ else:
         f"value net: {sum(p.numel() for p in value.parameters())} parameters, swapped and restored"
     )
 
+    if importlib.util.find_spec("tensordict.memmap") is not None:
+        # The checkpoint recipe of the reference's README: parameters to memory-mapped
+        # files, loaded (nothing read yet) straight into a fresh model.
+        import tempfile
+
+        with tempfile.TemporaryDirectory() as folder:
+            TensorDict.from_module(value).memmap(folder)
+            fresh = TensorDictModule(
+                nn.Sequential(nn.Linear(OBS_DIM, 16), nn.Tanh(), nn.Linear(16, 1)),
+                in_keys=["observation"],
+                out_keys=["state_value"],
+            )
+            TensorDict.load_memmap(folder).to_module(fresh)
+            probe = torch.randn(3, OBS_DIM)
+            assert torch.equal(fresh(observation=probe), value(observation=probe))
+            print("checkpoint: saved with memmap, loaded into a fresh model, same outputs")
+
+    # torch.export of a module called with keyword tensors, named after its in_keys.
+    program = torch.export.export(
+        value, args=(), kwargs={"observation": torch.zeros(4, OBS_DIM)}, strict=False
+    )
+    probe = torch.randn(4, OBS_DIM)
+    assert torch.allclose(program.module()(observation=probe), value(observation=probe))
+    print("torch.export: the exported program gives the module's outputs")
+
+section("15. Code written for the reference runs unchanged: its module paths and names")
+from tensordict import NestedKey, unravel_key  # noqa: E402
+from tensordict.functional import pad  # noqa: E402
+from tensordict.utils import _zip_strict  # noqa: E402  (a name TorchRL imports)
+
+assert isinstance(("next", "reward"), NestedKey) and not isinstance(["next"], NestedKey)
+assert unravel_key(("next", ("reward",))) == ("next", "reward") and unravel_key((0,)) == ()
+assert pad(TensorDict(x=torch.ones(2), batch_size=[2]), [0, 1])["x"].tolist() == [1, 1, 0]
+assert list(_zip_strict("ab", "cd")) == [("a", "c"), ("b", "d")]
+print("tensordict.functional, tensordict.utils' private names, NestedKey checks: as the reference")
+
 print(f"\ntensordict {tensordict.__version__}: tour finished, every check passed.")
