@@ -37,13 +37,13 @@ import torch
 import tensordict
 from tensordict import *
 from tensordict._keys import *
-from tensordict._collection import *
-from tensordict._nontensor import *
-from tensordict._shape import *
-from tensordict._index import *
-from tensordict._kinds import *
-from tensordict._tree import *
-from tensordict._repr import *
+from tensordict._leaves.collection import *
+from tensordict._leaves.nontensor import *
+from tensordict._keys.shape import *
+from tensordict._keys.index import *
+from tensordict._kinds.kinds import *
+from tensordict._engine.tree import *
+from tensordict._formats.repr import *
 from tensordict.base import set_get_defaults_to_none, get_defaults_to_none
 from tensordict.nn import *
 from tensordict.nn.distributions import *

@@ -1,16 +1,23 @@
-"""Check the import structure of tensordict-core (run by ``nox -s lint``).
+"""Check the import structure of the monorepo (run by ``nox -s lint``).
 
-Two rules keep core's modules free of import circles:
+tensordict-core's private modules live in folders by concept, ranked bottom to top
+(:data:`LAYERS`). The rules:
 
-1. The module-level imports between core modules form no cycle (imports under
-   ``if TYPE_CHECKING:`` do not count: they never run).
-2. A core module imports another core module inside a function only where listed in
-   :data:`FORWARDERS` below: the documented upward forwarders (``stack``/``cat``/``pad``
-   and friends, whose implementations sit above the module that offers them).
-   Telling kinds apart or building a ``TensorDict`` never needs such an import: the
-   concrete classes are bound once in ``tensordict._kinds``.
+1. No import circle between core modules, counting the imports under ``if
+   TYPE_CHECKING:`` too (lower layers annotate with the protocols of ``_kinds``, not the
+   concrete classes above them).
+2. A module imports only from its own folder or from lower ones, but for the few upward
+   imports listed in :data:`UPWARD` (the documented forwarders: ``stack``/``cat`` offered
+   by ``TensorDictBase`` whose implementation sits above it), each inside a function.
+3. Any other import inside a function is listed in :data:`UPWARD` too; telling kinds apart
+   or building a ``TensorDict`` never needs one (the classes are bound in ``_kinds.kinds``).
+4. At most :data:`MAX_ROOT_MODULES` modules at the root of core's package.
+5. The siblings (memmap, nn, distributed, tensorclass) import core only through the
+   public modules and :data:`SIBLING_API` (``tensordict._plugins.api``), at module level
+   or inside functions; and the module-level imports inside each sibling form no circle.
 
-    python tools/check_imports.py        # exit status 1 and one line per problem
+    python tools/check_imports.py            # exit status 1 and one line per problem
+    python tools/check_imports.py --report   # the layers, counts and upward imports
 """
 
 from __future__ import annotations
@@ -21,72 +28,146 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 CORE = ROOT / "packages/tensordict-core/src/tensordict"
-
-#: (importing module, imported module) -> why the import must wait for a call.
-FORWARDERS: dict[tuple[str, str], str] = {
-    ("base", "_functional"): "TensorDictBase.stack/cat/lazy_stack/maybe_dense_stack",
-    ("_convert", "_functional"): "TensorDict.from_list stacks its rows",
+SIBLINGS = {
+    "memmap": ROOT / "packages/tensordict-memmap/src/tensordict/memmap",
+    "nn": ROOT / "packages/tensordict-nn/src/tensordict/nn",
+    "distributed": ROOT / "packages/tensordict-distributed/src/tensordict/distributed",
+    "tensorclass": ROOT / "packages/tensorclass/src/tensordict/tensorclass",
 }
 
+#: core's folders (and the root module ``base``), bottom first; a module may import its
+#: own folder and the ones before it. Root modules other than ``base`` are the top.
+LAYERS = (
+    "_util",
+    "_plugins",
+    "_keys",
+    "_leaves",
+    "_kinds",
+    "_torch",
+    "_wire",
+    "_formats",
+    "_base",
+    "base",
+    "_engine",
+    "_combine",
+    "_functions",
+    "_shared",
+    "_dense",
+    "_lazy",
+)
 
-def _module_of(node: ast.ImportFrom | ast.Import, names: set[str]) -> list[str]:
-    """The core modules an import statement names (``tensordict`` itself excluded)."""
-    out = []
-    if isinstance(node, ast.Import):
-        for alias in node.names:
-            parts = alias.name.split(".")
-            if parts[0] == "tensordict" and len(parts) > 1 and parts[1] in names:
-                out.append(parts[1])
-        return out
-    if node.level or not node.module or node.module.split(".")[0] != "tensordict":
-        return out
-    parts = node.module.split(".")
-    if len(parts) > 1:
-        if parts[1] in names:
-            out.append(parts[1])
-        return out
-    for alias in node.names:  # from tensordict import _kinds, ...
-        if alias.name in names:
-            out.append(alias.name)
+#: the one module the siblings import of core's private code: a facade over all of core,
+#: never imported by core itself (so it ranks above everything).
+SIBLING_API = "_plugins.api"
+
+#: (importing module, imported module) -> why it is an upward (or function-level) import.
+UPWARD: dict[tuple[str, str], str] = {
+    ("base", "_combine.functional"): "TensorDictBase.stack/cat/lazy_stack/maybe_dense_stack",
+    ("_formats.convert", "_combine.functional"): "TensorDict.from_list stacks its rows",
+}
+#: at most this many upward imports (counted per statement)
+MAX_UPWARD = 5
+MAX_ROOT_MODULES = 15
+
+#: core's public modules (any sibling may import them)
+PUBLIC = {"", "base", "utils", "tensordict", "functional"}
+
+
+def _rank(module: str) -> int:
+    if module == SIBLING_API:
+        return len(LAYERS) + 1
+    head = module.split(".")[0]
+    if head in LAYERS:
+        return LAYERS.index(head)
+    return len(LAYERS)  # the root modules: the top
+
+
+def core_modules(core: Path = CORE) -> dict[str, Path]:
+    """Dotted names (relative to ``tensordict``) of core's modules, ``__init__`` files as
+    their package's name (``""`` for the root)."""
+    out = {}
+    for path in sorted(core.rglob("*.py")):
+        parts = list(path.relative_to(core).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
     return out
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return "TYPE_CHECKING" in ast.unparse(test)
+def _targets(node: ast.AST, known: set[str], package: str) -> list[str]:
+    """The known modules an import statement names (relative to ``package``)."""
+    out: list[str] = []
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.name.startswith(f"{package}."):
+                name = alias.name[len(package) + 1 :]
+                if name in known:
+                    out.append(name)
+        return out
+    assert isinstance(node, ast.ImportFrom)
+    if node.level or not node.module:
+        return out
+    if node.module == package:
+        base = ""
+    elif node.module.startswith(f"{package}."):
+        base = node.module[len(package) + 1 :]
+    else:
+        return out
+    for alias in node.names:
+        sub = f"{base}.{alias.name}" if base else alias.name
+        if sub in known:
+            out.append(sub)  # ``from tensordict._kinds import kinds``
+        elif base in known and base:
+            out.append(base)
+    return sorted(set(out))
 
 
-def scan(core: Path = CORE) -> tuple[dict[str, set[str]], list[tuple[str, str, int]]]:
-    """Module-level import edges, and function-level imports ``(module, target, line)``."""
-    names = {p.stem for p in core.glob("*.py")} - {"__init__"}
-    edges: dict[str, set[str]] = {name: set() for name in names}
+def scan(
+    modules: dict[str, Path], package: str
+) -> tuple[dict[str, set[str]], dict[str, set[str]], list[tuple[str, str, int]]]:
+    """Module-level edges, TYPE_CHECKING edges and function-level imports."""
+    known = set(modules)
+    edges: dict[str, set[str]] = {m: set() for m in modules}
+    typing_edges: dict[str, set[str]] = {m: set() for m in modules}
     deferred: list[tuple[str, str, int]] = []
-    for path in sorted(core.glob("*.py")):
-        module = path.stem
+    for module, path in modules.items():
         tree = ast.parse(path.read_text(), str(path))
 
-        def visit(node: ast.AST, in_function: bool, module: str = module) -> None:
+        def visit(node: ast.AST, in_function: bool, in_typing: bool, module: str = module) -> None:
             for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.If) and _is_type_checking(child.test):
+                if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                    for grandchild in child.body:
+                        visit_one(grandchild, in_function, True)
                     for grandchild in child.orelse:
-                        visit(grandchild, in_function)
+                        visit_one(grandchild, in_function, in_typing)
                     continue
-                if isinstance(child, (ast.Import, ast.ImportFrom)):
-                    for target in _module_of(child, names):
-                        if target == module:
-                            continue
-                        if in_function:
-                            deferred.append((module, target, child.lineno))
-                        elif module != "__init__":
-                            edges[module].add(target)
-                is_function = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
-                visit(child, in_function or is_function)
+                visit_one(child, in_function, in_typing)
 
-        visit(tree, False)
-    return edges, deferred
+        def visit_one(
+            child: ast.AST, in_function: bool, in_typing: bool, module: str = module
+        ) -> None:
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                for target in _targets(child, known, package):
+                    if target == module or module.startswith(f"{target}.") and target == "":
+                        continue
+                    if target == "" and module != "":
+                        continue  # ``from tensordict import x`` of a name: the root package
+                    if in_function:
+                        deferred.append((module, target, child.lineno))
+                    elif in_typing:
+                        typing_edges[module].add(target)
+                    else:
+                        edges[module].add(target)
+                return
+            nested = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            visit(child, in_function or nested, in_typing)
+
+        visit(tree, False, False)
+    return edges, typing_edges, deferred
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
-    """One import cycle of ``edges`` (as a closed path), or ``None``."""
+    """One import circle, as the list of its modules, or None."""
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -96,7 +177,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
         for nxt in sorted(edges.get(node, ())):
             if state.get(nxt) == 1:
                 return stack[stack.index(nxt) :] + [nxt]
-            if nxt not in state:
+            if state.get(nxt) is None:
                 found = dfs(nxt)
                 if found:
                     return found
@@ -112,33 +193,116 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def problems(core: Path = CORE) -> list[str]:
-    edges, deferred = scan(core)
-    out = []
-    cycle = find_cycle(edges)
+def check_core(problems: list[str], report: bool) -> None:
+    modules = core_modules()
+    edges, typing_edges, deferred = scan(modules, "tensordict")
+    both = {m: edges[m] | typing_edges[m] for m in modules}
+    for m in list(both):  # packages import their modules: not a circle through __init__
+        both[m] = {t for t in both[m] if not (m and t.startswith(f"{m}."))}
+    cycle = find_cycle({m: {t for t in ts if t != ""} for m, ts in both.items() if m != ""})
     if cycle:
-        out.append("module-level import cycle: " + " -> ".join(cycle))
+        problems.append(
+            "core import circle (TYPE_CHECKING imports included): " + " -> ".join(cycle)
+        )
+    upward: list[tuple[str, str, int]] = []
+    for module in modules:
+        if module in ("", SIBLING_API):
+            continue
+        for target in sorted(both[module]):
+            if target in ("", SIBLING_API):
+                continue
+            if _rank(target) > _rank(module):
+                where = "under TYPE_CHECKING" if target not in edges[module] else "at module level"
+                problems.append(
+                    f"{module} imports {target} {where} (a higher layer); import downward "
+                    "only (annotate with the protocols of _kinds), or list a function-level "
+                    "forwarder in UPWARD"
+                )
     for module, target, line in deferred:
-        if (module, target) not in FORWARDERS:
-            out.append(
-                f"{module}.py:{line}: imports tensordict.{target} inside a function; use "
-                "tensordict._kinds to test or build a kind, import at module level, or "
-                "document a forwarder in tools/check_imports.py FORWARDERS"
+        if (module, target) in UPWARD:
+            if _rank(target) > _rank(module):
+                upward.append((module, target, line))
+            continue
+        problems.append(
+            f"{module}:{line}: imports {target} inside a function; import at module level, "
+            "or document a forwarder in tools/check_imports.py UPWARD"
+        )
+    if len(upward) > MAX_UPWARD:
+        problems.append(f"{len(upward)} upward imports, more than {MAX_UPWARD}: {upward}")
+    roots = [m for m in modules if m and "." not in m and not (CORE / m).is_dir()]
+    if len(roots) + 1 > MAX_ROOT_MODULES:  # + __init__
+        problems.append(f"{len(roots) + 1} modules at core's root, more than {MAX_ROOT_MODULES}")
+    if report:
+        print(f"core: {len(modules)} modules, {len(roots) + 1} at the root")
+        print(f"  upward imports ({len(upward)}): {upward}")
+        for layer in LAYERS:
+            members = sorted(m for m in modules if m.split(".")[0] == layer and m != layer)
+            print(
+                f"  {layer}: {', '.join(m.split('.', 1)[1] for m in members) if layer != 'base' else ''}"
             )
-    used = {(m, t) for m, t, _ in deferred}
-    for pair in sorted(set(FORWARDERS) - used):
-        out.append(f"FORWARDERS lists {pair[0]} -> {pair[1]}, which no function imports")
-    return out
 
 
-def main() -> int:
-    found = problems()
-    for line in found:
-        print(line)
-    if not found:
-        print(f"{CORE.relative_to(ROOT)}: no import cycle, only the documented forwarders")
-    return 1 if found else 0
+def check_siblings(problems: list[str]) -> None:
+    core = core_modules()
+    for name, folder in SIBLINGS.items():
+        if not folder.is_dir():
+            continue
+        package = f"tensordict.{name}"
+        modules = {}
+        for path in sorted(folder.rglob("*.py")):
+            parts = list(path.relative_to(folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            modules[".".join(parts)] = path
+        edges, _typing, _deferred = scan(modules, package)
+        cycle = find_cycle({m: {t for t in ts if t} for m, ts in edges.items() if m})
+        if cycle:
+            problems.append(f"{package}: import circle: " + " -> ".join(cycle))
+        for module, path in modules.items():
+            tree = ast.parse(path.read_text(), str(path))
+            for node in ast.walk(tree):
+                for target in (
+                    _targets(node, set(core), "tensordict")
+                    if isinstance(node, (ast.Import, ast.ImportFrom))
+                    else ()
+                ):
+                    if (
+                        target in PUBLIC
+                        or target == SIBLING_API
+                        or target.split(".")[0] in SIBLINGS
+                    ):
+                        continue
+                    problems.append(
+                        f"{package}.{module or '__init__'}:{node.lineno}: imports core's private "
+                        f"module tensordict.{target}; use tensordict.{SIBLING_API} or a public module"
+                    )
+
+
+#: Known problems being worked off (the file lists one per line); any other fails.
+DEBT = ROOT / "tools" / "import_debt.txt"
+
+
+def main(argv: list[str]) -> int:
+    problems: list[str] = []
+    check_core(problems, "--report" in argv)
+    check_siblings(problems)
+    known = set(DEBT.read_text().splitlines()) if DEBT.exists() else set()
+    if "--write-debt" in argv:
+        DEBT.write_text("".join(f"{p}\n" for p in sorted(problems)))
+        return 0
+    new = [p for p in problems if p not in known]
+    for problem in new:
+        print(problem)
+    paid = known - set(problems)
+    if paid:
+        print(f"{len(paid)} line(s) of {DEBT.name} no longer apply: remove them")
+    if not new and not paid:
+        print(
+            "import structure: no new circle, layer break or private sibling import "
+            f"({len(known)} known in {DEBT.name})"
+        )
+    return 1 if new or paid else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:]))

@@ -67,7 +67,7 @@ SIBLING_TOP_LEVEL: dict[str, str] = {
 }
 
 #: ``TensorDict`` methods owned by a sibling (besides core's forwarders table, read from the
-#: installed ``tensordict._forwarders``): file formats and stores.
+#: installed ``tensordict._plugins.forwarders``): file formats and stores.
 SIBLING_METHODS: dict[str, str] = {
     **dict.fromkeys(
         """from_csv from_json from_parquet from_zarr to_csv to_json to_parquet to_zarr
@@ -453,7 +453,7 @@ def run(reference: Path) -> Report:
     report = Report({}, {})
     forwarders: dict[str, tuple[str, str, str]] = {}
     if installed(CORE):
-        from tensordict import _forwarders  # type: ignore[attr-defined]
+        from tensordict._plugins import forwarders as _forwarders
 
         forwarders = {row[0]: (row[1], row[2], row[3]) for row in _forwarders.FORWARDERS}
     for section in sections:

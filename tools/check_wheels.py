@@ -34,7 +34,7 @@ import importlib, json, sys, sysconfig
 from pathlib import Path
 
 import tensordict
-from tensordict._siblings import DISTRIBUTIONS, LAZY_TOP_LEVEL
+from tensordict._plugins.siblings import DISTRIBUTIONS, LAZY_TOP_LEVEL
 
 version, expected, removed = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
 assert DISTRIBUTIONS == expected, ("core's sibling table disagrees with the workspace", DISTRIBUTIONS)

@@ -9,7 +9,7 @@ import pytest
 
 import tensordict
 import tensordict.tensorclass
-from tensordict._siblings import LAZY_TOP_LEVEL
+from tensordict._plugins.siblings import LAZY_TOP_LEVEL
 
 DISTRIBUTION = "tensorclass"
 #: Modules that ``import tensordict.tensorclass`` must never load.

@@ -25,7 +25,7 @@ from tensordict import (
     TensorDictBase,
     is_leaf_nontensor,
 )
-from tensordict._tree import leaf_items
+from tensordict._engine.tree import leaf_items
 
 #: The kinds of tensordict the ``any_td`` fixture gives, all of batch size ``ANY_BS``.
 ANY_TD_KINDS = ("dense", "nested", "lazy0", "lazy1", "indexed")

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from tensordict import TensorDict, cat, from_consolidated, stack
-from tensordict._nesting import MAX_NESTING_DEPTH
+from tensordict._kinds.nesting import MAX_NESTING_DEPTH
 
 
 def make_td():

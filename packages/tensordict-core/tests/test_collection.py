@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorCollection, TensorDict, TensorDictBase
-from tensordict._collection import data_of, wrapped
+from tensordict._leaves.collection import data_of, wrapped
 
 
 class Wrapper(TensorCollection):

@@ -426,7 +426,7 @@ def test_property_consolidate_round_trips(td):
 
 
 # ---------------------------------------------------------------------- non-tensor stacks
-_nontensor = pytest.importorskip("tensordict._nontensor")
+_nontensor = pytest.importorskip("tensordict._leaves.nontensor")
 needs_stack = pytest.mark.skipif(
     not hasattr(_nontensor, "NonTensorStack"), reason="needs NonTensorStack"
 )
@@ -456,7 +456,7 @@ def test_non_tensor_stack_and_metadata_entries():
 
 @pytest.mark.skipif(not hasattr(tensordict, "lazy_stack"), reason="needs lazy stacks")
 def test_lazy_stacks_heterogeneous_members():
-    from tensordict._consolidate import consolidate, consolidated_buffer
+    from tensordict._wire.consolidate import consolidate, consolidated_buffer
 
     a = TensorDict({"x": torch.zeros(3), "n": {"y": torch.ones(3, 2)}, "s": "a"}, [3])
     b = TensorDict(
@@ -510,7 +510,7 @@ def test_cuda_buffer_and_one_copy_moves(td, assert_td_equal):
 
 
 def test_packing_refills_current_values_and_zeroes_every_gap():
-    from tensordict._consolidate import Packing
+    from tensordict._wire.consolidate import Packing
 
     td = TensorDict(
         {

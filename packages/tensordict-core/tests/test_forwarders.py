@@ -171,7 +171,7 @@ def test_forwarders_are_documented():
 
 # ---------------------------------------------------------------- pass-through to the sibling
 def _hook_name(method):
-    from tensordict._forwarders import FORWARDERS
+    from tensordict._plugins.forwarders import FORWARDERS
 
     for row in FORWARDERS:
         if row[0] == method:

@@ -27,12 +27,12 @@ from tensordict import (
     is_leaf_nontensor,
     lazy_stack,
 )
-from tensordict._consolidate import ConsolidateOps
-from tensordict._key_sets import KeySetOps
-from tensordict._lazy_dense import LazyDenseOps
-from tensordict._lazy_ops import LazyMemberOps
-from tensordict._pad import PadOps
-from tensordict._state_dict import StateDictOps
+from tensordict._functions.pad import PadOps
+from tensordict._lazy.dense import LazyDenseOps
+from tensordict._lazy.ops import LazyMemberOps
+from tensordict._shared.key_sets import KeySetOps
+from tensordict._shared.state_dict import StateDictOps
+from tensordict._wire.consolidate import ConsolidateOps
 
 METHODS = (
     "bytes consolidate copy_ copy_at_ create_nested data_ptr depth entry_class "

@@ -1,5 +1,5 @@
 """Table-driven checks of the method families: every row of the tables in
-``tensordict._ops``, ``tensordict._ops_reduce`` and ``tensordict._ops_batch`` is checked
+``tensordict._engine.ops``, ``tensordict._engine.ops_reduce`` and ``tensordict._engine.ops_batch`` is checked
 against the same torch operation applied leaf by leaf, on a nested tensordict (nested
 tensordicts with extra batch dimensions, float32/float64 or int64/int32 leaves, a non-tensor
 entry), with tensordict, tensor and scalar operands, every reduction ``dim``/``keepdim``/
@@ -22,7 +22,7 @@ from core_helpers import check_leafwise as core_check_leafwise
 from core_helpers import leaves, tensor_leaves
 
 from tensordict import TensorDict, TensorDictBase
-from tensordict._ops import (
+from tensordict._engine.ops import (
     BINARY,
     BINARY_NO_INPLACE,
     CASTS,
@@ -31,8 +31,8 @@ from tensordict._ops import (
     QUANTIZED_CASTS,
     UNARY,
 )
-from tensordict._ops_batch import BATCH_OPS, METHODS, NEW
-from tensordict._ops_reduce import CUMULATIVE, REDUCTIONS
+from tensordict._engine.ops_batch import BATCH_OPS, METHODS, NEW
+from tensordict._engine.ops_reduce import CUMULATIVE, REDUCTIONS
 
 pytestmark = [
     # expected torch warnings: std/var over one element, complex32 and quantized dtypes

@@ -18,8 +18,8 @@ import torch
 from core_helpers import ANY_BS, leaves, non_tensor_containers
 
 from tensordict import LazyStackedTensorDict, TensorDictBase
-from tensordict._ops import BINARY, BINARY_NO_INPLACE, CASTS, PREDICATES, UNARY
-from tensordict._ops_reduce import CUMULATIVE, REDUCTIONS
+from tensordict._engine.ops import BINARY, BINARY_NO_INPLACE, CASTS, PREDICATES, UNARY
+from tensordict._engine.ops_reduce import CUMULATIVE, REDUCTIONS
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning"),

@@ -17,7 +17,6 @@ from tensordict import (
     NonTensorData,
     NonTensorStack,
     TensorDict,
-    _modes,
     capture_non_tensor_stack,
     lazy_legacy,
     list_to_stack,
@@ -26,6 +25,7 @@ from tensordict import (
     set_list_to_stack,
 )
 from tensordict import utils as td_utils
+from tensordict._util import modes as _modes
 from tensordict.utils import LinkedList
 
 

@@ -53,7 +53,7 @@ def _owner_of(module: str, name: str) -> str | None:
         return None
     if module in FORWARDED:
         return FORWARDED[module]
-    from tensordict._siblings import LAZY_TOP_LEVEL
+    from tensordict._plugins.siblings import LAZY_TOP_LEVEL
 
     if name in LAZY_TOP_LEVEL:  # tensordict, tensordict.base, tensordict.tensordict
         return LAZY_TOP_LEVEL[name][0]

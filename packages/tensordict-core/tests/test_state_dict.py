@@ -206,7 +206,7 @@ def test_locked_tensordict_refuses_new_keys():
     assert dest["a"] == 1
 
 
-_nontensor = pytest.importorskip("tensordict._nontensor")
+_nontensor = pytest.importorskip("tensordict._leaves.nontensor")
 
 
 @pytest.mark.skipif(not hasattr(_nontensor, "NonTensorStack"), reason="needs NonTensorStack")

@@ -16,8 +16,8 @@ from core_helpers import check_leafwise as core_check_leafwise
 from core_helpers import tensor_leaves
 
 from tensordict import TensorDict
-from tensordict._functional import TORCH_ALIASES, TORCH_METHODS
-from tensordict._ops import UNARY
+from tensordict._combine.functional import TORCH_ALIASES, TORCH_METHODS
+from tensordict._engine.ops import UNARY
 from tensordict.base import TD_HANDLED_FUNCTIONS, TensorDictBase
 
 #: leaf by leaf, any result batch size (the shape functions change it)

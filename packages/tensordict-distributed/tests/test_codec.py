@@ -8,7 +8,8 @@ import types
 import pytest
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict, _wire
+from tensordict import LazyStackedTensorDict, TensorDict
+from tensordict._wire import wire as _wire
 from tensordict.distributed import _buffers, _message, _parts
 
 CPU = torch.device("cpu")

@@ -10,7 +10,7 @@ import pytest
 
 import tensordict
 import tensordict.memmap
-from tensordict._siblings import LAZY_TOP_LEVEL
+from tensordict._plugins.siblings import LAZY_TOP_LEVEL
 
 DISTRIBUTION = "tensordict-memmap"
 #: Modules that ``import tensordict.memmap`` must never load: undeclared siblings, and

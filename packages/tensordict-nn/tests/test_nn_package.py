@@ -9,7 +9,7 @@ import pytest
 
 import tensordict
 import tensordict.nn
-from tensordict._siblings import LAZY_TOP_LEVEL
+from tensordict._plugins.siblings import LAZY_TOP_LEVEL
 
 DISTRIBUTION = "tensordict-nn"
 #: Modules that ``import tensordict.nn`` must never load: undeclared siblings (tensorclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import warnings
 
-from tensordict._keys import unravel_key_to_tuple as _unravel_key_to_tuple
+from tensordict._keys.nested import unravel_key_to_tuple as _unravel_key_to_tuple
 from tensordict.utils import unravel_key, unravel_key_list
 
 warnings.warn(

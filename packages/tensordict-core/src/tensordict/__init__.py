@@ -3,7 +3,7 @@
 This is the ``tensordict-core`` distribution. Sibling distributions
 (``tensordict-memmap``, ``tensordict-nn``, ``tensordict-distributed``, ``tensorclass``)
 install their subpackages into this same namespace; the top-level names they own
-resolve lazily (see :mod:`tensordict._siblings`).
+resolve lazily (see :mod:`tensordict._plugins.siblings`).
 """
 
 from __future__ import annotations
@@ -28,56 +28,60 @@ if TYPE_CHECKING:  # the sibling names that resolve lazily (see __getattr__), fo
         tensorclass as tensorclass,
     )
 
-from tensordict._siblings import LAZY_TOP_LEVEL as _LAZY_TOP_LEVEL
-from tensordict._siblings import import_sibling as _import_sibling
-from tensordict._siblings import sibling_attr as _sibling_attr
+from tensordict._plugins.siblings import LAZY_TOP_LEVEL as _LAZY_TOP_LEVEL
+from tensordict._plugins.siblings import import_sibling as _import_sibling
+from tensordict._plugins.siblings import sibling_attr as _sibling_attr
 
 __version__ = "0.1.0"
 
-from tensordict import (
-    _autograd,  # noqa: F401 - registers torch.autograd.grad
-    _legacy_view,  # noqa: F401 - binds the lazy-legacy view class
-    _losses,  # noqa: F401 - registers torch.nn.functional's element-wise losses
-    _ops,
-    _ops_batch,
-    _ops_reduce,
-    _pytree,
-    utils,
+from tensordict import utils
+from tensordict._base.attrs import TensorAttrs
+from tensordict._combine.functional import (
+    cat,
+    dense_stack_tds,
+    lazy_stack,
+    maybe_dense_stack,
+    stack,
 )
-from tensordict._arrow import from_arrow, to_arrow
-from tensordict._attrs import TensorAttrs
-from tensordict._collection import TensorCollection
-from tensordict._consolidate_read import from_consolidated
-from tensordict._convert import fromkeys, make_tensordict
-from tensordict._functional import cat, dense_stack_tds, lazy_stack, maybe_dense_stack, stack
-from tensordict._grouping import collate, group_by
-from tensordict._key_sets import merge_tensordicts
-from tensordict._keys import NestedKey, unravel_key_to_tuple
-from tensordict._kinds import default_is_leaf, is_leaf_nontensor, is_tensorclass
-from tensordict._lazy import LazyStackedTensorDict
-from tensordict._legacy import lazy_legacy, set_lazy_legacy
-from tensordict._modes import (
-    capture_non_tensor_stack,
-    list_to_stack,
-    set_capture_non_tensor_stack,
-    set_list_to_stack,
-)
-from tensordict._nontensor import (
+from tensordict._dense import legacy_view as _legacy_view  # noqa: F401 - registers its torch functions / views
+from tensordict._dense.td import TensorDict
+from tensordict._engine import ops as _ops
+from tensordict._engine import ops_batch as _ops_batch
+from tensordict._engine import ops_reduce as _ops_reduce
+from tensordict._formats.arrow import from_arrow, to_arrow
+from tensordict._formats.convert import fromkeys, make_tensordict
+from tensordict._formats.pack import PackLayout
+from tensordict._formats.pandas import from_pandas
+from tensordict._formats.repr import td_repr as _td_repr
+from tensordict._formats.repr_parse import parse_tensor_dict_string
+from tensordict._functions import autograd as _autograd  # noqa: F401 - registers its torch functions / views
+from tensordict._functions import losses as _losses  # noqa: F401 - registers its torch functions / views
+from tensordict._functions.grouping import collate, group_by
+from tensordict._functions.pad import pad, pad_sequence, unpad_sequence
+from tensordict._functions.testing import assert_allclose_td, assert_close
+from tensordict._keys.nested import NestedKey, unravel_key_to_tuple
+from tensordict._kinds.kinds import default_is_leaf, is_leaf_nontensor, is_tensorclass
+from tensordict._lazy.stack import LazyStackedTensorDict
+from tensordict._leaves.collection import TensorCollection
+from tensordict._leaves.nontensor import (
     MetaData,
     NonTensorData,
     NonTensorDataBase,
     NonTensorStack,
     is_non_tensor,
 )
-from tensordict._pack import PackLayout
-from tensordict._pad import pad, pad_sequence, unpad_sequence
-from tensordict._pandas import from_pandas
-from tensordict._printoptions import get_printoptions, set_printoptions
-from tensordict._repr import td_repr as _td_repr
-from tensordict._repr_parse import parse_tensor_dict_string
-from tensordict._td import TensorDict
-from tensordict._testing import assert_allclose_td, assert_close
-from tensordict._unbatched import UnbatchedTensor
+from tensordict._leaves.unbatched import UnbatchedTensor
+from tensordict._shared.key_sets import merge_tensordicts
+from tensordict._torch import pytree as _pytree
+from tensordict._util.legacy import lazy_legacy, set_lazy_legacy
+from tensordict._util.modes import (
+    capture_non_tensor_stack,
+    list_to_stack,
+    set_capture_non_tensor_stack,
+    set_list_to_stack,
+)
+from tensordict._util.printoptions import get_printoptions, set_printoptions
+from tensordict._wire.read import from_consolidated
 from tensordict.base import (
     TensorDictBase,
     get_defaults_to_none,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from tensordict._collection import TensorCollection
+from tensordict._leaves.collection import TensorCollection
 
 T = TypeVar("T", bound=TensorCollection)
 

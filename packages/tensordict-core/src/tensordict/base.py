@@ -4,7 +4,7 @@ Concrete containers (:class:`~tensordict.TensorDict`, lazy stacks, tensorclasses
 parameter containers) implement a handful of primitives; this class adds what is
 generic: the dict protocol built on them, the context-manager protocol, the
 ``torch.*`` function dispatch, the forwarders to sibling distributions, and (installed
-from tables by :mod:`tensordict._ops`) the families of tensor methods.
+from tables by :mod:`tensordict._engine.ops`) the families of tensor methods.
 """
 
 from __future__ import annotations
@@ -19,28 +19,30 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
 
-from tensordict import _forwarders, _kinds
-from tensordict._attrs import AttrsOps
-from tensordict._client_compat import is_as_lists, items_as_lists
-from tensordict._collection import TensorCollection
-from tensordict._compat_ops import CompatOps
-from tensordict._convert import ConversionOps, to_dense
-from tensordict._errors import InvalidKeyError, KeyThroughLeafError, lock_error
-from tensordict._gather import GatherOps
-from tensordict._keys import NestedKey, TensorDictKeysView, has_empty_part, unravel_key
-from tensordict._kinds import is_tensor_collection as is_tensor_collection
-from tensordict._leaf_tensors import LeafTensorOps
-from tensordict._nontensor import NON_TENSOR, NonTensorData, unwrap_non_tensor
-from tensordict._pandas import PandasOps
+from tensordict._base.attrs import AttrsOps
+from tensordict._base.client_compat import is_as_lists, items_as_lists
+from tensordict._base.compat_ops import CompatOps
+from tensordict._base.leaf_tensors import LeafTensorOps
+from tensordict._formats.convert import ConversionOps, to_dense
+from tensordict._formats.pandas import PandasOps
+from tensordict._keys.nested import NestedKey, has_empty_part, unravel_key
+from tensordict._kinds import kinds as _kinds
+from tensordict._kinds.kinds import is_tensor_collection as is_tensor_collection
+from tensordict._kinds.views import TensorDictKeysView
+from tensordict._leaves.collection import TensorCollection
+from tensordict._leaves.nontensor import NON_TENSOR, NonTensorData, unwrap_non_tensor
+from tensordict._plugins import forwarders as _forwarders
+from tensordict._util.errors import InvalidKeyError, KeyThroughLeafError, lock_error
+from tensordict._wire.gather import GatherOps
 
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
 
-    from tensordict._lazy import LazyStackedTensorDict
+    from tensordict._dense.td import TensorDict
+    from tensordict._lazy.stack import LazyStackedTensorDict
     from tensordict._table_api import TableMethods as _TableMethods
-    from tensordict._td import TensorDict
 else:
-    # The methods installed from tables (tensordict._ops, tensordict._forwarders) are
+    # The methods installed from tables (tensordict._engine.ops, tensordict._plugins.forwarders) are
     # declared for type checkers in the generated stub _table_api.pyi.
     _TableMethods = object
 
@@ -226,7 +228,7 @@ class TensorDictBase(
         shared by every level. The primitive behind :meth:`apply`."""
         raise NotImplementedError(_abstract(self))
 
-    # engine primitives (see tensordict._tree): every tensor leaf in one flat list, depth
+    # engine primitives (see tensordict._engine.tree): every tensor leaf in one flat list, depth
     # first, and back; maps that build a new tensordict of the same structure.
     def _flat_tensors(self, out: list[Any]) -> list[Any]:
         """Append every tensor leaf, depth first, to ``out`` and return it."""
@@ -843,7 +845,7 @@ class TensorDictBase(
         >>> TensorDict.stack([a, b], 1).batch_size
         torch.Size([3, 2])
         """
-        from tensordict._functional import stack
+        from tensordict._combine.functional import stack
 
         return stack(input, dim, out=out)
 
@@ -860,7 +862,7 @@ class TensorDictBase(
         >>> TensorDict.cat([a, b])["x"]
         tensor([0., 0., 0., 1., 1.])
         """
-        from tensordict._functional import cat
+        from tensordict._combine.functional import cat
 
         return cat(input, dim, out=out)
 
@@ -879,7 +881,7 @@ class TensorDictBase(
         >>> TensorDict.lazy_stack([TensorDict(), TensorDict()]).batch_size
         torch.Size([2])
         """
-        from tensordict._functional import lazy_stack
+        from tensordict._combine.functional import lazy_stack
 
         return lazy_stack(input, dim, out=out, **kwargs)  # type: ignore[no-any-return]
 
@@ -898,7 +900,7 @@ class TensorDictBase(
         >>> type(TensorDict.maybe_dense_stack([TensorDict(a=0), TensorDict(b=0)])).__name__
         'LazyStackedTensorDict'
         """
-        from tensordict._functional import maybe_dense_stack
+        from tensordict._combine.functional import maybe_dense_stack
 
         return maybe_dense_stack(input, dim, out=out, **kwargs)
 
@@ -1107,7 +1109,7 @@ def get_defaults_to_none(set_to_none: bool = True) -> bool:
 
 
 # Names the reference keeps private in this module that clients import (docs: compatibility).
-from tensordict._client_compat import (  # noqa: E402, F401
+from tensordict._base.client_compat import (  # noqa: E402, F401
     _ACCEPTED_CLASSES,
     _NESTED_TENSORS_AS_LISTS,
     _NESTED_TENSORS_AS_LISTS_NONTENSOR,

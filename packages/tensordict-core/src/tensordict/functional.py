@@ -11,11 +11,11 @@ tensor([1., 1., 0.])
 
 from __future__ import annotations
 
-from tensordict._convert import make_tensordict
-from tensordict._functional import dense_stack_tds
-from tensordict._grouping import collate, group_by
-from tensordict._key_sets import merge_tensordicts
-from tensordict._pad import pad, pad_sequence, unpad_sequence
+from tensordict._combine.functional import dense_stack_tds
+from tensordict._formats.convert import make_tensordict
+from tensordict._functions.grouping import collate, group_by
+from tensordict._functions.pad import pad, pad_sequence, unpad_sequence
+from tensordict._shared.key_sets import merge_tensordicts
 
 __all__ = [
     "collate",

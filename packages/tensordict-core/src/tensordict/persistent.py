@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tensordict._siblings import module_forwarder
+from tensordict._plugins.siblings import module_forwarder
 
 if TYPE_CHECKING:  # the names a sibling provides, for type checkers
     from tensordict.memmap import (  # type: ignore[import-not-found, import-untyped, unused-ignore]

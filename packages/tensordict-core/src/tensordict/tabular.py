@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from tensordict import _tabular
+from tensordict._formats import tabular as _tabular
 
 warnings.warn(
     "tensordict.tabular is deprecated: use TensorDict.from_pandas, from_csv, from_parquet, "

@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from tensordict._convert import make_tensordict
-from tensordict._functional import dense_stack_tds
-from tensordict._key_sets import merge_tensordicts
-from tensordict._keys import NestedKey
-from tensordict._kinds import is_tensorclass
-from tensordict._lazy import LazyStackedTensorDict
-from tensordict._pad import pad, pad_sequence
-from tensordict._siblings import LAZY_TOP_LEVEL, sibling_attr
-from tensordict._td import TensorDict
-from tensordict._testing import assert_allclose_td
+from tensordict._combine.functional import dense_stack_tds
+from tensordict._dense.td import TensorDict
+from tensordict._formats.convert import make_tensordict
+from tensordict._functions.pad import pad, pad_sequence
+from tensordict._functions.testing import assert_allclose_td
+from tensordict._keys.nested import NestedKey
+from tensordict._kinds.kinds import is_tensorclass
+from tensordict._lazy.stack import LazyStackedTensorDict
+from tensordict._plugins.siblings import LAZY_TOP_LEVEL, sibling_attr
+from tensordict._shared.key_sets import merge_tensordicts
 from tensordict.base import NO_DEFAULT, TensorDictBase, is_tensor_collection
 from tensordict.utils import expand_as_right, expand_right
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from tensordict._siblings import import_sibling
+from tensordict._plugins.siblings import import_sibling
 
 __all__: list[str] = []
 

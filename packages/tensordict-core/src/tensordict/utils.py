@@ -11,7 +11,7 @@ import numpy as np
 import torch
 from torch.nn.parameter import Buffer
 
-from tensordict._client_compat import (  # noqa: F401 - kept for clients (docs: compatibility)
+from tensordict._base.client_compat import (  # noqa: F401 - kept for clients (docs: compatibility)
     _getitem_batch_size,
     _is_non_tensor,
     _is_tensorclass,
@@ -22,24 +22,24 @@ from tensordict._client_compat import (  # noqa: F401 - kept for clients (docs: 
     is_seq_of_nested_key,
     timeit,
 )
-from tensordict._errors import EllipsisError, NotAKeyError
-from tensordict._futures import TensorDictFuture
-from tensordict._index import _dims_consumed
-from tensordict._keys import NestedKey, is_nested_key, unravel_key_to_tuple
-from tensordict._keys import unravel_key as _unravel_key
-from tensordict._kinds import is_tensorclass
-from tensordict._legacy import lazy_legacy, set_lazy_legacy
-from tensordict._linked_list import LinkedList
-from tensordict._modes import (
+from tensordict._formats.repr_parse import parse_tensor_dict_string
+from tensordict._functions.testing import assert_allclose_td, assert_close
+from tensordict._keys.index import _dims_consumed
+from tensordict._keys.nested import NestedKey, is_nested_key, unravel_key_to_tuple
+from tensordict._keys.nested import unravel_key as _unravel_key
+from tensordict._kinds.kinds import is_tensorclass
+from tensordict._leaves.nontensor import is_non_tensor
+from tensordict._util.errors import EllipsisError, NotAKeyError
+from tensordict._util.futures import TensorDictFuture
+from tensordict._util.legacy import lazy_legacy, set_lazy_legacy
+from tensordict._util.linked_list import LinkedList
+from tensordict._util.modes import (
     capture_non_tensor_stack,
     list_to_stack,
     set_capture_non_tensor_stack,
     set_list_to_stack,
 )
-from tensordict._nontensor import is_non_tensor
-from tensordict._printoptions import get_printoptions, set_printoptions
-from tensordict._repr_parse import parse_tensor_dict_string
-from tensordict._testing import assert_allclose_td, assert_close
+from tensordict._util.printoptions import get_printoptions, set_printoptions
 from tensordict.base import TensorDictBase, is_tensor_collection
 
 __all__ = [

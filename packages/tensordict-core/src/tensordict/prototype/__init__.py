@@ -3,7 +3,7 @@ path). :func:`symbolic_trace` is provided by ``tensordict-nn``."""
 
 from __future__ import annotations
 
-from tensordict._siblings import module_forwarder
+from tensordict._plugins.siblings import module_forwarder
 
 __all__ = ["symbolic_trace"]
 

@@ -33,7 +33,11 @@ from typing import Any
 
 import torch
 
-from tensordict._consolidate import _unpickle_consolidated, consolidated_buffer, current_metadata
+from tensordict._wire.consolidate import (
+    _unpickle_consolidated,
+    consolidated_buffer,
+    current_metadata,
+)
 
 _MapFn = Callable[[Any], Any]
 

@@ -1,6 +1,6 @@
 """A tensordict (or tensorclass instance) as a message: JSON description + data buffer.
 
-The encoding is core's wire codec (:mod:`tensordict._wire`, built on ``consolidate``);
+The encoding is core's wire codec (:mod:`tensordict._wire.wire`, built on ``consolidate``);
 this module only adds what the transports need around it:
 
 * a tensorclass instance travels as its inner tensordict, with the class named in the
@@ -23,9 +23,9 @@ from typing import Any
 
 import torch
 
-from tensordict import _wire
-from tensordict._kinds import is_tensorclass
-from tensordict._kinds import lazy_members as _lazy_members
+from tensordict._kinds.kinds import is_tensorclass
+from tensordict._kinds.kinds import lazy_members as _lazy_members
+from tensordict._wire import wire as _wire
 from tensordict.distributed import _buffers, _parts
 from tensordict.distributed._kept import Kept, layout_of
 

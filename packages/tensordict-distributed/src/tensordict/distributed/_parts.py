@@ -62,7 +62,7 @@ def cut(packing: Any, large: int | None, chunk: int | None) -> list[Piece]:
     buffer (``leaves=None``).
 
     >>> from tensordict import TensorDict
-    >>> from tensordict._consolidate import Packing
+    >>> from tensordict._wire.consolidate import Packing
     >>> td = TensorDict({k: torch.zeros(4) for k in "abcd"}, [])  # 16 bytes each
     >>> [(p.start, p.stop, p.leaves) for p in cut(Packing(td), None, 32)]
     [(0, 32, (0, 2)), (32, 64, (2, 4))]

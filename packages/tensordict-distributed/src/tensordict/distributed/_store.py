@@ -26,11 +26,11 @@ from typing import Any
 import torch
 
 from tensordict import TensorDict, is_leaf_nontensor
-from tensordict._errors import missing_key
-from tensordict._index import normalize_index
-from tensordict._keys import TensorDictKeysView
-from tensordict._kinds import is_tensorclass
-from tensordict._nontensor import NonTensorData, is_non_tensor, unwrap_non_tensor
+from tensordict._keys.index import normalize_index
+from tensordict._kinds.kinds import is_tensorclass
+from tensordict._kinds.views import TensorDictKeysView
+from tensordict._leaves.nontensor import NonTensorData, is_non_tensor, unwrap_non_tensor
+from tensordict._util.errors import missing_key
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
 from tensordict.distributed._redis import Connection, StoreDataLostError

@@ -34,7 +34,7 @@ import sys
 import types
 from typing import Any
 
-# the td_* hooks are what core's TensorDict forwarders call (see tensordict._forwarders)
+# the td_* hooks are what core's TensorDict forwarders call (see tensordict._plugins.forwarders)
 from tensordict.memmap._api import (
     is_memmap,
     load,

@@ -1,7 +1,7 @@
 """Class names in ``meta.json`` files, and how a loader finds a class without importing.
 
 A saved folder records the class of each tensordict it holds, in the reference library's
-spelling (``"_type": "<class 'tensordict._td.TensorDict'>"``). Loading never imports a
+spelling (``"_type": "<class 'tensordict._dense.td.TensorDict'>"``). Loading never imports a
 module because of that string: the built-in kinds map to core's classes through a table;
 any other class is used only if the caller passed it (``classes=``), if it is registered
 (:func:`register_class`), if its module is already imported and holds it, or if the
@@ -19,15 +19,15 @@ from collections.abc import Iterable
 from typing import Any
 
 from tensordict import LazyStackedTensorDict, MetaData, NonTensorData, NonTensorStack, TensorDict
-from tensordict._class_registry import lookup_class
-from tensordict._class_registry import register_class as _register
+from tensordict._util.class_registry import lookup_class
+from tensordict._util.class_registry import register_class as _register
 from tensordict.base import TensorDictBase
 
 #: What the reference library writes for the kinds core implements (``_type``, ``_class``).
 BUILTIN: dict[type, tuple[str, str | None]] = {
-    TensorDict: ("<class 'tensordict._td.TensorDict'>", "tensordict:TensorDict"),
+    TensorDict: ("<class 'tensordict._dense.td.TensorDict'>", "tensordict:TensorDict"),
     LazyStackedTensorDict: (
-        "<class 'tensordict._lazy.LazyStackedTensorDict'>",
+        "<class 'tensordict._lazy.stack.LazyStackedTensorDict'>",
         "tensordict:LazyStackedTensorDict",
     ),
     NonTensorData: ("<class 'tensordict.tensorclass.NonTensorData'>", None),
@@ -49,7 +49,7 @@ def register_class(cls: type) -> type:
     Returns ``cls``, so it can decorate a class. Classes whose module is imported and
     holds them, and subclasses of ``TensorDictBase``, are found without registration;
     register other classes defined inside functions (tensorclasses register themselves
-    through ``tensordict._class_registry``).
+    through ``tensordict._util.class_registry``).
 
     >>> from tensordict import TensorDict
     >>> from tensordict.memmap import register_class
@@ -65,7 +65,7 @@ def qualified_name(cls: type) -> str:
     """``module.qualname`` of a class.
 
     >>> qualified_name(TensorDict)
-    'tensordict._td.TensorDict'
+    'tensordict._dense.td.TensorDict'
     """
     return f"{cls.__module__}.{cls.__qualname__}"
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import torch
 
-from tensordict._pandas import dataframe, from_pandas
-from tensordict._siblings import import_extra
+from tensordict._formats.pandas import dataframe, from_pandas
+from tensordict._plugins.siblings import import_extra
 
 CSV_INSTALL = "tensordict-memmap[csv]"
 

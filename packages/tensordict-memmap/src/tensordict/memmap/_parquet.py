@@ -22,9 +22,10 @@ from typing import Any
 
 import torch
 
-from tensordict import _kinds, _tabular
-from tensordict._arrow import entry_to_arrow, from_arrow
-from tensordict._siblings import import_extra
+from tensordict._formats import tabular as _tabular
+from tensordict._formats.arrow import entry_to_arrow, from_arrow
+from tensordict._kinds import kinds as _kinds
+from tensordict._plugins.siblings import import_extra
 
 PARQUET_INSTALL = "tensordict-memmap[parquet]"
 

@@ -23,9 +23,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict import NonTensorData, NonTensorStack, TensorDict, _kinds, _tabular
-from tensordict._keys import unravel_key
-from tensordict._siblings import import_extra
+from tensordict import NonTensorData, NonTensorStack, TensorDict
+from tensordict._formats import tabular as _tabular
+from tensordict._keys.nested import unravel_key
+from tensordict._kinds import kinds as _kinds
+from tensordict._plugins.siblings import import_extra
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _codec, _fs
 

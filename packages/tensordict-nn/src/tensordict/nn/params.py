@@ -18,8 +18,9 @@ import torch
 from torch import nn
 from torch.nn.parameter import Buffer
 
-from tensordict import TensorDict, TensorDictBase, _pytree
-from tensordict._nontensor import NON_TENSOR
+from tensordict import TensorDict, TensorDictBase
+from tensordict._leaves.nontensor import NON_TENSOR
+from tensordict._torch import pytree as _pytree
 
 __all__ = ["TensorDictParams"]
 

@@ -1,0 +1,4 @@
+"""The mixins of ``TensorDictBase`` (``tensordict.base``): attributes, leaves combined
+into one tensor, the reference's extra surface, and the names clients import although the
+reference keeps them private (``client_compat``). Imports the folders below.
+"""

@@ -1,0 +1,4 @@
+"""Keys, shapes and indices: nested keys (``nested``), batch-size and device helpers
+(``shape``), index normalisation (``index``), shape-op contexts (``shape_context``). Imports
+``_util`` only.
+"""

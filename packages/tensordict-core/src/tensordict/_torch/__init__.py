@@ -1,0 +1,3 @@
+"""torch integration below ``base``: the pytree nodes of tensordicts (``pytree_td``,
+``pytree``). Imports the folders below.
+"""
