@@ -103,12 +103,11 @@ def _shared_interface(add: Callable[[str], None]) -> None:
     itself, with the dense implementation's parameters: the interface users and siblings
     annotate with ``TensorDictBase``."""
     from tensordict import LazyStackedTensorDict, TensorDict
-    from tensordict.base import TensorDictBase
 
     names = sorted(
         n
         for n in set(dir(TensorDict)) & set(dir(LazyStackedTensorDict))
-        if not n.startswith("_") and n not in TensorDictBase.__dict__ and not _on_base(n)
+        if not n.startswith("_") and (_declared_at_run_time(n) or not _on_base(n))
     )
     for name in names:
         attr = inspect.getattr_static(TensorDict, name)
@@ -131,6 +130,17 @@ def _shared_interface(add: Callable[[str], None]) -> None:
             add("    @classmethod")
             params[0] = "cls"
         add(_def(name, params, ret))
+
+
+def _declared_at_run_time(name: str) -> bool:
+    """Whether ``TensorDictBase`` gets ``name`` when ``import tensordict`` runs (a shared
+    method installed from a mixin, or a placeholder of a kind method): type checkers see
+    it only through the stub."""
+    from tensordict._base.kind_methods import is_placeholder
+    from tensordict._shared.install import INSTALLED
+    from tensordict.base import TensorDictBase
+
+    return name in INSTALLED or is_placeholder(TensorDictBase.__dict__.get(name))
 
 
 def _on_base(name: str) -> bool:

@@ -23,16 +23,14 @@ from tensordict import (
     NonTensorData,
     NonTensorStack,
     TensorDict,
+    TensorDictBase,
     from_consolidated,
     is_leaf_nontensor,
     lazy_stack,
 )
-from tensordict._functions.pad import PadOps
 from tensordict._lazy.dense import LazyDenseOps
+from tensordict._lazy.index import LazyIndexOps
 from tensordict._lazy.ops import LazyMemberOps
-from tensordict._shared.key_sets import KeySetOps
-from tensordict._shared.state_dict import StateDictOps
-from tensordict._wire.consolidate import ConsolidateOps
 
 METHODS = (
     "bytes consolidate copy_ copy_at_ create_nested data_ptr depth entry_class "
@@ -73,11 +71,12 @@ def test_every_method_exists(name):
     assert callable(attr) or isinstance(attr, property), name
 
 
-def test_lazy_methods_keep_precedence_over_the_dense_mixins():
+def test_lazy_methods_keep_precedence_over_the_shared_methods():
+    # the shared methods are installed on TensorDictBase, after every lazy mixin
     mro = LazyStackedTensorDict.__mro__
-    assert mro.index(LazyDenseOps) < mro.index(ConsolidateOps) < mro.index(KeySetOps)
-    assert mro.index(LazyDenseOps) < mro.index(PadOps)
-    assert mro.index(LazyMemberOps) < mro.index(StateDictOps)
+    assert mro.index(LazyDenseOps) < mro.index(TensorDictBase)
+    assert LazyStackedTensorDict._plan_at is LazyIndexOps._plan_at
+    assert LazyStackedTensorDict.update_at_ is TensorDictBase.update_at_
     assert LazyStackedTensorDict.to is LazyMemberOps.to
     assert LazyStackedTensorDict.to_padded_tensor is LazyDenseOps.to_padded_tensor
     assert LazyStackedTensorDict.copy is LazyMemberOps.copy

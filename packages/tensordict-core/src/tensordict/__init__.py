@@ -71,6 +71,7 @@ from tensordict._leaves.nontensor import (
     is_non_tensor,
 )
 from tensordict._leaves.unbatched import UnbatchedTensor
+from tensordict._shared import install as _shared_install
 from tensordict._shared.key_sets import merge_tensordicts
 from tensordict._torch import pytree as _pytree
 from tensordict._util.legacy import lazy_legacy, set_lazy_legacy
@@ -99,6 +100,7 @@ from tensordict.utils import (
     unravel_key_list,
 )
 
+_shared_install.install(TensorDictBase)
 _ops.install(TensorDictBase)
 _ops_reduce.install(TensorDictBase)
 _ops_batch.install(TensorDictBase)

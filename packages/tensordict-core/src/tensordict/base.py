@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
 
+from tensordict._base import kind_methods
 from tensordict._base.attrs import AttrsOps
 from tensordict._base.client_compat import is_as_lists, items_as_lists
 from tensordict._base.compat_ops import CompatOps
@@ -1084,6 +1085,9 @@ def _key_tuple(key: Any) -> tuple[str, ...]:
 
 def _is_non_tensor_type(cls: type) -> bool:
     return issubclass(cls, NON_TENSOR)
+
+
+kind_methods.declare(TensorDictBase)
 
 
 def set_get_defaults_to_none(set_to_none: bool = True) -> None:

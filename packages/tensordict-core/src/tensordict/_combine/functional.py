@@ -11,6 +11,7 @@ if TYPE_CHECKING:
 
 import torch
 
+from tensordict._base.kind_methods import is_placeholder
 from tensordict._combine.ragged import RAGGED_OPTIONS, check_options, stack_ragged
 from tensordict._engine.ops import BINARY, BINARY_NO_INPLACE, OPERATORS, UNARY
 from tensordict._keys.shape import normalize_dim, parse_device
@@ -473,7 +474,8 @@ def _method_forwarder(torch_name: str, method: str) -> Callable:
                 f"torch.{torch_name}() got a {type(td).__name__} as its input; a tensordict "
                 "can only be its first argument."
             )
-        bound = getattr(td, method, None)
+        declared = getattr(type(td), method, None)
+        bound = None if is_placeholder(declared) else getattr(td, method, None)
         if bound is None:
             raise TypeError(
                 f"torch.{torch_name}() is not supported for {type(td).__name__}: it has no "

@@ -20,7 +20,6 @@ from tensordict._dense.device_ops import DeviceOps
 from tensordict._dense.dict_ops import DictOps
 from tensordict._dense.shape_ops import DenseShapeOps
 from tensordict._engine.tree import TreeMapOps
-from tensordict._functions.pad import PadOps
 from tensordict._keys.index import index_names, indexed_batch_size, normalize_index
 from tensordict._keys.nested import NestedKey, unravel_key
 from tensordict._keys.shape import broadcastable_to, nested_fits, parse_batch_size, parse_device
@@ -49,12 +48,8 @@ from tensordict._leaves.nontensor import (
 )
 from tensordict._leaves.nontensor_stack import list_entry
 from tensordict._leaves.unbatched import UNBATCHED_TYPES, is_carried
-from tensordict._shared.indexed import IndexedOps
-from tensordict._shared.key_sets import KeySetOps
-from tensordict._shared.memory import MemoryOps
-from tensordict._shared.state_dict import StateDictOps
 from tensordict._util.errors import KeyThroughLeafError, index_write_error, lock_error, missing_key
-from tensordict._wire.consolidate import ConsolidateOps
+from tensordict._wire.consolidate import ConsolidatedState
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 _Tensor = torch.Tensor
@@ -79,12 +74,7 @@ def _expanded_copy(value: Any, batch_size: torch.Size) -> Any:
 
 
 class TensorDict(
-    ConsolidateOps,
-    StateDictOps,
-    KeySetOps,
-    IndexedOps,
-    MemoryOps,
-    PadOps,
+    ConsolidatedState,
     TreeMapOps,
     DictOps,
     DeviceOps,

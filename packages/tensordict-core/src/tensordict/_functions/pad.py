@@ -468,7 +468,8 @@ class PadOps(_kinds.SharedMixin):
         """
         if inplace:
             return pad(self, pad_size, value, inplace=True, safe=safe)
-        src = self if isinstance(self, _kinds.Dense) else self.to_tensordict()
+        me: Any = self  # (typed as Any: a shared method, defined for every kind)
+        src = me if isinstance(me, _kinds.Dense) else self.to_tensordict()
         return pad(src, pad_size, value, safe=safe)
 
 

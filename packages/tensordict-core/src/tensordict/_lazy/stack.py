@@ -12,13 +12,11 @@ padded or densified).
 Batch-shape operations, ``apply`` and the dict-like methods live in
 :mod:`tensordict._lazy.ops`, dense copies in :mod:`tensordict._lazy.dense`; this module
 holds the container, reads, writes and keys; indexing is in :mod:`tensordict._lazy.index`
-and the printed form in :mod:`tensordict._lazy.repr`. The generic
-mixins of the dense ``TensorDict`` (:class:`~tensordict._wire.consolidate.ConsolidateOps`,
-:class:`~tensordict._shared.state_dict.StateDictOps`, :class:`~tensordict._shared.key_sets.KeySetOps`,
-:class:`~tensordict._shared.indexed.IndexedOps`, :class:`~tensordict._shared.memory.MemoryOps`,
-:class:`~tensordict._functions.pad.PadOps`) come after the lazy ones in the bases:
-they work through the primitives, and the few hooks a lazy stack answers differently
-(``get_item_shape``, ``entry_class``, ``_plan_at``) are defined here.
+and the printed form in :mod:`tensordict._lazy.repr`. The methods every kind shares
+(indexed writes, key sets, state dicts, padding, consolidation: see
+:mod:`tensordict._shared.install`) come from ``TensorDictBase``: they work through the
+primitives, and the few hooks a lazy stack answers differently (``get_item_shape``,
+``entry_class``, ``_plan_at``) are defined here.
 """
 
 from __future__ import annotations
@@ -31,7 +29,6 @@ import torch
 
 from tensordict._combine.ragged import LazyRaggedOps
 from tensordict._dense.td import TensorDict
-from tensordict._functions.pad import PadOps
 from tensordict._keys.nested import NestedKey, key_as_tuple, unravel_key
 from tensordict._keys.shape import common_shape, normalize_dim, parse_batch_size, parse_device
 from tensordict._kinds import kinds as _kinds
@@ -51,12 +48,8 @@ from tensordict._leaves.nontensor import (
     unwrap_non_tensor,
 )
 from tensordict._leaves.unbatched import UNBATCHED_TYPES, combine_unbatched
-from tensordict._shared.indexed import IndexedOps
-from tensordict._shared.key_sets import KeySetOps
-from tensordict._shared.memory import MemoryOps
-from tensordict._shared.state_dict import StateDictOps
 from tensordict._util.errors import lock_error, missing_key
-from tensordict._wire.consolidate import ConsolidateOps
+from tensordict._wire.consolidate import ConsolidatedState
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 _Tensor = torch.Tensor
@@ -97,12 +90,7 @@ class LazyStackedTensorDict(
     LazyShapeOps,
     LazyMemberOps,
     LazyDenseOps,
-    ConsolidateOps,
-    StateDictOps,
-    KeySetOps,
-    IndexedOps,
-    MemoryOps,
-    PadOps,
+    ConsolidatedState,
     TensorDictBase,
 ):
     """A lazy stack of tensordicts: entries are stacked when read, writes go to the members.

@@ -121,8 +121,9 @@ class IndexedOps(_kinds.SharedMixin):
     ) -> None:
         """Check writing ``value`` at ``index`` of the entry ``key`` (``path`` from the
         root, for messages) and append the write to ``plan``."""
-        assert isinstance(self, _kinds.Dense)  # a lazy stack plans its own writes
-        store = self._tensordict
+        dense: Any = self  # (typed as Any: a shared method, defined for every kind)
+        assert isinstance(dense, _kinds.Dense)  # a lazy stack plans its own writes
+        store = dense._tensordict
         target = store.get(key)
         if target is None:
             raise KeyError(

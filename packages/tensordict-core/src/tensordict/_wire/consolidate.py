@@ -787,7 +787,8 @@ def consolidated_to(
 
 # ---------------------------------------------------------------------- the mixin
 class ConsolidateOps(_kinds.SharedMixin):
-    """Mixin of :class:`~tensordict.TensorDict`: consolidation and its pickling."""
+    """Consolidation: ``consolidate``, ``is_consolidated``, ``from_consolidated``
+    (installed on :class:`~tensordict.TensorDictBase`; see :mod:`tensordict._shared.install`)."""
 
     def consolidate(
         self,
@@ -919,6 +920,12 @@ class ConsolidateOps(_kinds.SharedMixin):
         tensor([0., 1., 2., 3.]) ['t']
         """
         return from_consolidated(filename, metadata, allow_pickle=allow_pickle)
+
+
+class ConsolidatedState(_kinds.SharedMixin):
+    """Mixin of the concrete kinds: what a consolidated tensordict does differently when
+    moved (``to``) or pickled. Kept in the class bases (not installed on the base class):
+    it calls the kind's own ``to`` and pickling through ``super()``."""
 
     def to(self, *args: Any, **kwargs: Any) -> Self:
         if "_consolidated" not in self.__dict__:  # the common case: one dict lookup
