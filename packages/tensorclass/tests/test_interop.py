@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+from typing import Any
 
 import pytest
 import torch
@@ -20,6 +21,7 @@ from tensordict import (
     TensorDict,
     from_dataclass,
     lazy_stack,
+    tensorclass,
 )
 
 
@@ -302,3 +304,22 @@ def test_extend_a_lazily_stacked_instance(nested):
     assert torch.equal(lazy[2].X, nested.X[2])
     with pytest.raises(TypeError, match="lazily stacked"):
         nested.extend([nested[0]])
+
+
+@tensorclass
+class _Node:
+    x: torch.Tensor
+    child: Any = None
+
+
+def test_assert_close_compares_instances_holding_ragged_lazy_stacks_member_by_member():
+    # TorchRL's MCTS trees: a node holds a lazy stack of children of other shapes
+    kids = lazy_stack([_Node(x=torch.zeros(2)), _Node(x=torch.zeros(3))])
+    root = _Node(x=torch.ones(1), child=kids)
+    assert tensordict.assert_close(root, root.clone())
+    assert tensordict.assert_close(root, root._tensordict)  # an instance against its data
+    other = root.clone()
+    other.child[1].x += 1
+    with pytest.raises(AssertionError, match="key \\('child', 'x'\\) does not match"):
+        tensordict.assert_close(root, other)
+    assert root.child[1].x.sum() == 0  # the inputs are unchanged

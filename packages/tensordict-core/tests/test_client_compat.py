@@ -428,3 +428,49 @@ def test_empty_of_a_lazy_stack_with_its_own_batch_size_stays_lazy():
         assert out.batch_size == (2, 2) and all(m.is_empty() for m in out.tensordicts)
     other = stack.empty(batch_size=[4])
     assert type(other) is TensorDict and other.batch_size == (4,)
+
+
+# ------------------------------------------------------------------ indexed writes into lazy stacks
+def test_an_indexed_write_into_a_lazy_stack_writes_only_the_selected_members():
+    # TorchRL's MCTSForest fills `value.empty()` with a mask and its complement: each member
+    # keeps the shape written into it (a key is new to the members the index does not select)
+    stack = TensorDict.lazy_stack([TensorDict() for _ in range(4)])
+    mask = torch.tensor([True, False, False, True])
+    stack[mask] = TensorDict(a=torch.tensor([[1, 2], [3, 4]]), batch_size=[2])
+    assert [list(m.keys()) for m in stack.tensordicts] == [["a"], [], [], ["a"]]
+    stack[~mask] = TensorDict(a=torch.tensor([[5], [6]]), batch_size=[2])
+    got = [m["a"].tolist() for m in stack.tensordicts]
+    assert got == [[1, 2], [5], [6], [3, 4]]
+
+
+@pytest.mark.parametrize(
+    "index, written",
+    [
+        (1, [1]),
+        (torch.tensor(2), [2]),
+        (torch.tensor([0, 2]), [0, 2]),
+        (slice(0, 2), [0, 1]),
+        (torch.tensor([False, True, True]), [1, 2]),
+    ],
+)
+def test_a_new_key_written_at_an_index_goes_into_the_selected_members_only(index, written):
+    stack = TensorDict.lazy_stack([TensorDict(x=torch.zeros(())) for _ in range(3)])
+    values = torch.tensor([7.0, 8.0][: len(written)])
+    one = isinstance(index, int) or (isinstance(index, torch.Tensor) and index.ndim == 0)
+    stack[index] = TensorDict(b=values[0]) if one else TensorDict(b=values, batch_size=values.shape)
+    assert [j for j, m in enumerate(stack.tensordicts) if "b" in m.keys()] == written
+    assert [stack.tensordicts[j]["b"].item() for j in written] == values.tolist()
+    assert all(m["x"].item() == 0 for m in stack.tensordicts)  # the shared key is kept
+
+
+def test_new_zeros_empty_lazy_gives_each_member_the_structure_of_the_first():
+    first = TensorDict(x=torch.ones(2), s="a", n=TensorDict(y=torch.ones(()), t="b"))
+    stack = TensorDict.lazy_stack([first, first.clone()])
+    out = stack.new_zeros((3,), empty_lazy=True)
+    assert type(out).__name__ == "LazyStackedTensorDict" and out.batch_size == (3,)
+    for member in out.tensordicts:  # no tensor; the nested tensordicts and non-tensor values
+        assert set(member.keys(True)) == {"s", "n", ("n", "t")}
+        assert member["s"] == "a" and member["n", "t"] == "b"
+    assert out.tensordicts[0] is not out.tensordicts[1]
+    out.tensordicts[0]["s"] = "changed"  # each member is a container of its own
+    assert out.tensordicts[1]["s"] == "a" and stack.tensordicts[0]["s"] == "a"
