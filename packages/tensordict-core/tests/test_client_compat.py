@@ -5,6 +5,7 @@ same operation done another way."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 import torch
@@ -474,3 +475,100 @@ def test_new_zeros_empty_lazy_gives_each_member_the_structure_of_the_first():
     assert out.tensordicts[0] is not out.tensordicts[1]
     out.tensordicts[0]["s"] = "changed"  # each member is a container of its own
     assert out.tensordicts[1]["s"] == "a" and stack.tensordicts[0]["s"] == "a"
+
+
+# ------------------------------------------------------------------ ragged non-tensor stacks
+def _ragged_members() -> Any:
+    first = TensorDict(x=torch.zeros(2), s=NonTensorStack("a", "b"), batch_size=[2])
+    second = TensorDict(x=torch.ones(3), s=NonTensorStack("c", "d", "e"), batch_size=[3])
+    return lazy_stack([first, second])
+
+
+def test_a_non_tensor_entry_of_members_of_other_batch_sizes_reads_as_a_ragged_stack():
+    lazy = _ragged_members()
+    s = lazy.get("s")
+    assert isinstance(s, NonTensorStack) and s.batch_size == (2, -1)
+    assert lazy.entry_class("s") is NonTensorStack
+    assert s.tolist() == [["a", "b"], ["c", "d", "e"]]
+    assert lazy["s"] == [["a", "b"], ["c", "d", "e"]]  # a LinkedList of LinkedLists
+    assert len(s) == 2 and s.ndim == 2 and s.numel() == 5
+    assert [m.tolist() for m in s.tensordicts] == [["a", "b"], ["c", "d", "e"]]
+    assert [m.tolist() for m in s] == [["a", "b"], ["c", "d", "e"]]
+    one_value = lazy_stack([TensorDict(s="u", batch_size=[2]), TensorDict(s="u", batch_size=[3])])
+    assert one_value.get("s").tolist() == [["u", "u"], ["u", "u", "u"]]
+    assert one_value.get("s").data == "u"
+    with pytest.raises(AttributeError, match="different values"):
+        s.data
+
+
+@pytest.mark.parametrize(
+    "index, expected, batch_size",
+    [
+        (1, ["c", "d", "e"], (3,)),
+        (-2, ["a", "b"], (2,)),
+        ((1, 2), "e", ()),
+        ((slice(None), 0), ["a", "c"], (2,)),  # the parts agree: a regular stack again
+        (slice(0, 1), [["a", "b"]], (1, 2)),
+        (torch.tensor([1, 0]), [["c", "d", "e"], ["a", "b"]], (2, -1)),
+        (torch.tensor([False, True]), [["c", "d", "e"]], (1, 3)),
+        ((slice(None), slice(1, None)), [["b"], ["d", "e"]], (2, -1)),
+        (Ellipsis, [["a", "b"], ["c", "d", "e"]], (2, -1)),
+        (torch.tensor([], dtype=torch.long), [], (0, 3)),  # no member: the largest sizes
+    ],
+)
+def test_indexing_a_ragged_non_tensor_stack(index, expected, batch_size):
+    s = _ragged_members().get("s")
+    out = s[index]
+    assert out.batch_size == batch_size
+    got = out.data if not batch_size else out.tolist()
+    assert got == expected
+
+
+def test_a_ragged_stack_is_what_stacking_leaves_of_other_batch_sizes_gives():
+    a, b = NonTensorStack("a", "b"), NonTensorStack("c")
+    for out in (torch.stack([a, b]), lazy_stack([a, b])):
+        assert out.batch_size == (2, -1) and out.tolist() == [["a", "b"], ["c"]]
+    twice = torch.stack([torch.stack([a, b]), torch.stack([a, b])])
+    assert twice.batch_size == (2, 2, -1) and twice[1, 0].tolist() == ["a", "b"]
+    assert torch.stack([a, NonTensorStack("c", "d")]).batch_size == (2, 2)  # regular
+
+
+def test_a_ragged_stack_round_trips_and_writes_back_member_by_member():
+    import pickle
+
+    lazy = _ragged_members()
+    s = lazy.get("s")
+    for copy in (s.clone(), pickle.loads(pickle.dumps(s))):
+        assert copy.batch_size == (2, -1) and copy.tolist() == s.tolist()
+    other = lazy.clone()
+    other.set("s", s)  # split into the members again
+    assert [m["s"] for m in other.tensordicts] == [["a", "b"], ["c", "d", "e"]]
+    other.tensordicts[1]["s"] = ["c", "z", "e"]
+    eq = lazy == other  # non-tensor entries compared member by member
+    assert [m["s"].tolist() for m in eq.tensordicts] == [[True, True], [True, False, True]]
+
+
+def test_a_ragged_stack_refuses_what_needs_one_size_per_dim():
+    lazy = _ragged_members()
+    s = lazy.get("s")
+    before = s.tolist()
+    refusals = [
+        lambda: s.reshape(-1),
+        lambda: s.unsqueeze(0),
+        lambda: s == s,
+        lambda: torch.cat([s, s]),
+        lambda: s.unbind(1),
+        lambda: s.flatten(),
+    ]
+    for call in refusals:
+        with pytest.raises(RuntimeError, match=r"ragged NonTensorStack \(batch_size=\(2, -1\)"):
+            call()
+    with pytest.raises(RuntimeError, match="cannot write into a ragged NonTensorStack"):
+        s[0] = "z"
+    with pytest.raises(IndexError, match="None"):
+        s[None]
+    with pytest.raises(IndexError, match="out of bounds"):
+        s[2]
+    with pytest.raises(RuntimeError, match="number of batch dims differs"):
+        torch.stack([NonTensorStack("a"), NonTensorStack.from_list([["b"]])])
+    assert s.tolist() == before and lazy.get("s").tolist() == before  # nothing changed

@@ -18,9 +18,11 @@ from tensordict._nontensor import (
     NON_TENSOR,
     NonTensorData,
     NonTensorStack,
+    RaggedNonTensorStack,
     cat_non_tensor,
     stack_non_tensor,
 )
+from tensordict._nontensor_ragged import makes_ragged
 from tensordict._ops import BINARY, BINARY_NO_INPLACE, OPERATORS, UNARY
 from tensordict._ragged import RAGGED_OPTIONS, check_options, stack_ragged
 from tensordict._shape import normalize_dim, parse_device
@@ -604,6 +606,8 @@ def lazy_stack(
     if unknown:
         raise TypeError(f"lazy_stack() got unexpected keyword arguments {sorted(unknown)}.")
     if all(isinstance(x, NON_TENSOR) for x in items):
+        if makes_ragged(items):  # leaves of different batch sizes
+            return RaggedNonTensorStack._of(items, dim, items[0].device)
         return NonTensorStack(*items, stack_dim=dim)
     inner = wrapped(items)
     if inner is not None:  # tensorclasses: a lazy stack of their data, in the same class

@@ -279,7 +279,7 @@ class LazyIndexOps(_kinds.LazyMixin):
             member = self.tensordicts[selector[0]]
             span += len(member_item_shape(member, (key,))) - len(member.batch_size)
             shape = value.shape
-        elif type(value) is NonTensorStack:
+        elif isinstance(value, NonTensorStack):
             shape = value.batch_size
         else:
             return [value] * m
