@@ -569,6 +569,8 @@ def test_a_ragged_stack_refuses_what_needs_one_size_per_dim():
         s[None]
     with pytest.raises(IndexError, match="out of bounds"):
         s[2]
+    with pytest.raises(IndexError, match="cannot index the stack dim"):
+        s[1.0]
     with pytest.raises(RuntimeError, match="number of batch dims differs"):
         torch.stack([NonTensorStack("a"), NonTensorStack.from_list([["b"]])])
     assert s.tolist() == before and lazy.get("s").tolist() == before  # nothing changed

@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+import numpy as np
 import torch
 
 from tensordict._linked_list import LinkedList
@@ -327,9 +328,19 @@ class RaggedNonTensorStack(NonTensorStack):
             selector = list(selector)
         if isinstance(selector, list):
             for j in selector:
+                if isinstance(j, bool) or not isinstance(j, (int, np.integer)):
+                    raise IndexError(
+                        f"cannot index the stack dim of a ragged NonTensorStack with {j!r}: "
+                        "positions must be ints."
+                    )
                 if not -n <= j < n:
                     raise IndexError(f"index {j} is out of bounds for the stack dim of size {n}.")
             return member_index, [j % n for j in selector], new_dim
+        if isinstance(selector, bool) or not isinstance(selector, (int, np.integer, torch.Tensor)):
+            raise IndexError(
+                f"cannot index the stack dim of a ragged NonTensorStack with {selector!r}: use "
+                "an int, a slice, a list or tensor of ints, or a boolean mask."
+            )
         j = int(selector)
         if not -n <= j < n:
             raise IndexError(f"index {j} is out of bounds for the stack dim of size {n}.")
