@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
+import weakref
+from typing import Any
 
 import pytest
 import torch
@@ -15,11 +17,13 @@ from torch.utils._pytree import tree_flatten, tree_map
 import tensordict
 from tensordict import (
     LazyStackedTensorDict,
+    NonTensorStack,
     TensorClass,
     TensorCollection,
     TensorDict,
     from_dataclass,
     lazy_stack,
+    tensorclass,
 )
 
 
@@ -302,3 +306,38 @@ def test_extend_a_lazily_stacked_instance(nested):
     assert torch.equal(lazy[2].X, nested.X[2])
     with pytest.raises(TypeError, match="lazily stacked"):
         nested.extend([nested[0]])
+
+
+@tensorclass
+class _Node:
+    x: torch.Tensor
+    child: Any = None
+
+
+def test_assert_close_compares_instances_holding_ragged_lazy_stacks_member_by_member():
+    # TorchRL's MCTS trees: a node holds a lazy stack of children of other shapes
+    kids = lazy_stack([_Node(x=torch.zeros(2)), _Node(x=torch.zeros(3))])
+    root = _Node(x=torch.ones(1), child=kids)
+    assert tensordict.assert_close(root, root.clone())
+    assert tensordict.assert_close(root, root._tensordict)  # an instance against its data
+    other = root.clone()
+    other.child[1].x += 1
+    with pytest.raises(AssertionError, match="key \\('child', 'x'\\) does not match"):
+        tensordict.assert_close(root, other)
+    assert root.child[1].x.sum() == 0  # the inputs are unchanged
+
+
+def test_a_non_tensor_field_of_a_ragged_lazy_stack_of_instances_reads_per_member():
+    # TorchRL's MCTS trees read a weakref field through lazy stacks of nodes of other sizes
+    first, second = _Node(x=torch.zeros(2)), _Node(x=torch.zeros(3))
+    parents = [weakref.ref(first), weakref.ref(second)]
+    a = _Node(x=torch.zeros(2), child=NonTensorStack(parents[0], parents[0]), batch_size=[2])
+    b = _Node(x=torch.zeros(3), child=parents[1], batch_size=[3])
+    stack = lazy_stack([a, b])
+    assert type(stack) is _Node and stack.batch_size == (2, -1)
+    refs = stack.child  # one list per member, each value of the member's batch size
+    assert [len(r) for r in refs] == [2, 3]
+    assert refs[0][1]() is first and all(r() is second for r in refs[1])
+    assert stack[1].child() is second  # an int along the stack: the member
+    with pytest.raises(RuntimeError, match="ragged NonTensorStack"):
+        stack._tensordict.get("child").reshape(-1)

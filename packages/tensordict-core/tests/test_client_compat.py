@@ -5,6 +5,7 @@ same operation done another way."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 import torch
@@ -428,3 +429,148 @@ def test_empty_of_a_lazy_stack_with_its_own_batch_size_stays_lazy():
         assert out.batch_size == (2, 2) and all(m.is_empty() for m in out.tensordicts)
     other = stack.empty(batch_size=[4])
     assert type(other) is TensorDict and other.batch_size == (4,)
+
+
+# ------------------------------------------------------------------ indexed writes into lazy stacks
+def test_an_indexed_write_into_a_lazy_stack_writes_only_the_selected_members():
+    # TorchRL's MCTSForest fills `value.empty()` with a mask and its complement: each member
+    # keeps the shape written into it (a key is new to the members the index does not select)
+    stack = TensorDict.lazy_stack([TensorDict() for _ in range(4)])
+    mask = torch.tensor([True, False, False, True])
+    stack[mask] = TensorDict(a=torch.tensor([[1, 2], [3, 4]]), batch_size=[2])
+    assert [list(m.keys()) for m in stack.tensordicts] == [["a"], [], [], ["a"]]
+    stack[~mask] = TensorDict(a=torch.tensor([[5], [6]]), batch_size=[2])
+    got = [m["a"].tolist() for m in stack.tensordicts]
+    assert got == [[1, 2], [5], [6], [3, 4]]
+
+
+@pytest.mark.parametrize(
+    "index, written",
+    [
+        (1, [1]),
+        (torch.tensor(2), [2]),
+        (torch.tensor([0, 2]), [0, 2]),
+        (slice(0, 2), [0, 1]),
+        (torch.tensor([False, True, True]), [1, 2]),
+    ],
+)
+def test_a_new_key_written_at_an_index_goes_into_the_selected_members_only(index, written):
+    stack = TensorDict.lazy_stack([TensorDict(x=torch.zeros(())) for _ in range(3)])
+    values = torch.tensor([7.0, 8.0][: len(written)])
+    one = isinstance(index, int) or (isinstance(index, torch.Tensor) and index.ndim == 0)
+    stack[index] = TensorDict(b=values[0]) if one else TensorDict(b=values, batch_size=values.shape)
+    assert [j for j, m in enumerate(stack.tensordicts) if "b" in m.keys()] == written
+    assert [stack.tensordicts[j]["b"].item() for j in written] == values.tolist()
+    assert all(m["x"].item() == 0 for m in stack.tensordicts)  # the shared key is kept
+
+
+def test_new_zeros_empty_lazy_gives_each_member_the_structure_of_the_first():
+    first = TensorDict(x=torch.ones(2), s="a", n=TensorDict(y=torch.ones(()), t="b"))
+    stack = TensorDict.lazy_stack([first, first.clone()])
+    out = stack.new_zeros((3,), empty_lazy=True)
+    assert type(out).__name__ == "LazyStackedTensorDict" and out.batch_size == (3,)
+    for member in out.tensordicts:  # no tensor; the nested tensordicts and non-tensor values
+        assert set(member.keys(True)) == {"s", "n", ("n", "t")}
+        assert member["s"] == "a" and member["n", "t"] == "b"
+    assert out.tensordicts[0] is not out.tensordicts[1]
+    out.tensordicts[0]["s"] = "changed"  # each member is a container of its own
+    assert out.tensordicts[1]["s"] == "a" and stack.tensordicts[0]["s"] == "a"
+
+
+# ------------------------------------------------------------------ ragged non-tensor stacks
+def _ragged_members() -> Any:
+    first = TensorDict(x=torch.zeros(2), s=NonTensorStack("a", "b"), batch_size=[2])
+    second = TensorDict(x=torch.ones(3), s=NonTensorStack("c", "d", "e"), batch_size=[3])
+    return lazy_stack([first, second])
+
+
+def test_a_non_tensor_entry_of_members_of_other_batch_sizes_reads_as_a_ragged_stack():
+    lazy = _ragged_members()
+    s = lazy.get("s")
+    assert isinstance(s, NonTensorStack) and s.batch_size == (2, -1)
+    assert lazy.entry_class("s") is NonTensorStack
+    assert s.tolist() == [["a", "b"], ["c", "d", "e"]]
+    assert lazy["s"] == [["a", "b"], ["c", "d", "e"]]  # a LinkedList of LinkedLists
+    assert len(s) == 2 and s.ndim == 2 and s.numel() == 5
+    assert [m.tolist() for m in s.tensordicts] == [["a", "b"], ["c", "d", "e"]]
+    assert [m.tolist() for m in s] == [["a", "b"], ["c", "d", "e"]]
+    one_value = lazy_stack([TensorDict(s="u", batch_size=[2]), TensorDict(s="u", batch_size=[3])])
+    assert one_value.get("s").tolist() == [["u", "u"], ["u", "u", "u"]]
+    assert one_value.get("s").data == "u"
+    with pytest.raises(AttributeError, match="different values"):
+        s.data
+
+
+@pytest.mark.parametrize(
+    "index, expected, batch_size",
+    [
+        (1, ["c", "d", "e"], (3,)),
+        (-2, ["a", "b"], (2,)),
+        ((1, 2), "e", ()),
+        ((slice(None), 0), ["a", "c"], (2,)),  # the parts agree: a regular stack again
+        (slice(0, 1), [["a", "b"]], (1, 2)),
+        (torch.tensor([1, 0]), [["c", "d", "e"], ["a", "b"]], (2, -1)),
+        (torch.tensor([False, True]), [["c", "d", "e"]], (1, 3)),
+        ((slice(None), slice(1, None)), [["b"], ["d", "e"]], (2, -1)),
+        (Ellipsis, [["a", "b"], ["c", "d", "e"]], (2, -1)),
+        (torch.tensor([], dtype=torch.long), [], (0, 3)),  # no member: the largest sizes
+    ],
+)
+def test_indexing_a_ragged_non_tensor_stack(index, expected, batch_size):
+    s = _ragged_members().get("s")
+    out = s[index]
+    assert out.batch_size == batch_size
+    got = out.data if not batch_size else out.tolist()
+    assert got == expected
+
+
+def test_a_ragged_stack_is_what_stacking_leaves_of_other_batch_sizes_gives():
+    a, b = NonTensorStack("a", "b"), NonTensorStack("c")
+    for out in (torch.stack([a, b]), lazy_stack([a, b])):
+        assert out.batch_size == (2, -1) and out.tolist() == [["a", "b"], ["c"]]
+    twice = torch.stack([torch.stack([a, b]), torch.stack([a, b])])
+    assert twice.batch_size == (2, 2, -1) and twice[1, 0].tolist() == ["a", "b"]
+    assert torch.stack([a, NonTensorStack("c", "d")]).batch_size == (2, 2)  # regular
+
+
+def test_a_ragged_stack_round_trips_and_writes_back_member_by_member():
+    import pickle
+
+    lazy = _ragged_members()
+    s = lazy.get("s")
+    for copy in (s.clone(), pickle.loads(pickle.dumps(s))):
+        assert copy.batch_size == (2, -1) and copy.tolist() == s.tolist()
+    other = lazy.clone()
+    other.set("s", s)  # split into the members again
+    assert [m["s"] for m in other.tensordicts] == [["a", "b"], ["c", "d", "e"]]
+    other.tensordicts[1]["s"] = ["c", "z", "e"]
+    eq = lazy == other  # non-tensor entries compared member by member
+    assert [m["s"].tolist() for m in eq.tensordicts] == [[True, True], [True, False, True]]
+
+
+def test_a_ragged_stack_refuses_what_needs_one_size_per_dim():
+    lazy = _ragged_members()
+    s = lazy.get("s")
+    before = s.tolist()
+    refusals = [
+        lambda: s.reshape(-1),
+        lambda: s.unsqueeze(0),
+        lambda: s == s,
+        lambda: torch.cat([s, s]),
+        lambda: s.unbind(1),
+        lambda: s.flatten(),
+    ]
+    for call in refusals:
+        with pytest.raises(RuntimeError, match=r"ragged NonTensorStack \(batch_size=\(2, -1\)"):
+            call()
+    with pytest.raises(RuntimeError, match="cannot write into a ragged NonTensorStack"):
+        s[0] = "z"
+    with pytest.raises(IndexError, match="None"):
+        s[None]
+    with pytest.raises(IndexError, match="out of bounds"):
+        s[2]
+    with pytest.raises(IndexError, match="cannot index the stack dim"):
+        s[1.0]
+    with pytest.raises(RuntimeError, match="number of batch dims differs"):
+        torch.stack([NonTensorStack("a"), NonTensorStack.from_list([["b"]])])
+    assert s.tolist() == before and lazy.get("s").tolist() == before  # nothing changed

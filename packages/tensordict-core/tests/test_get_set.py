@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tensordict import NonTensorData, TensorDict, get_defaults_to_none, set_get_defaults_to_none
+from tensordict import (
+    NonTensorData,
+    NonTensorStack,
+    TensorDict,
+    get_defaults_to_none,
+    set_get_defaults_to_none,
+)
 
 
 @pytest.fixture
@@ -365,6 +371,37 @@ def test_empty_recurse_keeps_structure(td):
     out = td.empty(recurse=True)
     assert set(out.keys(True)) == {"n", ("n", "m")}
     assert list(out.keys(True, True)) == []
+
+
+def test_empty_recurse_keeps_the_non_tensor_entries():
+    td = TensorDict(
+        x=torch.zeros(3), s=NonTensorStack("a", "b", "c"), n=TensorDict(t="v", y=torch.ones(3)),
+        batch_size=[3],
+    )  # fmt: skip
+    out = td.empty(recurse=True)
+    assert set(out.keys(True)) == {"s", "n", ("n", "t")}
+    assert out["s"] == ["a", "b", "c"] and out["n", "t"] == "v"
+    out["n", "t"] = "w"  # a container of its own
+    assert td["n", "t"] == "v"
+    assert td.empty().is_empty() and list(td.empty().keys()) == []  # without recurse: none
+    assert out.get("s").batch_size == (3,)
+    assert td.empty(recurse=True, batch_size=[]).get("s").batch_size == (3,)  # a prefix
+
+
+def test_empty_recurse_refuses_a_batch_size_a_non_tensor_stack_cannot_take():
+    td = TensorDict(s=NonTensorStack("a", "b", "c"), batch_size=[3])
+    with pytest.raises(RuntimeError, match="'s' of batch_size=\\(3,\\)"):
+        td.empty(recurse=True, batch_size=[2])
+    assert td["s"] == ["a", "b", "c"]
+
+
+def test_copy_keeps_the_shape_of_a_non_tensor_entry():
+    # an element of a stack of one value per row keeps its feature dim
+    rows = NonTensorStack("a", "b").unsqueeze(-1)
+    td = TensorDict(n=TensorDict(s=rows, batch_size=[2]), batch_size=[2])[1]
+    assert td.get(("n", "s")).batch_size == (1,)
+    assert td.copy().get(("n", "s")).batch_size == (1,)
+    assert td.copy().get(("n", "s")).tolist() == ["b"]
 
 
 def test_empty_new_batch_size(td):

@@ -21,9 +21,11 @@ from tensordict._leaves.nontensor import (
     NON_TENSOR,
     NonTensorData,
     NonTensorStack,
+    RaggedNonTensorStack,
     cat_non_tensor,
     stack_non_tensor,
 )
+from tensordict._leaves.nontensor_ragged import makes_ragged
 from tensordict._leaves.unbatched import UNBATCHED_TYPES, combine_unbatched
 from tensordict._util import legacy as _legacy
 from tensordict._util.errors import ExclusiveKeysError
@@ -607,6 +609,8 @@ def lazy_stack(
     if unknown:
         raise TypeError(f"lazy_stack() got unexpected keyword arguments {sorted(unknown)}.")
     if all(isinstance(x, NON_TENSOR) for x in items):
+        if makes_ragged(items):  # leaves of different batch sizes
+            return RaggedNonTensorStack._of(items, dim, items[0].device)
         return NonTensorStack(*items, stack_dim=dim)
     inner = wrapped(items)
     if inner is not None:  # tensorclasses: a lazy stack of their data, in the same class

@@ -16,7 +16,7 @@ from tensordict._keys.shape import parse_batch_size, parse_device
 from tensordict._kinds import kinds as _kinds
 from tensordict._kinds.writes import write_inplace
 from tensordict._leaves.collection import data_of
-from tensordict._leaves.nontensor import NON_TENSOR, NonTensorData
+from tensordict._leaves.nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._util.errors import KeyThroughLeafError, lock_error, missing_key
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
@@ -517,7 +517,7 @@ class DictOps:
             elif isinstance(value, _kinds.Dense):
                 out[key] = value._shallow_copy()
             elif isinstance(value, NON_TENSOR):
-                out[key] = value._with(bs)  # a container of its own (see _tree.carry_non_tensor)
+                out[key] = value._with(value.batch_size)  # a container of its own, same shape
             else:
                 out[key] = value.clone(recurse=False)
         names = self._names
@@ -531,16 +531,18 @@ class DictOps:
         device: Any = NO_DEFAULT,
         names: Any = NO_DEFAULT,
     ) -> TensorDict:
-        """A tensordict with the same metadata and no entries (``recurse`` keeps nested ones).
+        """A tensordict with the same metadata and no tensors.
 
-        ``batch_size``, ``device`` and ``names`` replace those of the tensordict when given
-        (``names=None`` drops the names).
+        ``recurse=True`` keeps the nested tensordicts (emptied the same way) and the
+        non-tensor entries, as the reference: only tensors are dropped. ``batch_size``,
+        ``device`` and ``names`` replace those of the tensordict when given (``names=None``
+        drops the names).
 
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}}, [2])
-        >>> list(td.empty(recurse=True).keys(True))
-        ['b']
+        >>> td = TensorDict({"a": torch.zeros(2), "b": {"c": torch.zeros(2)}, "s": "x"}, [2])
+        >>> sorted(td.empty(recurse=True).keys(True))
+        ['b', 's']
         """
         bs = self._batch_size if batch_size is None else parse_batch_size(batch_size)
         dev = self._device if device is NO_DEFAULT else parse_device(device)
@@ -555,6 +557,8 @@ class DictOps:
                         else None,
                         device=device,
                     )
+                elif isinstance(value, NON_TENSOR):
+                    out[key] = _non_tensor_for(key, value, bs)
         if names is NO_DEFAULT:
             keep_names = self._names if len(bs) == len(self._batch_size) else None
         else:
@@ -574,6 +578,22 @@ class DictOps:
         return True
 
     # ------------------------------------------------------------------ lock
+
+
+def _non_tensor_for(key: str, value: Any, bs: torch.Size) -> Any:
+    """The non-tensor entry ``value`` in its own container for a parent of batch size ``bs``
+    (``empty(recurse=True)``): kept when its batch size starts with ``bs``; a one-value
+    leaf also takes a ``bs`` that extends its batch size. Anything else raises
+    ``RuntimeError`` (a stack holds one value per element)."""
+    own = value.batch_size
+    if own[: len(bs)] == bs:
+        return value._with(own)
+    if not isinstance(value, NonTensorStack) and bs[: len(own)] == own:
+        return value._with(bs)
+    raise RuntimeError(
+        f"empty(recurse=True): the non-tensor entry {key!r} of batch_size={tuple(own)} cannot "
+        f"be kept under the batch size {tuple(bs)}, whose dimensions do not match its own."
+    )
 
 
 def _batch_size_changes(td: Any, source: Any, path: tuple) -> list[tuple[tuple, Any]]:

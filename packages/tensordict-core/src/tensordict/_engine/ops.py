@@ -28,7 +28,7 @@ from tensordict._engine.ops_state import _foreach_unsupported
 from tensordict._engine.tree import leaf_items
 from tensordict._keys.shape import broadcastable_to, normalize_dim
 from tensordict._kinds import kinds as _kinds
-from tensordict._leaves.nontensor import NON_TENSOR
+from tensordict._leaves.nontensor import NON_TENSOR, RaggedNonTensorStack
 from tensordict._leaves.nontensor_ops import compare
 from tensordict.base import TensorDictBase, is_tensor_collection
 
@@ -525,12 +525,40 @@ def _compare_non_tensors(out: TensorDictBase, td: TensorDictBase, other: Any, op
     the reference gives (the tensor leaves were compared by the torch operation). Values
     without that operation (``"a" | "b"``) keep the entry carried over."""
     for path, leaf in _non_tensor_leaves(td, ()):
+        if type(leaf) is RaggedNonTensorStack:
+            _compare_members(out, path, leaf, other.get(path, None), op)
+            continue
         try:
             result = compare(leaf, other.get(path, None), op)
         except TypeError:
             continue
         if result is not NotImplemented:
             out.set(path, result)
+
+
+def _compare_members(
+    out: TensorDictBase, path: tuple[str, ...], leaf: RaggedNonTensorStack, other: Any, op: str
+) -> None:
+    """A ragged stack (members of different batch sizes, read from a lazy stack) compared
+    member by member: each member's boolean tensor goes into the matching member of the
+    lazy result ``out``."""
+    sd = leaf.stack_dim
+    members = leaf.tensordicts
+    if not (
+        isinstance(out, _kinds.Lazy)
+        and out.stack_dim == sd
+        and len(out.tensordicts) == len(members)
+    ):
+        leaf._refuse("comparing it")
+    split = isinstance(other, NON_TENSOR) and other.batch_dims > sd
+    for j, (dest, mine) in enumerate(zip(out.tensordicts, members, strict=True)):
+        theirs = other[(slice(None),) * sd + (j,)] if split else other
+        try:
+            result = compare(mine, theirs, op)
+        except TypeError:
+            continue
+        if result is not NotImplemented:
+            dest.set(path, result)
 
 
 def _non_tensor_leaves(td: Any, prefix: tuple[str, ...]) -> list[tuple[tuple[str, ...], Any]]:

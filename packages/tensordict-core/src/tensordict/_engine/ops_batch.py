@@ -403,15 +403,25 @@ def _emptied(td: Any) -> Any:
 
 
 def _empty_lazy(source: Any, result: Any) -> Any:
-    """``result`` where every lazy stack of ``source`` is an empty lazy stack (no entries,
-    the new batch size): what ``new_*(..., empty_lazy=True)`` returns."""
+    """``result`` where every lazy stack of ``source`` is a lazy stack of the new batch size
+    without tensors: what ``new_*(..., empty_lazy=True)`` returns. As in the reference,
+    each member is a copy of the first member's structure (its nested tensordicts and its
+    non-tensor entries, see ``empty(recurse=True)``) for the member's new batch size."""
     if isinstance(source, _kinds.Lazy):
         bs = result.batch_size
         if not bs:
             return result
         sd = min(source.stack_dim, len(bs) - 1)
         member = bs[:sd] + bs[sd + 1 :]
-        members = [_kinds.Dense(batch_size=member, device=result.device) for _ in range(bs[sd])]
+        if source.tensordicts:
+            template = (
+                source.tensordicts[0]
+                .empty(recurse=True)
+                .new_empty(member, device=result.device, empty_lazy=True)
+            )
+            members = [template.copy() for _ in range(bs[sd])]
+        else:
+            members = [_kinds.Dense(batch_size=member, device=result.device) for _ in range(bs[sd])]
         return _kinds.Lazy(*members, stack_dim=sd)
     if isinstance(source, _kinds.Dense) and isinstance(result, _kinds.Dense):
         store = result._tensordict

@@ -8,6 +8,7 @@ import torch
 
 from tensordict._keys.nested import key_as_tuple, unravel_key
 from tensordict._kinds import kinds as _kinds
+from tensordict._leaves.collection import data_of
 from tensordict._leaves.nontensor import NonTensorData, is_non_tensor
 from tensordict.base import TensorDictBase, is_tensor_collection
 
@@ -26,6 +27,7 @@ def _leaves(td: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]
     for key, value in items:
         path = prefix + (key,)
         if is_tensor_collection(value) and not is_non_tensor(value):
+            value = data_of(value)  # a tensorclass: the tensordict it holds
             out[path] = value  # the container itself (its kind is compared)
             if not isinstance(value, _kinds.Lazy):  # lazy stacks: compared member by member
                 out.update(_leaves(value, path))
@@ -66,7 +68,8 @@ def assert_allclose_td(
     Batch sizes are not compared, the leaves' shapes are (as the reference). With
     ``intersection=True`` only the keys
     both hold are compared. Lazy stacks are compared member by member, so entries whose
-    shape differs across members are compared too. The error names the first differing
+    shape differs across members are compared too; a tensorclass is compared by the
+    tensordict it holds. The error names the first differing
     key (under ``prefix``); ``msg`` is appended to it.
 
     >>> import torch
@@ -87,6 +90,7 @@ def assert_allclose_td(
             f"assert_allclose_td compares tensordicts, got {type(actual).__name__} and "
             f"{type(expected).__name__}."
         )
+    actual, expected = data_of(actual), data_of(expected)  # tensorclasses: their data
     suffix = f"\n{msg}" if msg else ""
     base = key_as_tuple(prefix) if prefix else ()
     lazy = next((x for x in (actual, expected) if isinstance(x, _kinds.Lazy)), None)

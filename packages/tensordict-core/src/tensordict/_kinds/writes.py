@@ -86,7 +86,7 @@ def _single_value(key: Any, value: Any) -> Any:
     """The one Python value that ``value`` writes into a single-valued non-tensor entry."""
     if isinstance(value, NonTensorData):
         return value.data
-    if type(value) is NonTensorStack:
+    if isinstance(value, NonTensorStack):  # its ragged form too
         common = value._common_value(_MISSING)
         if common is not _MISSING:
             return common

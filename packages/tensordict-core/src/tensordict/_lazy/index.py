@@ -117,8 +117,8 @@ class LazyIndexOps(_kinds.LazyMixin):
         return _kinds.Lazy._new([], pos, self._td_dim_name, new_bs)
 
     def _set_at_index(self, index: Any, value: Any) -> None:
-        if isinstance(value, TensorDictBase):
-            self._add_missing_keys(value)
+        # Only the members the index selects are written: a key new to the stack goes into
+        # them alone (the others do not get it), as in the reference.
         dec = self._decompose(index)
         if dec is None:
             writes = self._scatter_writes(index, value)
@@ -141,36 +141,6 @@ class LazyIndexOps(_kinds.LazyMixin):
                     td._check_set_at(m_idx, m_bs, part, ())
         for td, key, part in writes:
             td[key] = part
-
-    def _add_missing_keys(self, value: TensorDictBase) -> None:
-        """Give every member the top-level keys of ``value`` it lacks, as the reference does
-        before an indexed write: a placeholder of the member's batch size shaped like
-        ``value``'s first element (tensors zero, non-tensor stacks holding its value), so
-        that members the index does not select still have the entry."""
-        keys = [k for k in value.keys() if isinstance(k, str)]
-        element = None
-        for td in self.tensordicts:
-            missing = [k for k in keys if k not in td.keys()]
-            if not missing:
-                continue
-            if element is None:
-                if value.batch_size.numel() == 0:
-                    return
-                element = value[(0,) * value.batch_dims]
-            for k in missing:
-                entry = element.get(k)
-                bs = td.batch_size
-                if isinstance(entry, _Tensor):
-                    td.set(k, entry.new_zeros((*bs, *entry.shape)))
-                elif isinstance(entry, TensorDictBase):
-                    td.set(k, entry.new_zeros((*bs, *entry.batch_size)))
-                elif isinstance(entry, NonTensorStack):
-                    first = entry.reshape(-1)[0].data if entry.numel() else None
-                    shape = (*bs, *entry.batch_size)
-                    index = torch.zeros(shape, dtype=torch.long)
-                    td.set(k, NonTensorStack._from_parts([first], index, None))
-                else:  # one value: of the member's batch size
-                    td.set(k, entry._with(torch.Size((*bs, *entry.batch_size))))
 
     def _scatter_writes(self, index: Any, value: Any) -> list[tuple[Any, Any, Any]]:
         """The (member, index in it, value part) writes of ``lazy[index] = value`` for an
@@ -309,7 +279,7 @@ class LazyIndexOps(_kinds.LazyMixin):
             member = self.tensordicts[selector[0]]
             span += len(member_item_shape(member, (key,))) - len(member.batch_size)
             shape = value.shape
-        elif type(value) is NonTensorStack:
+        elif isinstance(value, NonTensorStack):
             shape = value.batch_size
         else:
             return [value] * m

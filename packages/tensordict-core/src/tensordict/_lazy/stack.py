@@ -44,6 +44,7 @@ from tensordict._leaves.nontensor import (
     NON_TENSOR,
     NON_TENSOR_TYPES,
     NonTensorStack,
+    RaggedNonTensorStack,
     stack_non_tensor,
     unwrap_non_tensor,
 )
@@ -424,7 +425,8 @@ class LazyStackedTensorDict(
         classes = self._per_member(path, _member_entry_class)
         if all(issubclass(c, _Tensor) for c in classes):
             return _Tensor  # a stack of tensors is a plain tensor
-        return type(self._gather(path, NO_DEFAULT))  # non-tensors and nested: cheap to stack
+        cls = type(self._gather(path, NO_DEFAULT))  # non-tensors and nested: cheap to stack
+        return NonTensorStack if cls is RaggedNonTensorStack else cls  # its ragged form too
 
     def _stack_values(self, key: tuple[Any, ...], values: list[Any]) -> Any:
         first = values[0]
@@ -593,7 +595,7 @@ class LazyStackedTensorDict(
                     f"LazyStackedTensorDict's batch_size={tuple(bs)}."
                 )
             return self._unbind_like(value, "set")
-        if type(value) is NonTensorStack:
+        if isinstance(value, NonTensorStack):  # its ragged form too: split into its members
             if value.batch_size[:nb] != bs:
                 raise RuntimeError(
                     f"batch dimension mismatch for key {_fmt(key)!r}: the NonTensorStack has "

@@ -2,7 +2,8 @@
 
 The one-value leaves (:class:`NonTensorData`, :class:`MetaData`) are defined in
 :mod:`tensordict._leaves.nontensor_data`, :class:`NonTensorStack` in
-:mod:`tensordict._leaves.nontensor_stack`, their operations as tensors (comparisons, stacking,
+:mod:`tensordict._leaves.nontensor_stack` (its ragged form, for leaves of different batch sizes,
+in :mod:`tensordict._leaves.nontensor_ragged`), their operations as tensors (comparisons, stacking,
 ``torch`` functions) in :mod:`tensordict._leaves.nontensor_ops`; this module gathers them for
 the rest of the library and adds the kind checks.
 """
@@ -20,6 +21,7 @@ from tensordict._leaves.nontensor_data import (
     batch_shape_after,
 )
 from tensordict._leaves.nontensor_ops import cat_non_tensor, stack_non_tensor, write_non_tensor
+from tensordict._leaves.nontensor_ragged import RaggedNonTensorStack
 from tensordict._leaves.nontensor_stack import NonTensorStack
 from tensordict._plugins import forwarders as _forwarders
 
@@ -70,6 +72,7 @@ __all__ = [
     "NonTensorData",
     "NonTensorDataBase",
     "NonTensorStack",
+    "RaggedNonTensorStack",
     "batch_shape_after",
     "cat_non_tensor",
     "is_non_tensor",

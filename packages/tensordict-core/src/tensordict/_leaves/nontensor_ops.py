@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from tensordict._keys.shape import normalize_dim
 from tensordict._leaves.nontensor_data import (
     MetaData,
     NonTensorData,
@@ -32,6 +33,7 @@ from tensordict._leaves.nontensor_data import (
     _single_value,
     bound,
 )
+from tensordict._leaves.nontensor_ragged import RaggedNonTensorStack, makes_ragged
 from tensordict._leaves.nontensor_stack import NonTensorStack, _join
 from tensordict._util import modes as _modes
 
@@ -160,6 +162,8 @@ def stack_non_tensor(
     MetaData(data=a, batch_size=torch.Size([2]), device=None)
     """
     first = items[0]
+    if makes_ragged(items):  # leaves of different batch sizes: a ragged stack keeps them
+        return RaggedNonTensorStack._of(items, dim, first.device)
     if isinstance(first, MetaData) and _all_same(items, type(first)):
         return first._with(batch_size)
     if _modes.CAPTURE_NON_TENSOR_STACK[0] and _all_same(items, NonTensorData):
@@ -225,6 +229,16 @@ def _stack_like(fn: Callable[..., Any], joiner: Any) -> Callable[..., Any]:
         items = list(items)
         if not items or not all(isinstance(x, _Leaf) for x in items):
             return NotImplemented
+        if fn is torch.stack and makes_ragged(items):  # leaves of different batch sizes
+            d = normalize_dim(dim, len(items[0].batch_size), "dim", extra=1)
+            result = stack_non_tensor(items, d, torch.Size())
+            if out is not None:
+                out[...] = result
+                return out
+            return result
+        ragged = next((x for x in items if type(x) is RaggedNonTensorStack), None)
+        if ragged is not None:
+            ragged._refuse(f"torch.{fn.__name__}")
         shape = fn([torch.empty(x.batch_size, device="meta") for x in items], dim).shape
         d = dim if dim >= 0 else dim + len(shape)
         result = joiner(items, d, shape)

@@ -225,6 +225,8 @@ class KeySetOps(_kinds.SharedMixin):
                 else [(k, k) for k in ([key_set] if isinstance(key_set, str) else key_set)]
             )
             out = self.empty(recurse=reproduce_struct)
+            if reproduce_struct:  # the structure only: no non-tensor entry either
+                out.exclude(*out.keys(True, True, is_leaf=_kinds.is_leaf_nontensor), inplace=True)
             for in_key, out_key in pairs:
                 path = _key_tuple(in_key)
                 if not _has_entry(self, path):
