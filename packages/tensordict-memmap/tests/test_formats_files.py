@@ -593,3 +593,29 @@ def test_top_level_names_resolve_to_memmap() -> None:
 
     for name in ("from_parquet", "from_csv", "from_json", "from_zarr"):
         assert getattr(tensordict, name) is getattr(memmap, name)
+
+
+@needs_zarr
+def test_zarr_rows_read_and_written_as_in_the_references_example(tmp_path: Path) -> None:
+    # the reference docs' zarr walk-through: write a tensordict, reopen it, read rows with
+    # get_at, write rows in place with set_at_/update_at_ (mode="r+")
+    td = TensorDict(
+        a=torch.arange(10.0), s=TensorDict(c=torch.zeros(10, 2), batch_size=[10]), batch_size=[10]
+    )
+    td.to_zarr(tmp_path / "z.zarr")
+    store = TensorDict.from_zarr(tmp_path / "z.zarr")
+    assert store.get_at("a", 3).item() == 3.0
+    assert torch.equal(store.get_at(("s", "c"), slice(2, 4)), torch.zeros(2, 2))
+    with pytest.raises(RuntimeError, match="read-only"):
+        store.set_at_("a", torch.tensor(100.0), 3)
+    writable = TensorDict.from_zarr(tmp_path / "z.zarr", mode="r+")
+    writable.set_at_("a", torch.tensor(100.0), 3)
+    writable.update_at_({"a": torch.tensor(-1.0), "s": {"c": torch.ones(2)}}, 1)
+    reread = TensorDict.from_zarr(tmp_path / "z.zarr")
+    expected = torch.arange(10.0)
+    expected[3], expected[1] = 100.0, -1.0
+    assert torch.equal(reread.get("a"), expected)
+    assert torch.equal(reread.get(("s", "c"))[:2], torch.tensor([[0.0, 0.0], [1.0, 1.0]]))
+    with pytest.raises(RuntimeError, match=r"shape \(3,\) into entry 'a' at index 1"):
+        writable.set_at_("a", torch.ones(3), 1)
+    assert torch.equal(TensorDict.from_zarr(tmp_path / "z.zarr").get("a"), expected)

@@ -122,7 +122,9 @@ class IndexedOps(_kinds.SharedMixin):
         """Check writing ``value`` at ``index`` of the entry ``key`` (``path`` from the
         root, for messages) and append the write to ``plan``."""
         dense: Any = self  # (typed as Any: a shared method, defined for every kind)
-        assert isinstance(dense, _kinds.Dense)  # a lazy stack plans its own writes
+        if not isinstance(dense, _kinds.Dense):  # a lazy stack plans its own writes
+            _plan_through_entry(self, key, path, value, index, plan)
+            return
         store = dense._tensordict
         target = store.get(key)
         if target is None:
@@ -200,6 +202,34 @@ class IndexedOps(_kinds.SharedMixin):
                         "written."
                     )
         return self.update_at_(tensordict, idx, non_blocking=non_blocking)
+
+
+def _plan_through_entry(
+    td: Any, key: str, path: tuple[str, ...], value: Any, index: Any, plan: list[Callable[[], None]]
+) -> None:
+    """``_plan_at`` for a kind that stores its entries elsewhere (a file, a server): read
+    the entry, write the value at ``index`` into a copy, write the copy back in place
+    (``set_``). The backends that can write a row range directly override ``_plan_at``."""
+    current = td._get_str(key, None)
+    if current is None:
+        raise KeyError(
+            f"cannot write in place at {unravel_key(path)!r}: the key is not in the "
+            f"{type(td).__name__} (keys there: {sorted(map(str, td.keys()))})."
+        )
+    if is_non_tensor(current):
+        batch_size = td.batch_size
+        _check_non_tensor_at(path, current, value, index, batch_size)
+        updated = write_non_tensor(current, index, value, batch_size)
+    else:
+        if not isinstance(current, _Tensor):
+            raise TypeError(
+                f"cannot write in place at {unravel_key(path)!r} of a {type(td).__name__}: "
+                f"the entry is a {type(current).__name__}."
+            )
+        _check_at(path, current, value, index)
+        updated = current.clone()
+        _write_at(updated, value, index, False)
+    plan.append(lambda: td.set_(key, updated))
 
 
 def _plan_update_at(
