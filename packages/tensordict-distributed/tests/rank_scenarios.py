@@ -473,7 +473,41 @@ def scenario_nccl(rank: int, world: int) -> dict[str, Any]:
     return res
 
 
+def scenario_bad_peers(rank: int, world: int) -> dict[str, Any]:
+    """Peers that cannot answer (outside the group, this rank itself) and broadcast into
+    templates (one that does not fit, one that does, an empty one)."""
+    res: dict[str, Any] = {}
+    td = nested(1.0)
+    before = dump(td)
+    res["send_outside"] = call(lambda: td.send(world + 3))
+    res["isend_outside"] = call(lambda: td.isend(-1))
+    res["recv_outside"] = call(lambda: td.recv(world))
+    res["send_self"] = call(lambda: td.send(rank))
+    res["recv_self"] = call(lambda: td.recv(rank))
+    res["remote_self"] = call(lambda: td.init_remote(dst=rank))
+    sub = dist.new_group(list(range(world)))
+    res["group_outside"] = call(lambda: td.send(group=sub, group_dst=world))
+    res["group_self"] = call(lambda: td.recv(group=sub, group_src=rank))
+    res["unchanged"] = dump(td) == before
+    # broadcast from rank 0 into templates on the others
+    templates = [
+        nested(-1.0, rows=3),
+        nested(-1.0).set("obs", torch.zeros(2, 3, dtype=torch.int64)),
+    ]
+    for name, template in zip(("bcast_bad_shape", "bcast_bad_dtype"), templates):
+        mine = nested(2.0) if rank == 0 else template
+        kept = dump(mine)
+        res[name] = [call(lambda m=mine: dump(m.broadcast(0))), dump(mine) == kept]
+    mine = nested(3.0) if rank == 0 else nested(-1.0)
+    obs = mine["obs"]
+    out = mine.broadcast(0)
+    res["bcast_template"] = [dump(mine), out is mine, mine["obs"] is obs]
+    res["bcast_empty"] = dump((nested(4.0) if rank == 0 else TensorDict()).broadcast(0))
+    return res
+
+
 SCENARIOS = {
+    "bad_peers": scenario_bad_peers,
     "nccl": scenario_nccl,
     "p2p": scenario_p2p,
     "raw_group": scenario_raw_group,

@@ -6,6 +6,8 @@ import multiprocessing
 import multiprocessing.pool
 import operator
 import os
+import signal
+import time
 
 import pytest
 import torch
@@ -276,3 +278,77 @@ def test_memory_mapped_input_and_out(tmp_path):
     on_disk = TensorDict.load_memmap(tmp_path / "out")  # the workers wrote the files
     assert torch.equal(on_disk["x"], dataset(300)["x"] ** 2 + 1)
     assert torch.equal(on_disk["n", "y"], torch.full((300, 2), 2.0))
+
+
+# ---------------------------------------------------------------------- workers that die
+def killed_on_row_0(td):
+    if (td["i"] == 0).any():
+        os.kill(os.getpid(), signal.SIGKILL)
+    return td
+
+
+def exits_on_row_0(td):
+    if (td["i"] == 0).any():
+        os._exit(3)
+    return td
+
+
+def first_row_only(td):
+    return td[:1]
+
+
+def add_trailing_dim(td):
+    return td.unsqueeze(-1)
+
+
+@pytest.mark.parametrize(
+    "fn, code", [(killed_on_row_0, "exit code -9"), (exits_on_row_0, "exit code 3")]
+)
+@pytest.mark.parametrize("iterate", [False, True])
+def test_a_dead_worker_raises_within_seconds_and_leaves_no_process(fn, code, iterate):
+    from tensordict.distributed import WorkerDiedError
+
+    td = dataset(40)
+    start = time.monotonic()
+    with pytest.raises(WorkerDiedError, match=code) as info:
+        if iterate:
+            list(td.map_iter(fn, num_workers=2, chunksize=5))
+        else:
+            td.map(fn, num_workers=2, chunksize=5)
+    assert time.monotonic() - start < 5  # multiprocessing.Pool alone waits forever
+    message = str(info.value)
+    assert "worker process" in message and "died" in message
+    if fn is killed_on_row_0:
+        assert "SIGKILL" in message
+    assert multiprocessing.active_children() == []  # the pool is torn down
+
+
+def test_a_worker_recycled_by_max_tasks_per_child_is_not_a_death():
+    td = dataset(40)
+    out = td.map(operator.pos, num_workers=2, chunksize=5, max_tasks_per_child=1)
+    assert torch.equal(out["x"], td["x"])
+
+
+def test_fn_must_keep_the_chunks_batch_size():
+    td = dataset(10)
+    with pytest.raises(RuntimeError, match=r"chunk 0.*batch size \(5,\).*batch size \(1,\)"):
+        td.map(first_row_only, num_workers=2, chunksize=5)
+    assert multiprocessing.active_children() == []
+    # trailing batch dims may be added: the results join along the mapped dim
+    out = td.map(add_trailing_dim, num_workers=2, chunksize=5)
+    assert out.batch_size == (10, 1)
+    assert torch.equal(out["x"], td["x"].unsqueeze(1))
+
+
+@pytest.mark.parametrize("shared", [True, False])
+def test_out_of_another_batch_size_is_refused_before_any_chunk(shared):
+    td = dataset(20)
+    out = square_plus_one(dataset(15)).zero_()
+    if shared:
+        out.share_memory_()
+    before = out.clone()
+    with pytest.raises(RuntimeError, match=r"out has batch size \(15,\).*\(20,\).*nothing was"):
+        td.map(square_plus_one, num_workers=2, chunksize=5, out=out)
+    assert (out == before).all()
+    with pytest.raises(TypeError, match="out must be a tensordict"):
+        td.map(square_plus_one, num_workers=2, chunksize=5, out=torch.zeros(20))

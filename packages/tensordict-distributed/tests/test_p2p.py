@@ -82,6 +82,42 @@ def test_point_to_point(run_ranks, scenarios):
     assert after[:2] == ["error", "PeerClosedError"] and after[3] < 15, after
 
 
+def test_bad_peers_raise_at_once_and_broadcast_checks_templates(run_ranks, scenarios):
+    for rank, r in enumerate(run_ranks("bad_peers", 2)):
+        for name, needles in {
+            "send_outside": ["dst=5", "not a rank of the world", "size 2"],
+            "isend_outside": ["dst=-1", "size 2"],
+            "recv_outside": ["src=2", "size 2"],
+            "send_self": [f"dst={rank}", "own rank"],
+            "recv_self": [f"src={rank}", "own rank"],
+            "remote_self": [f"dst={rank}", "own rank"],
+            "group_outside": ["group_dst=2", "size 2"],
+            "group_self": [f"group_src={rank}", "own rank"],
+        }.items():
+            kind, error, message, seconds = r[name]
+            assert (kind, error) == ("error", "ValueError"), (name, r[name])
+            assert seconds < 1, (name, seconds)  # at once, not after a timeout
+            for needle in needles:
+                assert needle in message, (name, needle, message)
+        assert r["unchanged"] is True
+        if rank == 0:  # the source returns its own (consolidated) tensordict
+            assert r["bcast_bad_shape"][0] == ["ok", _ok(scenarios, 2.0)]
+            continue
+        for name, needles in {
+            "bcast_bad_shape": ["batch size (3,) expected, got (2,)", "'obs'"],
+            "bcast_bad_dtype": ["'obs'", "torch.int64", "torch.float32"],
+        }.items():
+            result, unchanged = r[name]
+            assert result[:2] == ["error", "ValueError"], (name, result)
+            assert "nothing was written" in result[2] and "rank 0" in result[2]
+            for needle in needles:
+                assert needle in result[2], (name, needle, result[2])
+            assert unchanged is True, name
+        values, returned_itself, same_leaf = r["bcast_template"]
+        assert values == _ok(scenarios, 3.0) and returned_itself and same_leaf
+        assert r["bcast_empty"] == _ok(scenarios, 4.0)
+
+
 def test_raw_unregistered_group(run_ranks, scenarios):
     receiver, _ = run_ranks("raw_group", 2)
     assert receiver["recv"] == _ok(scenarios, 1.0)

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 import torch
@@ -250,3 +251,47 @@ def test_lazy_stacked_store(redis_server):
     assert empty.batch_size == torch.Size([3, 2])
     store.clear_redis()
     empty.clear_redis()
+
+
+def test_set_in_place_keeps_shape_and_dtype_as_in_memory(redis_server):
+    """set_/update_ write into the entry as a TensorDict in memory does (the oracle): a
+    value that broadcasts is cast and broadcast, another shape or complex into real raises
+    InplaceWriteError (ValueError and RuntimeError) and the server keeps its data."""
+    from tensordict.distributed import LazyStackedTensorDictStore
+
+    local = sample(3)
+    store = store_cls().from_tensordict(local, host=redis_server.host, port=redis_server.port)
+    lazy_local = LazyStackedTensorDict(*sample(2).unbind(0))
+    lazy = LazyStackedTensorDictStore.from_lazy_stack(
+        lazy_local, host=redis_server.host, port=redis_server.port
+    )
+    for remote, oracle in ((store, local), (lazy, lazy_local)):
+        n = oracle.batch_size[0]
+        for key, bad in (
+            ("obs", torch.ones(n, 5)),
+            (("nested", "step"), torch.ones(n + 1)),
+        ):
+            with pytest.raises((ValueError, RuntimeError)) as expected:
+                oracle.clone().set_(key, bad)
+            with pytest.raises(RuntimeError, match="nothing was written|batch dim") as got:
+                remote.set_(key, bad)
+            assert isinstance(got.value, type(expected.value))
+            assert str(key if isinstance(key, str) else key[-1]) in str(got.value)
+            with pytest.raises(RuntimeError):  # update_'s own check, as in memory
+                remote.update_({key: bad} if isinstance(key, str) else {"nested": {"step": bad}})
+            assert (remote.to_tensordict() == oracle).all()
+        # what broadcasts is written, cast to the entry's dtype (complex: torch warns once)
+        row = torch.tensor([1.5, 2.5, 3.5], dtype=torch.float64).expand(n, 3)
+        oracle.set_("obs", row)
+        remote.set_("obs", row)
+        assert remote["obs"].dtype == torch.float32 and remote["obs"].shape == (n, 3)
+        assert torch.equal(remote["obs"], oracle["obs"])
+        steps = torch.full((n,), 7.0 + 1j)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            oracle.set_(("nested", "step"), steps)
+            remote.set_(("nested", "step"), steps)
+        assert remote["nested", "step"].dtype == torch.int64
+        assert torch.equal(remote["nested", "step"], oracle["nested", "step"])
+    store.clear_redis()
+    lazy.clear_redis()

@@ -19,7 +19,7 @@ The ``TensorDict`` methods are core forwarders to the ``td_*`` hooks below. It d
 from typing import Any
 
 from tensordict.distributed._collectives import td_all_gather, td_broadcast, td_scatter
-from tensordict.distributed._map import td_map, td_map_iter
+from tensordict.distributed._map import WorkerDiedError, td_map, td_map_iter
 from tensordict.distributed._p2p import (
     Transfer,
     from_remote_init,
@@ -50,6 +50,7 @@ __all__ = [
     "StoreDataLostError",
     "TensorDictStore",
     "Transfer",
+    "WorkerDiedError",
     "from_remote_init",
     "td_all_gather",
     "td_all_reduce",

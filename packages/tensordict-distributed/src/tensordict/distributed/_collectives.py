@@ -54,10 +54,14 @@ def td_broadcast(
 ) -> Any:
     """Send ``src``'s tensordict to every rank of ``group``; every rank calls it.
 
-    The other ranks need no template: they get a new tensordict of ``src``'s structure
-    (nested, lazy stacks, JSON non-tensor values, tensorclass instances whose module
-    they imported), consolidated on ``device`` (default: CPU for gloo, CUDA for nccl).
-    Their own tensordict is not used. ``src`` gets its tensordict consolidated (itself
+    The other ranks need no template: called on an empty tensordict, they get a new
+    tensordict of ``src``'s structure (nested, lazy stacks, JSON non-tensor values,
+    tensorclass instances whose module they imported), consolidated on ``device``
+    (default: CPU for gloo, CUDA for nccl). Called on a tensordict with entries (a
+    template, as for ``recv``), they receive into it in place and return it: its keys,
+    shapes, dtypes and batch sizes must be ``src``'s, else ``ValueError`` naming each
+    difference, and nothing is written (the reference library returns a new tensordict
+    and leaves a template as it was). ``src`` gets its tensordict consolidated (itself
     if it is already). Three collectives whatever the number of leaves.
 
     .. code-block:: python
@@ -113,7 +117,26 @@ def td_broadcast(
     meta = _message.parse(desc, f"rank {src}")
     if target is not None and data.device != target:
         data = data.to(target)
-    return _message.unpack(meta, data)
+    received = _message.unpack(meta, data)
+    template, _ = _message.unwrap(td)
+    if template is None or template.is_empty():
+        return received
+    return _into_template(td, template, received, f"{what} from rank {src}")
+
+
+def _into_template(td: Any, template: Any, received: Any, what: str) -> Any:
+    """Write ``received`` into ``template`` (``td``'s tensordict) in place, after checking
+    that it fits; ``td`` is returned."""
+    got, _ = _message.unwrap(received)
+    problems = _wire.mismatches(template, got)
+    if problems:
+        raise ValueError(
+            f"{what}: the received tensordict does not fit this rank's tensordict; nothing "
+            f"was written. {_wire.problems_text(problems)} (call broadcast on an empty "
+            "tensordict to receive a new one of any structure)."
+        )
+    _wire.write_into(template, got)
+    return td
 
 
 # ---------------------------------------------------------------------- scatter

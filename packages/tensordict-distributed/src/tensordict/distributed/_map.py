@@ -15,6 +15,13 @@ on each chunk in a pool of processes.
   ``worker_threads`` torch threads each, and torn down afterwards, also on error.
 * A worker's exception reaches the caller with its own type, the worker's traceback (as
   its ``__cause__``) and a note naming the chunk index.
+* A worker process that dies (killed, ``os._exit``, a crash in native code) takes its chunk
+  with it, and ``multiprocessing.Pool`` would wait for that chunk forever: the results are
+  awaited in short steps, and between them the pool's processes are checked. A dead one
+  raises :class:`WorkerDiedError` naming its pid and exit code; the pool made for the call
+  is then torn down (no process is left behind).
+* ``fn`` must keep the batch size of its chunk (it may add trailing batch dims): a result
+  of another size raises, naming the chunk and both sizes, before anything is gathered.
 * ``out=`` receives the results in place: workers write straight into it when it is in
   shared memory or memory-mapped, otherwise the main process copies each result in.
 * ``pbar=True`` shows a tqdm progress bar.
@@ -24,9 +31,11 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import multiprocessing
 import multiprocessing.pool
 import os
 import pickle
+import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -40,6 +49,14 @@ from tensordict._wire.consolidate import (
 )
 
 _MapFn = Callable[[Any], Any]
+
+#: Seconds between two checks of the pool's processes while a result is awaited.
+POLL_SECONDS = 0.1
+
+
+class WorkerDiedError(RuntimeError):
+    """A worker process of ``map``/``map_iter`` exited while chunks were still running
+    (killed, ``os._exit``, a crash): the chunk it held is lost, so the call fails."""
 
 
 class _SharedChunk:
@@ -75,9 +92,13 @@ def _to_shared(result: Any) -> Any:
 
 # ---------------------------------------------------------------------- workers
 def _init_worker(seed: int, ids: Any, threads: int) -> None:
-    """Pool initializer: torch threads, and seeds that differ per worker."""
+    """Pool initializer: torch threads, and seeds that differ per worker (``ids`` counts
+    the workers started: 0, 1, … then on for those that replace workers recycled by
+    ``maxtasksperchild``)."""
     torch.set_num_threads(threads)
-    worker = ids.get()
+    with ids.get_lock():
+        worker = ids.value
+        ids.value += 1
     torch.manual_seed(seed + worker)
     try:
         import numpy as np
@@ -87,13 +108,25 @@ def _init_worker(seed: int, ids: Any, threads: int) -> None:
         pass
 
 
+class _ByValue:
+    """A result pickled to bytes in the worker: its tensors travel as a copy, not as
+    shared-memory handles. For pools whose workers exit after ``maxtasksperchild``
+    tasks: a handle whose worker has exited cannot be opened any more."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+
 class _Task:
     """What a worker runs on ``(index, chunk, out_chunk)``: ``fn(chunk)``, written into
     ``out_chunk`` when one is given (then nothing is sent back)."""
 
-    def __init__(self, fn: _MapFn, remote: bool) -> None:
+    def __init__(self, fn: _MapFn, remote: bool, by_value: bool = False) -> None:
         self.fn = fn
         self.remote = remote
+        self.by_value = by_value
 
     def __call__(self, item: tuple[int, Any, Any]) -> Any:
         index, chunk, out_chunk = item
@@ -105,11 +138,111 @@ class _Task:
                 f"(tensordict map: raised by fn on chunk {index}, in worker {os.getpid()})"
             )
             raise
+        _check_result(index, chunk, result)
         if out_chunk is None:
+            if self.by_value:
+                return _ByValue(pickle.dumps(result))
             return _to_shared(result) if self.remote else result
         if result is not None:
             out_chunk.update_(result)
         return None
+
+
+def _check_result(index: int, chunk: Any, result: Any) -> None:
+    """``fn``'s result must keep the chunk's batch size (trailing dims may be added):
+    the results are put together along the chunks' dim."""
+    if result is None:
+        return
+    size = getattr(result, "batch_size", None)
+    if size is None and isinstance(result, torch.Tensor):
+        size = result.shape
+    if size is None:
+        return
+    expected = tuple(chunk.batch_size)
+    if tuple(size)[: len(expected)] != expected:
+        raise RuntimeError(
+            f"map: fn changed the batch size of chunk {index}: it got a chunk of batch size "
+            f"{expected} and returned {type(result).__name__} of batch size {tuple(size)}. "
+            "fn must keep the chunk's batch size (it may add trailing dims), since the "
+            "results are put together along the mapped dim."
+        )
+
+
+# ---------------------------------------------------------------------- dead workers
+def _exit_text(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name} (exit code {code})"
+        except ValueError:
+            return f"killed by signal {-code} (exit code {code})"
+    return f"exit code {code}"
+
+
+class _Watch:
+    """The processes of a ``multiprocessing`` pool, seen over time: which one died.
+
+    A worker exits on its own only after ``maxtasksperchild`` tasks, with exit code 0;
+    any other exit while results are awaited lost a chunk. Pools without processes
+    (a thread pool, a cluster's pool) are not watched."""
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+        self.recycles = getattr(pool, "_maxtasksperchild", None) is not None
+        self.seen: dict[int, Any] = {}
+        self.watchable = isinstance(getattr(pool, "_pool", None), list) and not isinstance(
+            pool, multiprocessing.pool.ThreadPool
+        )
+        self.look()
+
+    def look(self) -> None:
+        if self.watchable:
+            for proc in list(self.pool._pool):
+                self.seen.setdefault(id(proc), proc)
+
+    def dead(self) -> Any:
+        """The first worker that died, or ``None``."""
+        self.look()
+        for proc in self.seen.values():
+            code = getattr(proc, "exitcode", None)
+            if code is not None and (code != 0 or not self.recycles):
+                return proc
+        return None
+
+
+def _watched(results: Any, watch: _Watch, total: int) -> Iterator[Any]:
+    """The results, awaited in steps of :data:`POLL_SECONDS`, checking the workers in
+    between (a pool whose iterator has no ``next(timeout)`` is iterated as it is)."""
+    step = getattr(results, "next", None)
+    if not watch.watchable or step is None:
+        yield from results
+        return
+    done = 0
+    while done < total:
+        try:
+            item = step(timeout=POLL_SECONDS)
+        except multiprocessing.TimeoutError:
+            handler = getattr(watch.pool, "_result_handler", None)
+            if handler is not None and not handler.is_alive():
+                raise RuntimeError(
+                    f"map: the pool stopped collecting results ({done} of {total} chunks "
+                    "had come back): a result could not be read in this process. The pool "
+                    "is torn down."
+                ) from None
+            proc = watch.dead()
+            if proc is not None:
+                raise WorkerDiedError(
+                    f"map: worker process {proc.pid} ({proc.name}) died while chunks were "
+                    f"running: {_exit_text(proc.exitcode)}; its chunk is lost. "
+                    f"{done} of {total} chunks had come back. A worker dies when it is "
+                    "killed (out of memory, a signal), calls os._exit/sys.exit, or crashes "
+                    "in native code."
+                ) from None
+            continue
+        except StopIteration:
+            return
+        done += 1
+        # the bytes of our own worker's result (the pool's pipe carries pickles anyway)
+        yield pickle.loads(item.data) if isinstance(item, _ByValue) else item
 
 
 # ---------------------------------------------------------------------- splitting
@@ -206,6 +339,24 @@ def _check(td: Any, fn: _MapFn, chunksize: Any, num_chunks: Any, dim: int) -> in
     return dim % ndim
 
 
+def _check_out(td: Any, out: Any) -> None:
+    """``out`` must be a tensordict whose batch size starts with ``td``'s: checked before
+    the first chunk runs, so that a wrong ``out`` is left untouched."""
+    if out is None:
+        return
+    size = getattr(out, "batch_size", None)
+    if size is None:
+        raise TypeError(
+            f"map: out must be a tensordict (or tensorclass instance), got {type(out).__name__}."
+        )
+    expected = tuple(td.batch_size)
+    if tuple(size)[: len(expected)] != expected:
+        raise RuntimeError(
+            f"map: out has batch size {tuple(size)}, but the results have the batch size of "
+            f"the tensordict mapped over, {expected}; nothing was written."
+        )
+
+
 def _own_pool(
     num_workers: int,
     generator: torch.Generator | None,
@@ -218,9 +369,7 @@ def _own_pool(
     gen = torch.Generator() if generator is None else generator
     seed = int(torch.empty((), dtype=torch.int64).random_(generator=gen).item())
     ctx = mp.get_context(mp_start_method)
-    ids = ctx.Queue(maxsize=num_workers)
-    for i in range(num_workers):
-        ids.put(i)
+    ids = ctx.Value("q", 0)
     return ctx.Pool(
         processes=num_workers,
         initializer=_init_worker,
@@ -246,6 +395,9 @@ def _pool_for(
     own = _own_pool(workers, generator, max_tasks_per_child, worker_threads, mp_start_method)
     try:
         yield own
+    except WorkerDiedError:
+        _kill(own)
+        raise
     except BaseException:
         _terminate(own)
         raise
@@ -279,6 +431,20 @@ def _terminate(pool: Any) -> None:
             worker.join(timeout=10)
         return
     pool.join()
+
+
+def _kill(pool: Any) -> None:
+    """Tear down a pool one of whose workers died: ``terminate()`` within a time limit
+    (a worker killed while it held the task queue's lock leaves that lock taken, and
+    ``terminate()`` would wait for it forever), then kill whatever worker is still alive."""
+    workers = list(getattr(pool, "_pool", ()))
+    closer = threading.Thread(target=_terminate, args=(pool,), daemon=True)
+    closer.start()
+    closer.join(timeout=5)
+    for worker in list(getattr(pool, "_pool", ())) + workers:
+        if worker.is_alive():
+            worker.kill()
+        worker.join(timeout=5)
 
 
 def _workers(num_workers: int | None, pool: Any) -> int:
@@ -338,7 +504,10 @@ def _run(
     items = ((i, c, o) for i, (c, o) in enumerate(zip(chunks, outs)))
     imap = pool.imap_unordered if shuffle else pool.imap
     remote = not isinstance(pool, multiprocessing.pool.ThreadPool)
-    return _progress(imap(_Task(fn, remote), items, 1), len(bounds), pbar), bounds
+    watch = _Watch(pool)
+    task = _Task(fn, remote, by_value=remote and watch.recycles)
+    results = _watched(imap(task, items, 1), watch, len(bounds))
+    return _progress(results, len(bounds), pbar), bounds
 
 
 def _direct_out(out: Any) -> bool:
@@ -392,6 +561,7 @@ def td_map(
             result = td.map(process, pool=pool, chunksize=1000)
     """
     dim = _check(td, fn, chunksize, num_chunks, dim)
+    _check_out(td, out)
     workers = _workers(num_workers, pool)
     with _pool_for(
         pool, workers, generator, max_tasks_per_child, worker_threads, mp_start_method

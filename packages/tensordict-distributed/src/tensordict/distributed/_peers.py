@@ -220,10 +220,59 @@ def peer(peer: Any, group_peer: Any, group: Any, names: tuple[str, str], what: s
     """The :class:`Channel` to ``peer`` (global rank) or ``group_peer`` (rank in ``group``)."""
     check_peer(peer, group_peer, group, names, what)
     if group_peer is not None:
-        return Channel(group, _rank_arg(group_peer, names[1], what), False, what)
+        rank = _rank_arg(group_peer, names[1], what)
+        _check_group_rank(rank, group, names[1], what)
+        return Channel(group, rank, False, what)
     rank = _rank_arg(peer, names[0], what)
     require_initialised(what, group)
+    _check_global_rank(rank, group, names[0], what)
     return Channel(group, rank, True, what)
+
+
+def _not_self(what: str, name: str, rank: int) -> ValueError:
+    return ValueError(
+        f"{what}: {name}={rank} is this process's own rank; a process cannot send to or "
+        "receive from itself (torch.distributed refuses it too)."
+    )
+
+
+def _check_global_rank(rank: int, group: Any, name: str, what: str) -> None:
+    """``rank`` must be another rank of ``group`` (the world when ``None``): a rank outside
+    it would make the call wait forever."""
+    import torch.distributed as dist
+
+    if group is not None and not _is_registered(group):
+        return  # a raw group: it knows no global ranks; its backend checks
+    ranks = group_ranks(group)
+    if rank not in ranks:
+        where = "the world" if group is None else "the group"
+        raise ValueError(
+            f"{what}: {name}={rank} is not a rank of {where} (size {len(ranks)}, global "
+            f"ranks {_ranks_text(ranks)})."
+        )
+    if rank == dist.get_rank():
+        raise _not_self(what, name, rank)
+
+
+def _check_group_rank(rank: int, group: Any, name: str, what: str) -> None:
+    """``rank`` must be another rank within ``group`` (``0 <= rank < group size``)."""
+    size_of, rank_of = getattr(group, "size", None), getattr(group, "rank", None)
+    if not (callable(size_of) and callable(rank_of)):
+        return
+    size, own = int(size_of()), int(rank_of())
+    if not 0 <= rank < size:
+        raise ValueError(
+            f"{what}: {name}={rank} is not a rank within the group (its ranks are 0 to "
+            f"{size - 1}, size {size})."
+        )
+    if rank == own:
+        raise _not_self(what, name, rank)
+
+
+def _ranks_text(ranks: Sequence[int]) -> str:
+    if list(ranks) == list(range(len(ranks))):
+        return f"0 to {len(ranks) - 1}"
+    return str(list(ranks))
 
 
 def tags(init_tag: int, pseudo_rand: bool, count: int = 3) -> list[int]:

@@ -30,7 +30,7 @@ from tensordict._keys.index import normalize_index
 from tensordict._kinds.kinds import is_tensorclass
 from tensordict._kinds.views import TensorDictKeysView
 from tensordict._leaves.nontensor import NonTensorData, is_non_tensor, unwrap_non_tensor
-from tensordict._util.errors import missing_key
+from tensordict._util.errors import InplaceWriteError, missing_key
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
 from tensordict.distributed._redis import Connection, StoreDataLostError
@@ -67,6 +67,24 @@ def is_key(index: Any) -> bool:
     return isinstance(index, str) or (
         isinstance(index, tuple) and bool(index) and all(isinstance(i, str) for i in index)
     )
+
+
+def fit_in_place(where: str, value: torch.Tensor, dtype: torch.dtype, shape: Any) -> torch.Tensor:
+    """``value`` with the ``dtype`` and ``shape`` of the entry ``where`` it is written into
+    in place, as ``copy_`` into a tensordict in memory does it (broadcast and cast), else
+    :class:`InplaceWriteError`, raised before anything is written."""
+    try:
+        torch.broadcast_shapes(value.shape, tuple(shape))
+        fits = value.ndim <= len(shape) and value.broadcast_to(shape) is not None
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise InplaceWriteError(
+            f"TensorDictStore: cannot write a value of shape {tuple(value.shape)} in place "
+            f"into {where} of shape {tuple(shape)} (in place keeps the entry's shape; use "
+            "set() to replace it); nothing was written."
+        )
+    return torch.empty(tuple(shape), dtype=dtype).copy_(value)
 
 
 class TensorDictStore(StoreOps, TensorDictBase):
@@ -510,6 +528,14 @@ class TensorDictStore(StoreOps, TensorDictBase):
         }
         return meta, _redis.to_bytes(value)
 
+    def _fit_in_place(self, path: _Path, value: Any, entry: dict[str, Any] | None) -> Any:
+        """``value`` as the tensor entry ``entry`` holds it (its dtype and shape), for an
+        in-place write; other entries and values are returned as they are."""
+        if entry is None or entry.get("kind") != "tensor" or not isinstance(value, torch.Tensor):
+            return value
+        dtype = _redis.parse_dtype(entry["dtype"], path)
+        return fit_in_place(self._show(path), value, dtype, tuple(entry["shape"]))
+
     def _flatten(self, path: _Path, value: Any, check: bool = True) -> list[tuple[_Path, Any]]:
         if isinstance(value, dict):
             value = TensorDict(value, batch_size=self._batch_size if check else [])
@@ -532,13 +558,14 @@ class TensorDictStore(StoreOps, TensorDictBase):
     def _upload(self, items: Sequence[tuple[_Path, Any]], inplace: bool) -> None:
         """Write each ``(path, value)`` (a tensor, a JSON value or a tensordict): one round
         trip. With ``inplace``, leaves of the same dtype and shape are overwritten in place
-        (and must still be on the server)."""
-        leaves = [
-            (p, *self._leaf_entry(p, v))
-            for path, value in items
-            for p, v in self._flatten(path, value)
-        ]
+        (and must still be on the server); a tensor written in place into a tensor entry
+        takes that entry's dtype and shape (it must broadcast to it, as ``copy_``), else
+        :class:`InplaceWriteError` and nothing is written."""
         entries = self._entries()
+        flat = [(p, v) for path, value in items for p, v in self._flatten(path, value)]
+        if inplace:
+            flat = [(p, self._fit_in_place(p, v, entries.get(p))) for p, v in flat]
+        leaves = [(p, *self._leaf_entry(p, v)) for p, v in flat]
         self._check_unlocked([p for p, _, _ in leaves if p not in entries], "add")
         if inplace and all(entries.get(p) == m for p, m, d in leaves if d is not None):
             self._conn.write_ranges(

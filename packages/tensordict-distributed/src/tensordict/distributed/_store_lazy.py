@@ -18,13 +18,13 @@ from typing import Any
 
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict, is_leaf_nontensor
+from tensordict import LazyStackedTensorDict, TensorDict, is_leaf_nontensor, unravel_key
 from tensordict._kinds.kinds import is_tensorclass
 from tensordict._util.errors import missing_key
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
 from tensordict.distributed._redis import StoreDataLostError
-from tensordict.distributed._store import TensorDictStore, is_key
+from tensordict.distributed._store import TensorDictStore, fit_in_place, is_key
 
 _Path = tuple[str, ...]
 
@@ -160,9 +160,12 @@ class LazyStackedTensorDictStore(TensorDictStore):
                     td._set_tuple(path, entry["value"], inplace=False, validated=False)
         return out
 
-    def _write_members(self, items: list[int], members: Sequence[Any]) -> None:
+    def _write_members(
+        self, items: list[int], members: Sequence[Any], partial: bool = False
+    ) -> None:
         """Write local tensordicts as elements ``items``: in place when every shape is
-        unchanged, else by laying the leaf strings out again."""
+        unchanged, else by laying the leaf strings out again. With ``partial``, the
+        members may hold only some of the store's keys (the others are kept)."""
         if len(items) != len(members):
             raise ValueError(f"{len(items)} elements to write but {len(members)} values given.")
         members = [m._tensordict if is_tensorclass(m) else m for m in members]
@@ -181,7 +184,7 @@ class LazyStackedTensorDictStore(TensorDictStore):
         for leaf in leaves[1:]:
             if {_key_tuple(k) for k in leaf} != keys:
                 raise KeyError("LazyStackedTensorDictStore: the elements must share their keys.")
-        if entries and set(entries) != keys:
+        if entries and (not keys <= set(entries) if partial else set(entries) != keys):
             raise KeyError(
                 f"LazyStackedTensorDictStore: the element has keys "
                 f"{sorted(map(self._show, keys))}, the store {sorted(map(self._show, entries))}."
@@ -335,6 +338,10 @@ class LazyStackedTensorDictStore(TensorDictStore):
         self, key: tuple, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
     ) -> LazyStackedTensorDictStore:
         path = tuple(key)
+        if inplace and isinstance(value, torch.Tensor):
+            current = self.get(path, None)
+            if isinstance(current, torch.Tensor):
+                value = fit_in_place(repr(unravel_key(path)), value, current.dtype, current.shape)
         parts = (
             value.unbind(self._stack_dim)
             if isinstance(value, (torch.Tensor, TensorDictBase))
@@ -350,7 +357,7 @@ class LazyStackedTensorDictStore(TensorDictStore):
             # A new key: every element gets it (the others keep theirs).
             self._relayout_new(path, members)
             return self
-        self._write_members(list(range(self._count)), members)
+        self._write_members(list(range(self._count)), members, partial=True)
         return self
 
     def _relayout_new(self, path: _Path, members: list[TensorDict]) -> None:
