@@ -210,12 +210,13 @@ def _plan_through_entry(
     """``_plan_at`` for a kind that stores its entries elsewhere (a file, a server): read
     the entry, write the value at ``index`` into a copy, write the copy back in place
     (``set_``). The backends that can write a row range directly override ``_plan_at``."""
-    current = td._get_str(key, None)
+    current: Any = td._get_str(key, None)
     if current is None:
         raise KeyError(
             f"cannot write in place at {unravel_key(path)!r}: the key is not in the "
             f"{type(td).__name__} (keys there: {sorted(map(str, td.keys()))})."
         )
+    updated: Any
     if is_non_tensor(current):
         batch_size = td.batch_size
         _check_non_tensor_at(path, current, value, index, batch_size)
