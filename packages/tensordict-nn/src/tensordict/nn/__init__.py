@@ -22,13 +22,9 @@ distribution (``pip install tensordict-nn[tensorclass]``), never imported here.
 
 from tensordict import make_tensordict
 from tensordict.nn._interaction import InteractionType, interaction_type, set_interaction_type
-from tensordict.nn.common import (
-    TensorDictModule,
-    TensorDictModuleBase,
-    TensorDictModuleWrapper,
-    WrapModule,
-    as_tensordict_module,
-)
+from tensordict.nn._prob_sequence import ProbabilisticTensorDictSequential
+from tensordict.nn._wrappers import TensorDictModuleWrapper, WrapModule, as_tensordict_module
+from tensordict.nn.common import TensorDictModule, TensorDictModuleBase
 from tensordict.nn.cudagraphs import CudaGraphModule
 from tensordict.nn.dispatch import dispatch
 from tensordict.nn.distributions import (
@@ -51,10 +47,7 @@ from tensordict.nn.functional_modules import from_module, from_modules
 from tensordict.nn.functional_modules import td_from_module as td_from_module
 from tensordict.nn.functional_modules import td_to_module as td_to_module
 from tensordict.nn.params import TensorDictParams
-from tensordict.nn.probabilistic import (
-    ProbabilisticTensorDictModule,
-    ProbabilisticTensorDictSequential,
-)
+from tensordict.nn.probabilistic import ProbabilisticTensorDictModule
 from tensordict.nn.sequence import TensorDictSequential
 from tensordict.nn.tensorclass_module import TensorClassModuleBase, TensorClassModuleWrapper
 from tensordict.nn.utils import (

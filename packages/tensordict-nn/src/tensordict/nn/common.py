@@ -685,7 +685,16 @@ _TDM_FORWARD_BODY = TensorDictModule.forward.__wrapped__  # type: ignore[attr-de
 
 # Re-exported here, where the reference library defines them.
 from tensordict import make_tensordict as make_tensordict  # noqa: E402
-from tensordict.nn._wrappers import TensorDictModuleWrapper as TensorDictModuleWrapper  # noqa: E402
-from tensordict.nn._wrappers import WrapModule as WrapModule  # noqa: E402
-from tensordict.nn._wrappers import as_tensordict_module as as_tensordict_module  # noqa: E402
 from tensordict.nn.dispatch import dispatch as dispatch  # noqa: E402
+
+#: Names the reference library defines here and :mod:`tensordict.nn._wrappers` holds (it
+#: builds on this module, so they are looked up when first asked for: no import circle).
+_FROM_WRAPPERS = ("TensorDictModuleWrapper", "WrapModule", "as_tensordict_module")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_WRAPPERS:
+        from tensordict.nn import _wrappers
+
+        return getattr(_wrappers, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -453,7 +453,12 @@ class ProbabilisticTensorDictModule(TensorDictModuleBase):
         return fields
 
 
-# Defined in its own module (it subclasses the class above); importable from here.
-from tensordict.nn._prob_sequence import (  # noqa: E402
-    ProbabilisticTensorDictSequential as ProbabilisticTensorDictSequential,
-)
+def __getattr__(name: str) -> Any:
+    # ProbabilisticTensorDictSequential lives in its own module (it builds on the class
+    # above) and is importable from here, where the reference library defines it: looked
+    # up when first asked for, so the two modules do not import each other.
+    if name == "ProbabilisticTensorDictSequential":
+        from tensordict.nn._prob_sequence import ProbabilisticTensorDictSequential
+
+        return ProbabilisticTensorDictSequential
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
