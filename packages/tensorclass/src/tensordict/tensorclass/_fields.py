@@ -27,9 +27,9 @@ import numpy as np
 import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict, TensorDictBase
-from tensordict._leaves.nontensor import NON_TENSOR_TYPES as _NON_TENSOR_TYPES
-from tensordict._leaves.nontensor import unwrap_non_tensor
-from tensordict._util import modes as _modes
+from tensordict._plugins.api import NON_TENSOR_TYPES as _NON_TENSOR_TYPES
+from tensordict._plugins.api import modes as _modes
+from tensordict._plugins.api import unwrap_non_tensor
 
 _NON_TENSOR = (NonTensorData, NonTensorStack)
 #: Values that a tensordict casts to a tensor (what ``nocast`` keeps as they are).

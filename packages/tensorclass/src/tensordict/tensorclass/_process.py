@@ -10,7 +10,7 @@ from typing import Any
 import torch.utils._pytree as pytree
 
 from tensordict import TensorDict
-from tensordict._util.class_registry import register_class
+from tensordict._plugins.api import register_class
 from tensordict.tensorclass import _fields
 from tensordict.tensorclass._fields import MISSING, FieldSpec, Flags
 from tensordict.tensorclass._wrapper import _Wrapper, make_init

@@ -14,8 +14,7 @@ from typing import Any
 import torch
 
 from tensordict import TensorDictBase
-from tensordict._formats.repr import _td_repr, leaf_repr
-from tensordict._leaves.nontensor import NON_TENSOR_TYPES, unwrap_non_tensor
+from tensordict._plugins.api import NON_TENSOR_TYPES, _td_repr, leaf_repr, unwrap_non_tensor
 
 
 def tensorclass_repr(obj: Any) -> str:

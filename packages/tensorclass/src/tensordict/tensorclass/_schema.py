@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tensordict._leaves.nontensor import NON_TENSOR_TYPES
+from tensordict._plugins.api import NON_TENSOR_TYPES
 from tensordict.tensorclass._fields import MISSING
 
 

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from tensordict import TensorDictBase
-from tensordict._leaves.nontensor import NON_TENSOR_TYPES, unwrap_non_tensor
+from tensordict._plugins.api import NON_TENSOR_TYPES, unwrap_non_tensor
 
 _Tensor = torch.Tensor
 

@@ -19,9 +19,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
-from tensordict._keys.shape import parse_batch_size, parse_device
-from tensordict._leaves.nontensor import NON_TENSOR_TYPES, unwrap_non_tensor
-from tensordict._util.errors import lock_error
+from tensordict._plugins.api import (
+    NON_TENSOR_TYPES,
+    lock_error,
+    parse_batch_size,
+    parse_device,
+    unwrap_non_tensor,
+)
 from tensordict.base import TD_HANDLED_BY_NAME, TD_HANDLED_FUNCTIONS
 from tensordict.tensorclass import _fields, _forward, _schema
 from tensordict.tensorclass._fields import MISSING, FieldSpec, Flags
@@ -47,7 +51,7 @@ _UPDATE_OPTIONS = frozenset(
 def _sibling_rows() -> tuple[tuple[str, str, str, str], ...]:
     """Core's forwarder rows: the methods other distributions implement (memmap, nn,
     distributed). Those receive the instance itself, so that they can record its class."""
-    from tensordict._plugins.forwarders import FORWARDERS
+    from tensordict._plugins.api import FORWARDERS
 
     return tuple((name, sub, hook, kind) for name, sub, hook, kind, _ in FORWARDERS)
 
@@ -676,7 +680,7 @@ def _sibling_method(name: str, subpackage: str, hook: str, kind: str) -> Any:
     """A method that another distribution implements (``memmap``, ``save``, ``load``,
     ``broadcast`` ...): it receives the instance itself (not its tensordict), so that the
     class can be recorded, and what comes back is wrapped like any other result."""
-    from tensordict._plugins import siblings as _siblings
+    from tensordict._plugins.api import siblings as _siblings
 
     what = f"TensorClass.{name}"
     if kind == "property":
@@ -728,13 +732,13 @@ def _to(self: Any, *args: Any, cast_filter: Any = MISSING, **kwargs: Any) -> Any
     dtype = kwargs.get("dtype", args[0] if args and isinstance(args[0], torch.dtype) else None)
     if cast_filter is None or dtype is None or len(args) + len(kwargs) != 1:
         return _forward.rewrap(self, td.to(*args, **kwargs))
-    from tensordict._engine.ops import _cast
+    from tensordict._plugins.api import _cast
 
     return _forward.rewrap(self, _cast(td, lambda x: x.to(dtype), cast_filter))
 
 
 def _install_casts() -> None:
-    from tensordict._engine.ops import CASTS, QUANTIZED_CASTS
+    from tensordict._plugins.api import CASTS, QUANTIZED_CASTS
 
     for name in (*CASTS, *QUANTIZED_CASTS):
         setattr(_Wrapper, name, _cast_method(name))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Sequence
+from typing import Protocol
 
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict.base import TensorDictBase
+
+class _Keyed(Protocol):
+    """What :func:`missing_key` needs of a tensordict (this bottom layer imports none)."""
+
+    def keys(self) -> Iterable[object]: ...
 
 
 class KeyThroughLeafError(KeyError, ValueError):
@@ -84,7 +87,7 @@ def index_write_error(
     )
 
 
-def missing_key(key: object, td: TensorDictBase) -> KeyError:
+def missing_key(key: object, td: _Keyed) -> KeyError:
     """The error for a key that is not in ``td``, listing the keys that are."""
     return KeyError(
         f"key {key!r} not found in {type(td).__name__} with keys {sorted(map(str, td.keys()))}."

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from tensordict._wire import wire as _wire
+from tensordict._plugins.api import wire as _wire
 from tensordict.distributed import _message, _peers
 from tensordict.distributed._peers import run
 

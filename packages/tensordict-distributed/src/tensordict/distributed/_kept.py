@@ -13,7 +13,7 @@ from typing import Any, Generic, TypeVar
 
 import torch
 
-from tensordict._leaves.nontensor import NonTensorData
+from tensordict._plugins.api import NonTensorData
 
 T = TypeVar("T")
 

@@ -42,7 +42,7 @@ from typing import Any
 
 import torch
 
-from tensordict._wire.consolidate import (
+from tensordict._plugins.api import (
     _unpickle_consolidated,
     consolidated_buffer,
     current_metadata,

@@ -23,9 +23,9 @@ from typing import Any
 
 import torch
 
-from tensordict._kinds.kinds import is_tensorclass
-from tensordict._kinds.kinds import lazy_members as _lazy_members
-from tensordict._wire import wire as _wire
+from tensordict._plugins.api import is_tensorclass
+from tensordict._plugins.api import lazy_members as _lazy_members
+from tensordict._plugins.api import wire as _wire
 from tensordict.distributed import _buffers, _parts
 from tensordict.distributed._kept import Kept, layout_of
 

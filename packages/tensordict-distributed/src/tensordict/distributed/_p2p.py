@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from tensordict._wire import wire as _wire
+from tensordict._plugins.api import wire as _wire
 from tensordict.distributed import _buffers, _message, _parts, _peers
 from tensordict.distributed._peers import Channel, wait
 

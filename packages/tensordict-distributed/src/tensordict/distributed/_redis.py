@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from tensordict._wire.read import _DTYPES
+from tensordict._plugins.api import _DTYPES
 
 #: Arguments of the Lua writer: KEYS = strings; ARGV = per key: expected length, number
 #: of ranges, then (offset, bytes) per range.

@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
-from tensordict._kinds.kinds import lazy_members as _lazy_members
-from tensordict._wire import wire as _wire
+from tensordict._plugins.api import lazy_members as _lazy_members
+from tensordict._plugins.api import wire as _wire
 from tensordict.distributed import _buffers, _message, _peers
 from tensordict.distributed._collectives import _check_rank_in, _dist, _is_member
 from tensordict.distributed._kept import Kept, layout_of

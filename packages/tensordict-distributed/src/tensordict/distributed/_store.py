@@ -26,11 +26,16 @@ from typing import Any
 import torch
 
 from tensordict import TensorDict, is_leaf_nontensor
-from tensordict._keys.index import normalize_index
-from tensordict._kinds.kinds import is_tensorclass
-from tensordict._kinds.views import TensorDictKeysView
-from tensordict._leaves.nontensor import NonTensorData, is_non_tensor, unwrap_non_tensor
-from tensordict._util.errors import InplaceWriteError, missing_key
+from tensordict._plugins.api import (
+    InplaceWriteError,
+    NonTensorData,
+    TensorDictKeysView,
+    is_non_tensor,
+    is_tensorclass,
+    missing_key,
+    normalize_index,
+    unwrap_non_tensor,
+)
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
 from tensordict.distributed._redis import Connection, StoreDataLostError

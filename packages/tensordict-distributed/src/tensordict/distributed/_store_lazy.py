@@ -19,8 +19,7 @@ from typing import Any
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict, is_leaf_nontensor, unravel_key
-from tensordict._kinds.kinds import is_tensorclass
-from tensordict._util.errors import missing_key
+from tensordict._plugins.api import is_tensorclass, missing_key
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
 from tensordict.distributed._redis import StoreDataLostError

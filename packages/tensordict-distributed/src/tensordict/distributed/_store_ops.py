@@ -35,8 +35,7 @@ from typing import Any
 import torch
 
 from tensordict import TensorDict, is_leaf_nontensor
-from tensordict._kinds.kinds import lazy_members
-from tensordict._util.errors import lock_error
+from tensordict._plugins.api import lazy_members, lock_error
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 _Path = tuple[str, ...]

@@ -10,8 +10,7 @@ from typing import Any
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict
-from tensordict._keys.nested import NestedKey, unravel_key
-from tensordict._kinds.kinds import NON_TENSOR, is_tensorclass
+from tensordict._plugins.api import NON_TENSOR, NestedKey, is_tensorclass, unravel_key
 from tensordict.base import TensorDictBase
 from tensordict.memmap import _fs, _writer
 from tensordict.memmap._gc import paused_gc

@@ -18,7 +18,7 @@ from typing import Any
 import torch
 
 from tensordict import LazyStackedTensorDict, MetaData, NonTensorData, NonTensorStack
-from tensordict._kinds.kinds import is_tensorclass
+from tensordict._plugins.api import is_tensorclass
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _classes, _codec, _fs
 from tensordict.memmap._plan import META, META_FIELDS, RESERVED_ENTRIES, TC_INNER

@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from tensordict import LazyStackedTensorDict, MetaData, NonTensorData, NonTensorStack, TensorDict
-from tensordict._util.class_registry import lookup_class
-from tensordict._util.class_registry import register_class as _register
+from tensordict._plugins.api import lookup_class
+from tensordict._plugins.api import register_class as _register
 from tensordict.base import TensorDictBase
 
 #: What the reference library writes for the kinds core implements (``_type``, ``_class``).

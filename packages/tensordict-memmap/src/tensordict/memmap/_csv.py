@@ -17,8 +17,7 @@ from typing import Any
 
 import torch
 
-from tensordict._formats.pandas import dataframe, from_pandas
-from tensordict._plugins.siblings import import_extra
+from tensordict._plugins.api import dataframe, from_pandas, import_extra
 
 CSV_INSTALL = "tensordict-memmap[csv]"
 

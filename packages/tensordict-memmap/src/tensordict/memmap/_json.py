@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict._formats import tabular as _tabular
-from tensordict._kinds import kinds as _kinds
-from tensordict._leaves.nontensor import NonTensorData, NonTensorStack
+from tensordict._plugins.api import NonTensorData, NonTensorStack
+from tensordict._plugins.api import kinds as _kinds
+from tensordict._plugins.api import tabular as _tabular
 from tensordict.memmap._codec import is_json_exact
 
 _REAL = "bool, integer and floating-point dtypes"

@@ -31,8 +31,7 @@ from typing import Any
 import torch
 
 from tensordict import LazyStackedTensorDict
-from tensordict._keys.nested import unravel_key
-from tensordict._kinds.kinds import NON_TENSOR, is_tensorclass
+from tensordict._plugins.api import NON_TENSOR, is_tensorclass, unravel_key
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _writer
 

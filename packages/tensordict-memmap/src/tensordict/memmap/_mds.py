@@ -21,10 +21,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from tensordict._formats import tabular as _tabular
-from tensordict._kinds import kinds as _kinds
-from tensordict._leaves.nontensor import NonTensorData, NonTensorStack
-from tensordict._plugins.siblings import import_extra
+from tensordict._plugins.api import NonTensorData, NonTensorStack, import_extra
+from tensordict._plugins.api import kinds as _kinds
+from tensordict._plugins.api import tabular as _tabular
 from tensordict.memmap._codec import is_json_exact
 
 MDS_INSTALL = "tensordict-memmap[mds]"

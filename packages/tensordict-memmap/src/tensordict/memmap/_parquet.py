@@ -22,10 +22,9 @@ from typing import Any
 
 import torch
 
-from tensordict._formats import tabular as _tabular
-from tensordict._formats.arrow import entry_to_arrow, from_arrow
-from tensordict._kinds import kinds as _kinds
-from tensordict._plugins.siblings import import_extra
+from tensordict._plugins.api import entry_to_arrow, from_arrow, import_extra
+from tensordict._plugins.api import kinds as _kinds
+from tensordict._plugins.api import tabular as _tabular
 
 PARQUET_INSTALL = "tensordict-memmap[parquet]"
 

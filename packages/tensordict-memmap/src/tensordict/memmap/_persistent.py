@@ -24,15 +24,17 @@ import numpy as np
 import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict
-from tensordict._functions.pad import PadOps
-from tensordict._keys.nested import unravel_key
-from tensordict._kinds.kinds import is_tensorclass
-from tensordict._shared.indexed import IndexedOps
-from tensordict._shared.key_sets import KeySetOps
-from tensordict._shared.memory import MemoryOps
-from tensordict._shared.state_dict import StateDictOps
-from tensordict._util.errors import InplaceWriteError
-from tensordict._wire.consolidate import ConsolidateOps
+from tensordict._plugins.api import (
+    ConsolidateOps,
+    IndexedOps,
+    InplaceWriteError,
+    KeySetOps,
+    MemoryOps,
+    PadOps,
+    StateDictOps,
+    is_tensorclass,
+    unravel_key,
+)
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _codec, _fs
 from tensordict.memmap._persistent_ops import LOCK_OP, PersistentOps, _as_array, _write_rows

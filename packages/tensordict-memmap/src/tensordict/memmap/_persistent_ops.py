@@ -35,11 +35,16 @@ import numpy as np
 import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict, is_leaf_nontensor
-from tensordict._dense.dict_ops import with_entries
-from tensordict._keys.nested import NestedKey, unravel_key
-from tensordict._kinds.kinds import is_tensorclass
-from tensordict._shared.indexed import _check_at
-from tensordict._util.errors import InplaceWriteError, lock_error, missing_key
+from tensordict._plugins.api import (
+    InplaceWriteError,
+    NestedKey,
+    _check_at,
+    is_tensorclass,
+    lock_error,
+    missing_key,
+    unravel_key,
+    with_entries,
+)
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 #: Where ``lock_``/``unlock_`` leave the previous lock state for a ``with`` block to restore.

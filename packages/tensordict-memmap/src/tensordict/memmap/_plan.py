@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from tensordict import LazyStackedTensorDict, NonTensorData, NonTensorStack, TensorDict
-from tensordict._kinds.kinds import is_tensorclass
+from tensordict._plugins.api import is_tensorclass
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _classes, _codec, _fs
 from tensordict.memmap._tensor import MemoryMappedTensor, check_not_sparse

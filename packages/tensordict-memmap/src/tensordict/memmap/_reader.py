@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from tensordict import LazyStackedTensorDict, MetaData, NonTensorData, NonTensorStack, TensorDict
-from tensordict._keys.nested import unravel_key
+from tensordict._plugins.api import unravel_key
 from tensordict.memmap import _classes, _codec, _fs
 from tensordict.memmap._plan import META, META_FIELDS, RESERVED_ENTRIES, TC_INNER, member_batch
 from tensordict.memmap._progress import Bar

@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict
-from tensordict._util.futures import TensorDictFuture
+from tensordict._plugins.api import TensorDictFuture
 from tensordict.base import TensorDictBase
 from tensordict.memmap import _classes, _codec, _fs
 from tensordict.memmap._gc import paused_gc

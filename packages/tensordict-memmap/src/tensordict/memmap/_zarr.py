@@ -24,10 +24,9 @@ import numpy as np
 import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict
-from tensordict._formats import tabular as _tabular
-from tensordict._keys.nested import unravel_key
-from tensordict._kinds import kinds as _kinds
-from tensordict._plugins.siblings import import_extra
+from tensordict._plugins.api import import_extra, unravel_key
+from tensordict._plugins.api import kinds as _kinds
+from tensordict._plugins.api import tabular as _tabular
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _codec, _fs
 

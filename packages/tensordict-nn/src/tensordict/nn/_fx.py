@@ -18,7 +18,7 @@ from typing import Any
 from torch import fx, nn
 
 from tensordict import TensorDictBase
-from tensordict._keys.nested import NestedKey
+from tensordict._plugins.api import NestedKey
 from tensordict.nn.common import TensorDictModule
 from tensordict.nn.sequence import TensorDictSequential
 

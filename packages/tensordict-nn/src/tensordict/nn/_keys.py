@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tensordict import unravel_key
-from tensordict._keys.nested import NestedKey, is_nested_key
+from tensordict._plugins.api import NestedKey, is_nested_key
 
 #: The out_key that means "drop this output".
 IGNORE = "_"

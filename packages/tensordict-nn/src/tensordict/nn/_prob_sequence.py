@@ -12,7 +12,7 @@ from torch import distributions as D
 from torch import nn
 
 from tensordict import TensorDictBase
-from tensordict._keys.nested import NestedKey
+from tensordict._plugins.api import NestedKey
 from tensordict.nn._interaction import InteractionType
 from tensordict.nn._keys import as_key_list
 from tensordict.nn.distributions.composite import CompositeDistribution

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from tensordict import TensorDict, TensorDictBase
-from tensordict._leaves.nontensor import NON_TENSOR
+from tensordict._plugins.api import NON_TENSOR
 from tensordict.nn._slot_check import check_copy, check_swap
 
 _Parameter = nn.Parameter

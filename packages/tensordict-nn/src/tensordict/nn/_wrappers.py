@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from tensordict import TensorDictBase
-from tensordict._keys.nested import NestedKey
+from tensordict._plugins.api import NestedKey
 from tensordict.nn._keys import as_key_list
 from tensordict.nn.common import TensorDictModuleBase, forward_attribute
 

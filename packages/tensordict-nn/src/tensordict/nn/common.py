@@ -18,8 +18,7 @@ from torch import nn
 from torch.nn.modules import module as _torch_module
 
 from tensordict import NonTensorStack, TensorDict, TensorDictBase
-from tensordict._keys.nested import NestedKey
-from tensordict._leaves.nontensor import NON_TENSOR
+from tensordict._plugins.api import NON_TENSOR, NestedKey
 from tensordict.base import NO_DEFAULT
 from tensordict.nn._keys import IGNORE, as_key_list, repeated_keys, select_keys
 from tensordict.nn.dispatch import tensordict_entry

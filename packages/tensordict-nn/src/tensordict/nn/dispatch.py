@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from tensordict import TensorDict, is_tensor_collection, unravel_key_list
-from tensordict._keys.nested import NestedKey
+from tensordict._plugins.api import NestedKey
 from tensordict.nn.utils import _DISPATCH, _SKIP_EXISTING, should_skip
 
 _F = TypeVar("_F", bound=Callable[..., Any])

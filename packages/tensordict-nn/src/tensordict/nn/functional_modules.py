@@ -19,7 +19,7 @@ from torch import nn
 from torch.nn.parameter import is_lazy
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
-from tensordict._leaves.nontensor import NON_TENSOR
+from tensordict._plugins.api import NON_TENSOR
 from tensordict.nn._client_compat import _exclude_td_from_pytree as _exclude_td_from_pytree
 from tensordict.nn._slot_check import check_copy
 from tensordict.nn._swap import Swapper, entries_of, tree_to_td, undo

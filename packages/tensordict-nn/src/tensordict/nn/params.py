@@ -19,8 +19,8 @@ from torch import nn
 from torch.nn.parameter import Buffer
 
 from tensordict import TensorDict, TensorDictBase
-from tensordict._leaves.nontensor import NON_TENSOR
-from tensordict._torch import pytree as _pytree
+from tensordict._plugins.api import NON_TENSOR
+from tensordict._plugins.api import pytree as _pytree
 
 __all__ = ["TensorDictParams"]
 

@@ -15,8 +15,7 @@ import torch
 from torch import distributions as D
 
 from tensordict import TensorDictBase, unravel_key
-from tensordict._keys.nested import NestedKey
-from tensordict._leaves.nontensor import NON_TENSOR
+from tensordict._plugins.api import NON_TENSOR, NestedKey
 from tensordict.nn._client_compat import _use_generator as _use_generator  # for clients
 from tensordict.nn._interaction import (
     InteractionType,

@@ -9,7 +9,7 @@ from typing import Any
 from torch import nn
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
-from tensordict._keys.nested import NestedKey
+from tensordict._plugins.api import NestedKey
 from tensordict.nn._keys import as_key_list, select_keys
 from tensordict.nn._wrappers import WrapModule
 from tensordict.nn.common import (

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tensordict import unravel_key_list
-from tensordict._keys.nested import NestedKey
+from tensordict._plugins.api import NestedKey
 from tensordict.nn._mode import ScopedSetter, Setting
 
 if TYPE_CHECKING:  # served by __getattr__ below (their module imports this one)

@@ -9,7 +9,7 @@ import torch
 from torch import distributions as D
 
 from tensordict import TensorDict, TensorDictBase, unravel_key
-from tensordict._keys.nested import NestedKey
+from tensordict._plugins.api import NestedKey
 from tensordict.nn._interaction import deterministic_sample
 from tensordict.nn.distributions.utils import NO_SHAPE as _NO_SHAPE
 from tensordict.nn.utils import composite_lp_aggregate
