@@ -1,6 +1,13 @@
-"""One rule for non-tensor entries across every family of operations: a result never shares
-a non-tensor container (``NonTensorData`` / ``NonTensorStack``) with its input, so writing
-into a result's labels leaves the input's untouched.
+"""One rule for non-tensor entries across every family of operations.
+
+* Value maps, copies, shape and batch operations (everything in ``FAMILIES``): a result
+  never shares a non-tensor container (``NonTensorData`` / ``NonTensorStack``) with its
+  input, so writing into a result's labels leaves the input's untouched.
+* Structural operations, which hand out the input's own entries rearranged by key
+  (``STRUCTURAL``: select, exclude, flatten_keys, unflatten_keys, split_keys): their result
+  holds the input's non-tensor containers, as it holds its tensors, so a write through the
+  result reaches the input alike for both (the reference does the same for select, exclude
+  and flatten_keys).
 
 Every family runs over every kind of the ``any_td`` fixture (dense, nested, lazy stacks on
 dims 0 and 1, an indexed view). The only sharing allowed is that of a lazy stack's members
@@ -57,6 +64,12 @@ FAMILIES: dict[str, Callable[[Any], Any]] = {
     "-td": lambda td: -td,
     "abs(td)": lambda td: abs(td),
     "td == td": lambda td: td == td,
+    # pytree maps and densify are value maps too
+    "tree_map": lambda td: torch.utils._pytree.tree_map(lambda x: x, td),
+    "tree_unflatten": lambda td: torch.utils._pytree.tree_unflatten(
+        *torch.utils._pytree.tree_flatten(td)
+    ),
+    "clone(recurse=False)": lambda td: td.clone(recurse=False),
     # device, copies, dtype
     "clone": lambda td: td.clone(),
     "copy": lambda td: td.copy(),
@@ -176,3 +189,27 @@ def test_writing_a_results_labels_leaves_the_inputs(any_td, family):
     assert out.get("label").tolist()[0][0] == "changed"
     assert any_td.get("label").tolist() == before
     assert any_td.batch_size == ANY_BS
+
+
+STRUCTURAL: dict[str, Callable[[Any], Any]] = {
+    "select": lambda td: td.select("label", "x", ("n", "y"), strict=False),
+    "exclude": lambda td: td.exclude("nothing-of-that-name"),
+    "flatten_keys": lambda td: td.flatten_keys("."),
+    "unflatten_keys": lambda td: td.flatten_keys(".").unflatten_keys("."),
+    "split_keys": lambda td: td.split_keys(["label"])[0],
+}
+
+
+@pytest.mark.parametrize("family", list(STRUCTURAL))
+def test_structural_results_hold_the_inputs_non_tensor_entries(any_td, family):
+    inputs = {key for key in non_tensor_containers(any_td)}
+    out = STRUCTURAL[family](any_td)
+    held = set(non_tensor_containers(out))
+    assert "label" in out.keys()
+    assert held and held <= inputs, f"{family}: the result's non-tensor entries are copies"
+    # a write through the result reaches the input, for a label as for a tensor (a lazy
+    # stack's members hold one value each, NonTensorData: writing one element of it makes
+    # a new stack in the result's member, in the reference too)
+    if not isinstance(any_td, LazyStackedTensorDict):
+        out.set_at_("label", "changed", (0, 0))
+        assert any_td.get("label").tolist()[0][0] == "changed"

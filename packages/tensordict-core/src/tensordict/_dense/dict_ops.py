@@ -354,7 +354,8 @@ class DictOps:
         return out
 
     def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDict:
-        """A tensordict without ``keys`` (missing keys are ignored; entries are shared).
+        """A tensordict without ``keys`` (missing keys are ignored; entries are shared, the
+        non-tensor ones too, as for :meth:`select`).
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -366,7 +367,7 @@ class DictOps:
             keys = tuple(keys[0])
         if inplace and self._is_locked:
             raise lock_error(keys, "delete")
-        out = self if inplace else self._shallow_copy()
+        out = self if inplace else self._shallow_copy(share_non_tensor=True)
         for key in keys:
             if type(key) is str:
                 out._tensordict.pop(key, None)
@@ -507,17 +508,20 @@ class DictOps:
             return self._map_tensors(torch.clone)
         return self._shallow_copy()
 
-    def _shallow_copy(self) -> TensorDict:
-        """New containers all the way down, the same tensors (see :meth:`copy`)."""
+    def _shallow_copy(self, share_non_tensor: bool = False) -> TensorDict:
+        """New containers all the way down, the same tensors (see :meth:`copy`); non-tensor
+        entries get containers of their own unless ``share_non_tensor`` (the structural
+        operations: their result holds the input's entries, tensors or not)."""
         bs = self._batch_size
         out: dict[str, Any] = {}
         for key, value in self._tensordict.items():
             if isinstance(value, _Tensor):
                 out[key] = value
             elif isinstance(value, _kinds.Dense):
-                out[key] = value._shallow_copy()
+                out[key] = value._shallow_copy(share_non_tensor)
             elif isinstance(value, NON_TENSOR):
-                out[key] = value._with(value.batch_size)  # a container of its own, same shape
+                # a container of its own (same shape), or the input's
+                out[key] = value if share_non_tensor else value._with(value.batch_size)
             else:
                 out[key] = value.clone(recurse=False)
         names = self._names

@@ -19,6 +19,10 @@ size and device, so writing into a result's entry leaves the input's untouched. 
 and tensor operations are not applied to non-tensor values; batch-shape operations
 transform a ``NonTensorStack`` like a tensor of the batch shape, and reductions keep a
 stack's values only where they agree along the reduced dimensions.
+
+The structural operations, which hand out the input's own entries rearranged by key
+(``select``, ``exclude``, ``flatten_keys``, ``unflatten_keys``, ``split_keys``), do not walk
+values: their result holds the input's containers, as it holds its tensors.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ import torch
 from tensordict._keys.nested import NestedKey, unravel_key
 from tensordict._kinds import kinds as _kinds
 from tensordict._kinds.kinds import is_nested
-from tensordict._leaves.nontensor import NonTensorData, unwrap_non_tensor
+from tensordict._leaves.nontensor import NonTensorData, is_non_tensor, unwrap_non_tensor
 from tensordict._util.errors import lock_error
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
@@ -62,7 +62,12 @@ def _move_entry(src: Any, dst: Any, path: tuple[str, ...], dst_path: tuple[str, 
         for member, target in zip(members, targets):
             _move_entry(member, target, path, dst_path)
         return
-    dst._set_tuple(dst_path, src._get_tuple(path, NO_DEFAULT), inplace=False, validated=False)
+    value = src._get_tuple(path, NO_DEFAULT)
+    if is_non_tensor(value) and isinstance(dst, _kinds.Dense):
+        # the input's own container, as for its tensors (the structural operations' rule)
+        dst._set_tuple(dst_path, value, inplace=False, validated=True)
+        return
+    dst._set_tuple(dst_path, value, inplace=False, validated=False)
 
 
 def _no_entries(td: Any) -> bool:

@@ -590,7 +590,12 @@ def _rebuild(cls: Any, spec: LevelSpec, children: list[Any], leafless: list[Any]
     if carried is None and leafless is None:
         source = dict(zip(keys, children, strict=True))
     else:
-        fixed = dict(carried or ())
+        # a rebuilt tensordict is a new value: its non-tensor entries get containers of
+        # their own (the rule of every value map), the carried ones stay the input's
+        fixed = {
+            key: value._with(value.batch_size) if type(value) in NON_TENSOR_TYPES else value
+            for key, value in carried or ()
+        }
         skip = {key for key, _ in leafless or ()}
         it = iter(children)
         source = {key: fixed[key] if key in fixed else next(it) for key in keys if key not in skip}
