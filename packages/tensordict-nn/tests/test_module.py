@@ -301,6 +301,26 @@ def test_dispatch_decorates_user_methods():
         net(torch.ones(2), a__b=torch.ones(2))
 
 
+def test_dispatch_with_a_required_extra_argument():
+    """forward(self, td, other): the extra argument comes after the tensors, positionally
+    (the shown signature may not put a default before a required argument)."""
+
+    class Net(nn.Module):
+        in_keys = [("a", "c"), "d"]
+        out_keys = ["b"]
+
+        @dispatch(separator="_")
+        def forward(self, td, other):
+            td["b"] = td["a", "c"] + td["d"] + other
+            return td
+
+    net = Net()
+    b = net(torch.zeros(1, 2), torch.ones(1, 2), 5)  # one out_key: the tensor itself
+    assert b.tolist() == [[6.0, 6.0]]
+    td = net(TensorDict({("a", "c"): torch.ones(2), "d": torch.ones(2)}, [2]), 1)
+    assert td["b"].tolist() == [3.0, 3.0]
+
+
 def test_dispatch_without_parentheses_uses_the_defaults():
     class Net(nn.Module):
         in_keys = [("a", "b")]

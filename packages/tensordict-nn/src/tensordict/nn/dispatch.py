@@ -92,13 +92,19 @@ def dispatch_signature(func: Callable[..., Any]) -> inspect.Signature:
     ...     pass
     >>> dispatch_signature(forward)
     <Signature (self, tensordict=None, tensordict_out=None, **kwargs)>
+    >>> def forward(self, tensordict, other):
+    ...     pass
+    >>> dispatch_signature(forward)
+    <Signature (self, tensordict=None, other=None, **kwargs)>
     """
     sig = inspect.signature(func)
     params = list(sig.parameters.values())
     out = []
     for i, p in enumerate(params):
         positional = p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        if i == 1 and positional and p.default is p.empty:
+        # the tensordict, and the positional arguments after it (``forward(self, td,
+        # other)``: a default may not precede a required positional argument)
+        if i >= 1 and positional and p.default is p.empty:
             p = p.replace(default=None)
         out.append(p)
     if not any(p.kind is p.VAR_KEYWORD for p in out):
