@@ -16,6 +16,7 @@ import os
 import pickle
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -497,7 +498,10 @@ def scenario_bad_peers(rank: int, world: int) -> dict[str, Any]:
     for name, template in zip(("bcast_bad_shape", "bcast_bad_dtype"), templates):
         mine = nested(2.0) if rank == 0 else template
         kept = dump(mine)
-        res[name] = [call(lambda m=mine: dump(m.broadcast(0))), dump(mine) == kept]
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            result = call(lambda m=mine: dump(m.broadcast(0)))
+        res[name] = [result, dump(mine) == kept, [str(w.message) for w in seen]]
     mine = nested(3.0) if rank == 0 else nested(-1.0)
     obs = mine["obs"]
     out = mine.broadcast(0)

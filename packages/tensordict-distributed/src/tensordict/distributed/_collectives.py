@@ -9,6 +9,7 @@ that cannot encode its tensordict says so in its header and every rank raises.
 from __future__ import annotations
 
 import datetime
+import warnings
 from typing import Any
 
 import torch
@@ -58,11 +59,12 @@ def td_broadcast(
     tensordict of ``src``'s structure (nested, lazy stacks, JSON non-tensor values,
     tensorclass instances whose module they imported), consolidated on ``device``
     (default: CPU for gloo, CUDA for nccl). Called on a tensordict with entries (a
-    template, as for ``recv``), they receive into it in place and return it: its keys,
-    shapes, dtypes and batch sizes must be ``src``'s, else ``ValueError`` naming each
-    difference, and nothing is written (the reference library returns a new tensordict
-    and leaves a template as it was). ``src`` gets its tensordict consolidated (itself
-    if it is already). Three collectives whatever the number of leaves.
+    template, as for ``recv``), they receive into it in place and return it when its keys,
+    shapes, dtypes and batch sizes are ``src``'s (the reference library leaves it as it
+    was, so code that ignores the result reads stale values); when they are not, a
+    ``UserWarning`` names each difference, the template is left unchanged and a new
+    tensordict is returned, as in the reference. ``src`` gets its tensordict consolidated
+    (itself if it is already). Three collectives whatever the number of leaves.
 
     .. code-block:: python
 
@@ -125,16 +127,19 @@ def td_broadcast(
 
 
 def _into_template(td: Any, template: Any, received: Any, what: str) -> Any:
-    """Write ``received`` into ``template`` (``td``'s tensordict) in place, after checking
-    that it fits; ``td`` is returned."""
+    """Write ``received`` into ``template`` (``td``'s tensordict) in place when it fits
+    and return ``td``; otherwise warn, leave ``template`` unchanged and return
+    ``received`` (the reference library's result: a new tensordict)."""
     got, _ = _message.unwrap(received)
     problems = _wire.mismatches(template, got)
     if problems:
-        raise ValueError(
-            f"{what}: the received tensordict does not fit this rank's tensordict; nothing "
-            f"was written. {_wire.problems_text(problems)} (call broadcast on an empty "
-            "tensordict to receive a new one of any structure)."
+        warnings.warn(
+            f"{what}: the received tensordict does not fit this rank's tensordict, which is "
+            f"left unchanged; use the returned tensordict. {_wire.problems_text(problems)}",
+            UserWarning,
+            stacklevel=4,
         )
+        return received
     _wire.write_into(template, got)
     return td
 
