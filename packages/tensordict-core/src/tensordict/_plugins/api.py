@@ -35,6 +35,7 @@ from tensordict._keys.shape import parse_batch_size, parse_device
 from tensordict._kinds import kinds
 from tensordict._kinds.kinds import is_tensorclass, lazy_members
 from tensordict._kinds.views import TensorDictKeysView
+from tensordict._kinds.writes import write_inplace
 from tensordict._leaves.nontensor import (
     NON_TENSOR,
     NON_TENSOR_TYPES,
@@ -115,4 +116,5 @@ __all__ = [
     "unwrap_non_tensor",
     "wire",
     "with_entries",
+    "write_inplace",
 ]

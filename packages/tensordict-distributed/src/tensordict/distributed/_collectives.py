@@ -31,15 +31,9 @@ def _is_member(group: Any) -> bool:
 
 
 def _check_rank_in(rank: Any, group: Any, name: str, what: str) -> int:
-    if isinstance(rank, bool) or not hasattr(rank, "__index__"):
-        raise TypeError(f"{what}: {name} must be an int (global) rank, got {rank!r}.")
-    rank = int(rank)
-    ranks = _peers.group_ranks(group)
-    if rank not in ranks:
-        raise ValueError(
-            f"{what}: {name}={rank} is not a rank of the process group (its global ranks "
-            f"are {ranks}); {name} is a global rank, as for torch.distributed."
-        )
+    """``rank`` as an int, after checking that it is a global rank of ``group``."""
+    rank = _peers.rank_arg(rank, name, what)
+    _peers.check_rank_in(rank, group, name, what)
     return rank
 
 

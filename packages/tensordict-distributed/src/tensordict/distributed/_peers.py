@@ -157,7 +157,7 @@ def require_initialised(what: str, group: Any = None) -> None:
         )
 
 
-def _rank_arg(value: Any, name: str, what: str) -> int:
+def rank_arg(value: Any, name: str, what: str) -> int:
     if isinstance(value, bool) or not hasattr(value, "__index__"):
         raise TypeError(f"{what}: {name} must be an int rank, got {value!r}.")
     return operator.index(value)
@@ -220,10 +220,10 @@ def peer(peer: Any, group_peer: Any, group: Any, names: tuple[str, str], what: s
     """The :class:`Channel` to ``peer`` (global rank) or ``group_peer`` (rank in ``group``)."""
     check_peer(peer, group_peer, group, names, what)
     if group_peer is not None:
-        rank = _rank_arg(group_peer, names[1], what)
+        rank = rank_arg(group_peer, names[1], what)
         _check_group_rank(rank, group, names[1], what)
         return Channel(group, rank, False, what)
-    rank = _rank_arg(peer, names[0], what)
+    rank = rank_arg(peer, names[0], what)
     require_initialised(what, group)
     _check_global_rank(rank, group, names[0], what)
     return Channel(group, rank, True, what)
@@ -243,15 +243,21 @@ def _check_global_rank(rank: int, group: Any, name: str, what: str) -> None:
 
     if group is not None and not _is_registered(group):
         return  # a raw group: it knows no global ranks; its backend checks
+    check_rank_in(rank, group, name, what)
+    if rank == dist.get_rank():
+        raise _not_self(what, name, rank)
+
+
+def check_rank_in(rank: int, group: Any, name: str, what: str) -> None:
+    """``ValueError`` unless the global ``rank`` belongs to ``group`` (the world when
+    ``None``)."""
     ranks = group_ranks(group)
     if rank not in ranks:
         where = "the world" if group is None else "the group"
         raise ValueError(
             f"{what}: {name}={rank} is not a rank of {where} (size {len(ranks)}, global "
-            f"ranks {_ranks_text(ranks)})."
+            f"ranks {_ranks_text(ranks)}); {name} is a global rank, as for torch.distributed."
         )
-    if rank == dist.get_rank():
-        raise _not_self(what, name, rank)
 
 
 def _check_group_rank(rank: int, group: Any, name: str, what: str) -> None:

@@ -35,6 +35,7 @@ from tensordict._plugins.api import (
     missing_key,
     normalize_index,
     unwrap_non_tensor,
+    write_inplace,
 )
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
@@ -74,22 +75,16 @@ def is_key(index: Any) -> bool:
     )
 
 
-def fit_in_place(where: str, value: torch.Tensor, dtype: torch.dtype, shape: Any) -> torch.Tensor:
-    """``value`` with the ``dtype`` and ``shape`` of the entry ``where`` it is written into
-    in place, as ``copy_`` into a tensordict in memory does it (broadcast and cast), else
+def fit_in_place(path: Any, value: torch.Tensor, dtype: torch.dtype, shape: Any) -> torch.Tensor:
+    """``value`` with the ``dtype`` and ``shape`` of the entry at ``path`` it is written
+    into in place, as core writes into a tensordict in memory (broadcast and cast), else
     :class:`InplaceWriteError`, raised before anything is written."""
+    fitted = torch.empty(tuple(shape), dtype=dtype)
     try:
-        torch.broadcast_shapes(value.shape, tuple(shape))
-        fits = value.ndim <= len(shape) and value.broadcast_to(shape) is not None
-    except RuntimeError:
-        fits = False
-    if not fits:
-        raise InplaceWriteError(
-            f"TensorDictStore: cannot write a value of shape {tuple(value.shape)} in place "
-            f"into {where} of shape {tuple(shape)} (in place keeps the entry's shape; use "
-            "set() to replace it); nothing was written."
-        )
-    return torch.empty(tuple(shape), dtype=dtype).copy_(value)
+        write_inplace(path, fitted, value, False)
+    except InplaceWriteError as err:
+        raise InplaceWriteError(f"TensorDictStore: nothing was written. {err}") from None
+    return fitted
 
 
 class TensorDictStore(StoreOps, TensorDictBase):
@@ -539,7 +534,7 @@ class TensorDictStore(StoreOps, TensorDictBase):
         if entry is None or entry.get("kind") != "tensor" or not isinstance(value, torch.Tensor):
             return value
         dtype = _redis.parse_dtype(entry["dtype"], path)
-        return fit_in_place(self._show(path), value, dtype, tuple(entry["shape"]))
+        return fit_in_place(path, value, dtype, tuple(entry["shape"]))
 
     def _flatten(self, path: _Path, value: Any, check: bool = True) -> list[tuple[_Path, Any]]:
         if isinstance(value, dict):

@@ -18,7 +18,7 @@ from typing import Any
 
 import torch
 
-from tensordict import LazyStackedTensorDict, TensorDict, is_leaf_nontensor, unravel_key
+from tensordict import LazyStackedTensorDict, TensorDict, is_leaf_nontensor
 from tensordict._plugins.api import is_tensorclass, missing_key
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
@@ -340,7 +340,7 @@ class LazyStackedTensorDictStore(TensorDictStore):
         if inplace and isinstance(value, torch.Tensor):
             current = self.get(path, None)
             if isinstance(current, torch.Tensor):
-                value = fit_in_place(repr(unravel_key(path)), value, current.dtype, current.shape)
+                value = fit_in_place(path, value, current.dtype, current.shape)
         parts = (
             value.unbind(self._stack_dim)
             if isinstance(value, (torch.Tensor, TensorDictBase))
