@@ -200,12 +200,16 @@ class _Watch:
                 self.seen.setdefault(id(proc), proc)
 
     def dead(self) -> Any:
-        """The first worker that died, or ``None``."""
+        """The first worker that died, or ``None``. Workers recycled normally are
+        forgotten (a long run would otherwise hold every one, and its pipe, open)."""
         self.look()
-        for proc in self.seen.values():
+        for key, proc in list(self.seen.items()):
             code = getattr(proc, "exitcode", None)
-            if code is not None and (code != 0 or not self.recycles):
+            if code is None:
+                continue
+            if code != 0 or not self.recycles:
                 return proc
+            del self.seen[key]
         return None
 
 
