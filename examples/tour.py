@@ -139,6 +139,11 @@ n_tensors = sum(isinstance(v, torch.Tensor) for v in rollout.values(True, True))
 assert isinstance(doubled, TensorDict) and len(leaves) == n_tensors  # "env_name" is in the spec
 per_sample = torch.vmap(lambda td: td["observation"].norm())(rollout[0])
 assert per_sample.shape == (N_ENVS,)
+# in_dims names a batch dim of the tensordict: -1 is the env dim, whatever the feature dims
+per_env_obs = torch.vmap(lambda td: td["observation"].mean(0), in_dims=(-1,))(
+    rollout.exclude("env_name")
+)
+assert torch.allclose(per_env_obs, rollout["observation"].mean(0))
 print(
     f"return {returns:.3f}; per env {[round(r, 3) for r in per_env['next', 'reward'].flatten().tolist()]}"
 )

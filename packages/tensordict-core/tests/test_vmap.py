@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+import tensordict
 from tensordict import TensorDict
 
 
@@ -79,8 +80,8 @@ def test_in_dims_none_for_a_tensordict():
 
 
 def test_negative_in_and_out_dims_without_feature_dims():
-    """Negative dims count from each leaf's end (pytree semantics): the batch dims when the
-    leaves have no feature dimensions."""
+    """Negative dims count from the end of the batch dims (here the leaves have no
+    feature dims; see the tests on batch dims below for leaves that have)."""
     td = TensorDict({"a": torch.randn(5, 3), "n": {"b": torch.randn(5, 3)}}, [5, 3])
 
     def fn(t):
@@ -288,3 +289,193 @@ def test_deep_nesting_values_and_batch_sizes():
     rows = torch.vmap(lambda t: t["n", "m", "c"].sum() + t["a"].sum())(td)
     expected = torch.stack([td[i]["n", "m", "c"].sum() + td[i]["a"].sum() for i in range(4)])
     torch.testing.assert_close(rows, expected)
+
+
+# ------------------------------------------------------------------ dims name batch dims
+# The oracle: the function applied to each slice along the mapped batch dim, the results
+# stacked along the output dim (as torch.vmap does for one tensor).
+
+
+def make_featured() -> TensorDict:
+    """Batch ``[4, 3]``; leaves with 0, 1 and 2 feature dims, one nested level."""
+    return TensorDict(
+        {
+            "a": torch.randn(4, 3),
+            "f": torch.randn(4, 3, 5),
+            "n": {"b": torch.randn(4, 3, 2, 6), "c": torch.randn(4, 3)},
+        },
+        [4, 3],
+    )
+
+
+def row_by_row(fn, td, in_dim, out_dim):
+    return torch.stack([fn(row) for row in td.unbind(in_dim)], out_dim)
+
+
+def assert_same(out, expected):
+    assert type(out) is type(expected) and out.batch_size == expected.batch_size
+    assert set(out.keys(True, True)) == set(expected.keys(True, True))
+    for key, value in expected.items(True, True):
+        torch.testing.assert_close(out[key], value)
+
+
+@pytest.mark.parametrize("in_dim", [0, 1, -1, -2])
+@pytest.mark.parametrize("out_dim", [0, 1, -1, -2])
+def test_in_and_out_dims_are_batch_dims_whatever_the_feature_dims(in_dim, out_dim):
+    td = make_featured()
+
+    def fn(t):
+        assert t.batch_size == torch.Size([3 if in_dim in (0, -2) else 4])
+        return t.apply(lambda x: x * 2 + 1)
+
+    out = torch.vmap(fn, (in_dim,), out_dim)(td)
+    assert_same(out, row_by_row(fn, td, in_dim, out_dim))
+    assert out["n"].batch_size == out.batch_size
+
+
+def test_a_tensor_result_of_a_tensordict_mapped_along_its_last_batch_dim():
+    td = make_featured()
+    out = torch.vmap(lambda t: t["f"].sum(-1) + t["n", "c"], (-1,))(td)
+    torch.testing.assert_close(out, (td["f"].sum(-1) + td["n", "c"]).T)
+
+
+def test_mixed_tensors_tensordicts_and_unmapped_arguments():
+    td = make_featured()
+    x = torch.randn(3, 7)  # mapped along 0, as td along 1
+    w = torch.randn(5)  # not mapped
+
+    def fn(t, x, w):
+        return t["f"] @ w + x.sum()
+
+    out = torch.vmap(fn, (1, 0, None))(td, x, w)
+    expected = torch.stack([fn(t, xi, w) for t, xi in zip(td.unbind(1), x.unbind(0))])
+    torch.testing.assert_close(out, expected)
+
+
+@pytest.mark.parametrize("dims", [{"in_dims": (-3,)}, {"out_dims": -3}])
+def test_a_negative_dim_beyond_the_batch_dims_raises_naming_the_batch_size(dims):
+    """(A positive dim past the batch dims is each leaf's own dim, as torch takes it: the
+    torch.func transforms map their basis that way.)"""
+    td = make_featured()
+    before = td.clone()
+    with pytest.raises(ValueError, match=r"not a batch dimension.*batch size \[") as info:
+        torch.vmap(lambda t: t, **dims)(td)
+    assert "[4, 3]" in str(info.value) or "[3]" in str(info.value)
+    assert_same(td, before)
+
+
+def test_out_dims_as_a_one_tuple_for_one_tensordict():
+    td = make_featured()
+    out = torch.vmap(lambda t: t + 0, (1,), (1,))(td)
+    assert_same(out, td)
+
+
+@pytest.mark.parametrize("chunk_size", [1, 2, 5])
+def test_chunks_give_the_unchunked_result(chunk_size):
+    td = make_featured()
+
+    def fn(t):
+        return t.apply(torch.cos)
+
+    out = torch.vmap(fn, (1,), -1, chunk_size=chunk_size)(td)
+    assert_same(out, row_by_row(fn, td, 1, -1))
+
+
+def test_names_of_the_other_batch_dims_survive():
+    td = TensorDict({"a": torch.zeros(2, 3, 4, 5)}, [2, 3, 4], names=["x", "y", "z"])
+    seen = []
+    out = torch.vmap(lambda t: seen.append(t.names) or t, (1,))(td)
+    assert seen == [["x", "z"]] and out.names == [None, "x", "z"]
+    assert torch.vmap(lambda t: t, (-1,), -1)(td).names == ["x", "y", None]
+    assert torch.vmap(lambda t: t, (1,), 2)(td).names == ["x", "z", None]
+
+
+def test_writes_into_a_locked_tensordict_raise_as_outside_vmap():
+    td = make_featured().lock_()
+    seen = []
+
+    def write(t):
+        seen.append(t.is_locked)
+        t.set("new", t["a"])
+        return t
+
+    with pytest.raises(RuntimeError, match="Cannot modify locked TensorDict") as outside:
+        write(td)
+    with pytest.raises(RuntimeError, match="Cannot modify locked TensorDict") as inside:
+        torch.vmap(write, (1,))(td)
+    assert str(inside.value) == str(outside.value) and seen == [True, True]
+    assert "new" not in td.keys()
+    # a value map inside gives a new, unlocked tensordict, as outside
+    out = torch.vmap(lambda t: t.apply(lambda x: x + 1).set("new", t["a"]), (1,))(td)
+    assert torch.equal(out["new"], td["a"].T)
+
+
+def test_writes_inside_land_in_the_result():
+    td = make_featured()
+    out = torch.vmap(lambda t: t.set(("n", "d"), t["f"].sum(-1)), (-1,))(td)
+    torch.testing.assert_close(out["n", "d"], td["f"].sum(-1).T)
+    assert "d" not in td["n"].keys()
+
+
+# ------------------------------------------------------------------ lazy stacks
+def make_lazy(stack_dim: int, same_shapes: bool = True):
+    """Three members of batch ``[4]``; ``f``'s feature size differs if not ``same_shapes``."""
+    members = [
+        TensorDict({"a": torch.randn(4), "f": torch.randn(4, 2 if same_shapes else i + 1)}, [4])
+        for i in range(3)
+    ]
+    return tensordict.lazy_stack(members, stack_dim)
+
+
+def _values(td):
+    """The members' values, row by row (works for any lazy stack and dense tensordicts)."""
+    return [t.to_dict() for t in td.unbind(0)]
+
+
+@pytest.mark.parametrize("stack_dim", [0, 1])
+@pytest.mark.parametrize("in_dim", [0, 1, -1])
+def test_lazy_stack_mapped_along_any_batch_dim(stack_dim, in_dim):
+    lazy = make_lazy(stack_dim)
+
+    def fn(t):
+        return t.apply(lambda x: x * 3)
+
+    out = torch.vmap(fn, (in_dim,))(lazy)
+    expected = row_by_row(fn, lazy, in_dim, 0)
+    assert out.batch_size == expected.batch_size
+    for key in ("a", "f"):
+        torch.testing.assert_close(out[key], expected[key])
+    if in_dim % 2 != stack_dim:  # the members have the dim: the result stays a lazy stack
+        assert isinstance(out, tensordict.LazyStackedTensorDict)
+        assert out.stack_dim == 1  # the mapped dim comes first (out_dims=0)
+
+
+def test_heterogeneous_lazy_stack_mapped_along_a_member_dim():
+    lazy = make_lazy(0, same_shapes=False)
+    seen = []
+    out = torch.vmap(lambda t: seen.append(type(t).__name__) or t.set("g", t["a"] + 1), (1,))(lazy)
+    assert seen == ["LazyStackedTensorDict"]
+    assert isinstance(out, tensordict.LazyStackedTensorDict) and out.batch_size == (4, 3)
+    for i, member in enumerate(out.tensordicts):
+        assert torch.equal(member["f"], lazy.tensordicts[i]["f"])
+        assert torch.equal(member["g"], lazy.tensordicts[i]["a"] + 1)
+
+
+def test_heterogeneous_lazy_stack_mapped_along_its_stack_dim_raises_naming_the_key():
+    lazy = make_lazy(0, same_shapes=False)
+    with pytest.raises(RuntimeError, match="'f'"):
+        torch.vmap(lambda t: t, (0,))(lazy)
+
+
+@pytest.mark.parametrize("in_dim", [0, 1])
+def test_lazy_stack_nested_in_a_tensordict(in_dim):
+    inner = TensorDict({"a": torch.randn(3, 4, 2)}, [3, 4])
+    td = TensorDict(
+        {"parent": tensordict.lazy_stack([inner, inner * 2], 0), "x": torch.randn(2, 3)}, [2, 3]
+    )
+    out = torch.vmap(lambda t: t.apply(lambda x: x - 1), (in_dim,))(td)
+    expected = row_by_row(lambda t: t.apply(lambda x: x - 1), td, in_dim, 0)
+    assert out.batch_size == expected.batch_size
+    assert out["parent"].batch_size == expected["parent"].batch_size
+    for key in ("x", ("parent", "a")):
+        torch.testing.assert_close(out[key], expected[key])

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, cast
 
 import torch
+from torch._C import _functorch
 from torch.utils import _pytree as pytree
 
 from tensordict._keys.shape import parse_batch_size
@@ -28,6 +29,7 @@ from tensordict._leaves.nontensor import (
     NonTensorData,
     is_non_tensor,
 )
+from tensordict._torch import vmap_dims
 from tensordict._torch.pytree_td import (
     first_leaf,
     flatten,
@@ -239,6 +241,7 @@ def _level_hint(value: int) -> _Level:
 
 
 def _lazy_flatten(lazy: Any) -> tuple[list[Any], tuple[Any, ...]]:
+    vmap_dims.LAZY_FLATTENED[0] += 1
     members = list(lazy.tensordicts)
     leaf = first_leaf(members)
     member_bs = members[0].batch_size if members else None
@@ -266,12 +269,12 @@ def _make_lazy_unflatten(cls: Any) -> Any:
             return cls._new([], stack_dim, dim_name, batch_size)
         leaf = first_leaf(members)
         new_level = -1 if leaf is None else vmap_level(leaf)
-        if new_level > level:
-            raise RuntimeError(
-                "torch.vmap over a LazyStackedTensorDict is not supported: its members would be "
-                "batched along their own dimensions, not the stack's. Make it dense first "
-                "(td.contiguous() or td.densify())."
-            )
+        if new_level > level and len(members[0].batch_size) < len(member_bs):
+            # entering torch.vmap along a member dim (vmap_dims turned the stack's batch
+            # dim into it): the stack loses that dim
+            if _functorch.maybe_get_bdim(leaf) < stack_dim:
+                stack_dim -= 1
+            return cls._new(members, stack_dim, dim_name)
         new_bs = members[0].batch_size
         for i, td in enumerate(members[1:], 1):
             if td.batch_size != new_bs:
@@ -294,8 +297,9 @@ def _make_lazy_unflatten(cls: Any) -> Any:
 def register_lazy_stack(cls: type) -> None:
     """Register a lazy-stack class (``tensordicts``/``stack_dim``) as a pytree node.
 
-    Its children are the stacked tensordicts. ``torch.vmap`` cannot batch a lazy stack
-    along its dimensions through its members, so entering a vmap with one raises.
+    Its children are the stacked tensordicts. ``torch.vmap`` maps a lazy stack along
+    one of its batch dims through its members (:mod:`tensordict._torch.vmap_dims` turns
+    the dim into theirs, or makes the stack dense when it is the stack dim).
 
     >>> import torch
     >>> from torch.utils._pytree import tree_map
@@ -321,6 +325,7 @@ def register_defaults() -> None:
     ``LazyStackedTensorDict``."""
     register(_kinds.Dense)
     register_unbatched_in_vmap()
+    vmap_dims.install()
     lazy_module = sys.modules.get("tensordict._lazy.stack")
     lazy_cls = getattr(lazy_module, "LazyStackedTensorDict", None)
     if lazy_cls is not None:

@@ -143,6 +143,9 @@ class LevelSpec(tuple):  # type: ignore[type-arg]
     #: tensors and merged levels only, none without children, no names, nothing
     #: carried, here and below: the whole tree can be rebuilt in one go
     plain: bool = property(itemgetter(8))  # type: ignore[assignment]
+    #: the level was locked: rebuilt locked when its leaves cross a ``torch.vmap`` level
+    #: (writes inside the function raise as outside); a hint, ignored by ``==``
+    locked: bool = property(itemgetter(9))  # type: ignore[assignment]
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LevelSpec):
@@ -277,6 +280,7 @@ def _flatten_level(td: Any, children: list[Any]) -> LevelSpec:
                 first_level,
                 n,
                 n > 0 and names is None,
+                td._is_locked,
             )
         )
     start = len(children)
@@ -333,6 +337,7 @@ def _flatten_level(td: Any, children: list[Any]) -> LevelSpec:
             level if level is not None else -1 if nested_level is None else nested_level,
             len(children) - start,
             plain,
+            td._is_locked,
         )
     )
 
@@ -365,10 +370,20 @@ def make_unflatten(cls: type) -> Any:
                 if out is None:
                     out = _same_level(cls, spec, children, 0)
             if out is not None:
-                return out
-        return _build(cls, spec, children, 0)
+                return _relocked(out, spec, children) if spec[9] else out
+        out = _build(cls, spec, children, 0)
+        return _relocked(out, spec, children) if spec[9] else out
 
     return unflatten
+
+
+def _relocked(out: Any, spec: LevelSpec, children: list[Any]) -> Any:
+    """``out`` locked, as the tensordict it was flattened from, when its leaves crossed a
+    ``torch.vmap`` level (entering or leaving one); ``tree_map`` & co. give it unlocked."""
+    leaf = first_leaf(children)
+    if leaf is not None and vmap_level(leaf) != spec.level and not out._is_locked:
+        out.lock_()
+    return out
 
 
 _EMPTY = torch.Size(())
@@ -398,7 +413,7 @@ _new_int64 = functools.partial(_INT64.new_full, ())
 def _tensor_level(cls: Any, spec: LevelSpec, tensors: list[Any], pos: int, bs: torch.Size) -> Any:
     """A plain level (and its merged levels) around ``tensors``, with batch size ``bs``
     (nested levels: ``bs`` too) and no device."""
-    keys, layout, _, _, _, _, _, size, _ = spec
+    keys, layout, _, _, _, _, _, size, _, _ = spec
     if layout is None:
         store = dict(zip(keys, tensors[pos : pos + size], strict=True))
     else:
@@ -421,7 +436,7 @@ def _entered_tree(cls: Any, spec: LevelSpec, children: list[Any]) -> Any:
     lvl = _functorch.maybe_get_level(first)
     bdim = _functorch.maybe_get_bdim(first)
     bs = spec[2]  # batch_size
-    if bdim >= len(bs) or _functorch.get_unwrapped(first).shape[: len(bs)] != bs:
+    if bdim >= len(bs) or not _starts_with(_functorch.get_unwrapped(first).shape, bs, bdim):
         return None
     try:  # every child batched at this level along ``bdim`` (a non-tensor raises)
         if set(map(_functorch.maybe_get_level, children)) != {lvl}:
@@ -438,7 +453,7 @@ def _entered_tree(cls: Any, spec: LevelSpec, children: list[Any]) -> Any:
 def _entered_level(
     cls: Any, spec: LevelSpec, children: list[Any], pos: int, lvl: int, bdim: int
 ) -> Any:
-    keys, layout, bs, _, _, _, level, size, _ = spec
+    keys, layout, bs, _, _, _, level, size, _, _ = spec
     if lvl <= level:
         return None
     new = bs[1:] if bdim == 0 else bs[:bdim] + bs[bdim + 1 :]
@@ -471,7 +486,7 @@ def _same_level(cls: Any, spec: LevelSpec, children: list[Any], pos: int) -> Any
     """A plain level (and its merged levels) whose tensors still start with its batch
     size at the same ``torch.vmap`` level (``tree_map``, ``grad``…): the same batch size;
     the device kept when every child is on it, as level by level; ``None`` otherwise."""
-    keys, layout, bs, device, _, _, level, size, _ = spec
+    keys, layout, bs, device, _, _, level, size, _, _ = spec
     nb = len(bs)
     tensor = _Tensor
     if layout is None:
@@ -635,6 +650,15 @@ def _rebuild(cls: Any, spec: LevelSpec, children: list[Any], leafless: list[Any]
     return _reshaped(cls, source, children, bs, names, level)
 
 
+def _starts_with(shape: torch.Size, bs: torch.Size, bdim: int) -> bool:
+    """Whether ``shape`` starts with the batch size ``bs``, but for the size of the dim
+    ``bdim`` that ``torch.vmap`` maps (a chunk of it with ``chunk_size``)."""
+    nb = len(bs)
+    if len(shape) < nb:
+        return False
+    return shape[:bdim] == bs[:bdim] and shape[bdim + 1 : nb] == bs[bdim + 1 :]
+
+
 def _entered(children: list[Any], bs: torch.Size, level: int) -> torch.Size | None:
     """The batch size of a level whose leaves entered a ``torch.vmap`` level over one of
     its batch dims, when every child shows it; ``None`` otherwise.
@@ -662,7 +686,7 @@ def _entered(children: list[Any], bs: torch.Size, level: int) -> torch.Size | No
                 _functorch.maybe_get_level(value) != lvl or _functorch.maybe_get_bdim(value) != bdim
             ):
                 return None
-            if _functorch.get_unwrapped(value).shape[:nb] != bs:
+            if not _starts_with(_functorch.get_unwrapped(value).shape, bs, bdim):
                 return None
         else:
             return None
@@ -673,7 +697,7 @@ def _entered(children: list[Any], bs: torch.Size, level: int) -> torch.Size | No
         bdim = _functorch.maybe_get_bdim(leaf)
         if _functorch.maybe_get_level(leaf) <= level or bdim >= nb:
             return None
-        if _functorch.get_unwrapped(leaf).shape[:nb] != bs:
+        if not _starts_with(_functorch.get_unwrapped(leaf).shape, bs, bdim):
             return None
         new = bs[:bdim] + bs[bdim + 1 :]
     if nested:
@@ -762,7 +786,8 @@ def _batch_candidates(
     nb = len(bs)
     old = tuple(bs)
     old_names = list(names) if names is not None else [None] * nb
-    if len(levels) == 1 and next(iter(levels)) > level:  # entering a vmap level
+    entering = len(levels) == 1 and next(iter(levels)) > level
+    if entering:  # entering a vmap level
         bdims = {_functorch.maybe_get_bdim(t) for t in reps}
         bdim = next(iter(bdims))
         # vmapped over a batch dimension: the unwrapped leaves still start with the batch
@@ -770,7 +795,7 @@ def _batch_candidates(
         if (
             len(bdims) == 1
             and bdim < nb
-            and all(tuple(_functorch.get_unwrapped(t).shape[:nb]) == old for t in reps)
+            and all(_starts_with(_functorch.get_unwrapped(t).shape, bs, bdim) for t in reps)
         ):
             yield old[:bdim] + old[bdim + 1 :], old_names[:bdim] + old_names[bdim + 1 :]
     inserted = []
@@ -782,8 +807,17 @@ def _batch_candidates(
     if leaving:
         yield from inserted
     yield old, old_names
+    if entering:
+        # a leaf of a lazy stack counts its dims from its member: the children's shapes
+        # tell which batch dim went
+        for d in range(nb):
+            yield old[:d] + old[d + 1 :], old_names[:d] + old_names[d + 1 :]
     if not leaving:
         yield from inserted
+    if shapes and len(shapes[0]) >= nb:  # one batch dim resized (vmap's chunks joined)
+        resized = shapes[0][:nb]
+        if sum(a != b for a, b in zip(resized, old, strict=True)) == 1:
+            yield resized, old_names
     # leading dims dropped (a spec recorded with a vmapped dimension in front, as
     # ``jacfwd`` records its output spec), then the longest prefix the leaves still have
     for k in range(1, nb):
@@ -857,7 +891,7 @@ def _loaded(data: dict[str, Any]) -> LevelSpec:
             and names is None
             and all(sub is None or (sub.size and sub.plain) for _, sub in layout)
         )
-    return _spec((tuple(data["keys"]), layout, bs, device, names, carried, -1, size, plain))
+    return _spec((tuple(data["keys"]), layout, bs, device, names, carried, -1, size, plain, False))
 
 
 def from_dumpable_context(dumped: str) -> LevelSpec:
