@@ -6,7 +6,7 @@ import pytest
 import torch
 from tc_helpers import assert_same_data
 
-from tensordict import TensorClass
+from tensordict import TensorClass, TensorDict
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -70,3 +70,38 @@ def test_compiles_without_graph_breaks_and_matches_eager(name):
         assert torch.equal(got, expected)
     else:
         assert_same_data(got, expected)
+
+
+class Scaled(TensorClass):
+    obs: torch.Tensor
+    scaled: torch.Tensor = None
+    nested: TensorDict = None
+
+    def __post_init__(self):
+        self.scaled = self.obs * 2
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda o: Scaled(obs=o, batch_size=[4]).scaled,  # written by __post_init__
+        lambda o: _reassigned(Scaled(obs=o, batch_size=[4]), o).obs,
+        lambda o: _nested(Scaled(obs=o, batch_size=[4]), o).nested["z"],
+    ],
+    ids=["post_init", "reassigned", "nested"],
+)
+def test_fields_written_inside_compiled_code_read_back(fn):
+    obs = torch.randn(4, 3)
+    torch._dynamo.reset()
+    got = torch.compile(fn, fullgraph=True)(obs)
+    assert torch.equal(got, fn(obs))
+
+
+def _reassigned(p, o):
+    p.obs = o.double() + 1
+    return p
+
+
+def _nested(p, o):
+    p.nested = TensorDict(z=o * 3, batch_size=[4])
+    return p

@@ -328,3 +328,70 @@ def test_tensordict_input_and_output_keep_their_metadata():
     td = TensorDict({"a": torch.zeros(3, 4)}, [3, 4], names=["x", "y"], device="cpu")
     out = check(lambda t: t.apply(lambda x: x + 1), lambda seed=0: td.clone())
     assert out.names == ["x", "y"] and out.device == torch.device("cpu")
+
+
+# ------------------------------------------------------------------ lock, keys, unbatched
+def test_lock_and_unlock_inside_a_compiled_function_warn_once_and_match_eager():
+    def fn(td):
+        td = td.clone()
+        td.lock_()
+        y = td["a"] + 1
+        locked = td.is_locked and td["n"].is_locked
+        td.unlock_()
+        td["z"] = y
+        return td, locked
+
+    td = make_td()
+    torch._dynamo.reset()
+    with pytest.warns(UserWarning, match="lock_\\(\\) in compiled code"):
+        compiled, locked = torch.compile(fn, fullgraph=True)(td)
+    expected, _ = fn(td)
+    assert locked and not compiled.is_locked and not compiled["n"].is_locked
+    assert_same(compiled, expected)
+
+
+def test_a_write_into_a_tensordict_locked_inside_compiled_code_raises():
+    def fn(td):
+        td = td.clone().lock_()
+        td["new"] = td["a"]
+        return td
+
+    torch._dynamo.reset()
+    with pytest.raises(Exception, match="locked"):
+        torch.compile(fn)(make_td())
+
+
+@pytest.mark.parametrize("keywords", [False, True])
+def test_new_unsafe_with_the_reference_signature(keywords):
+    def fn(a, b):
+        if keywords:
+            return TensorDict._new_unsafe(
+                source={"a": a, "b": b}, batch_size=torch.Size([3]), device=None, names=None
+            )
+        return TensorDict._new_unsafe({"a": a, "b": b}, torch.Size([3]))
+
+    out = check(fn, make_tensors)
+    assert out.batch_size == (3,)
+
+
+def test_key_helpers():
+    def fn(td):
+        key = tensordict.unravel_key(("n", ("b",)))
+        keys = tensordict.unravel_key_list(["a", ("n", ("b",))])
+        return td[key].sum(-1) + td[keys[0]]
+
+    check(fn)
+
+
+def test_clone_of_unbatched_entries_compiles_once():
+    def make(seed=0):
+        g = torch.Generator().manual_seed(seed)
+        return TensorDict(
+            a=torch.randn(3, generator=g),
+            u=tensordict.UnbatchedTensor(torch.randn(5, generator=g)),
+            batch_size=[3],
+        )
+
+    out = check(lambda td: td.clone(), make)
+    assert type(out.get("u")) is tensordict.UnbatchedTensor
+    assert out.get("u").batch_size == (3,)

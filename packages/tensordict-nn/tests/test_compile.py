@@ -70,3 +70,24 @@ def test_vmapped_ensemble():
     x = torch.randn(6, 3)
     compiled = torch.compile(run, fullgraph=True, backend="aot_eager")
     torch.testing.assert_close(compiled(x), run(x))
+
+
+@pytest.mark.parametrize("chunk_size", [None, 1])
+def test_vmap_of_a_functional_call_compiles_without_graph_breaks(chunk_size):
+    torch.manual_seed(0)
+    net = nn.Linear(3, 4)
+    params = TensorDict.from_module(net).expand(2).clone().apply(lambda p: p + torch.randn_like(p))
+
+    def call(params, x):
+        def one(p, x):
+            with p.to_module(net):
+                return net(x)
+
+        return torch.vmap(one, (0, None), chunk_size=chunk_size)(params, x)
+
+    x = torch.randn(5, 3)
+    torch._dynamo.reset()
+    compiled = torch.compile(call, fullgraph=True, backend="aot_eager")
+    expected = torch.stack([x @ params["weight"][i].T + params["bias"][i] for i in range(2)])
+    torch.testing.assert_close(compiled(params, x), expected)
+    torch.testing.assert_close(call(params, x), expected)

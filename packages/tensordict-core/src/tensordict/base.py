@@ -18,6 +18,7 @@ from types import FunctionType, GenericAlias
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import torch
+from torch._ops import HigherOrderOperator
 
 from tensordict._base import kind_methods
 from tensordict._base.attrs import AttrsOps
@@ -1034,6 +1035,9 @@ class TensorDictBase(
         else:
             impl = TD_HANDLED_FUNCTIONS.get(func)
         if impl is None:
+            if isinstance(func, HigherOrderOperator):  # invoke_subgraph & co.: they
+                with torch._C.DisableTorchFunctionSubclass():  # flatten tensordicts
+                    return func(*args, **(kwargs or {}))  # as pytrees themselves
             return NotImplemented
         return impl(*args, **(kwargs or {}))
 

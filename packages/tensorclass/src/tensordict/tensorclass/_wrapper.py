@@ -262,6 +262,8 @@ class _Wrapper(TensorDictBase):
             value = self._tensor_value(name, value)
         if type(td) is _TD:
             td._set_str(name, value, inplace=False, validated=False)
+            if _is_compiling():  # as in __setattr__: the attribute, for Dynamo
+                object.__setattr__(self, name, td._tensordict[name])
         else:
             td.set(name, value)
         if spec.plain and not isinstance(value, (_Tensor, TensorDictBase)):
@@ -310,6 +312,8 @@ class _Wrapper(TensorDictBase):
                 if td._is_locked and name not in store:
                     raise lock_error(name)
                 store[name] = value
+                if _is_compiling():  # Dynamo does not see that __dict__ is the store:
+                    object.__setattr__(self, name, value)  # tell it the attribute too
                 return
         if name in cls._field_specs:
             self._set_field(name, value)

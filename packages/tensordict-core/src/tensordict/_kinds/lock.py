@@ -25,6 +25,7 @@ False
 
 from __future__ import annotations
 
+import warnings
 import weakref
 from functools import partial
 from typing import Any
@@ -106,6 +107,9 @@ def lock(td: Any) -> None:
     Walks without recursion, so any depth of nesting locks."""
     if td._is_locked:
         return
+    if torch.compiler.is_compiling():
+        _lock_compiled(td)
+        return
     td._is_locked = True
     stack = [(td, child) for child in _children(td)]
     while stack:
@@ -114,6 +118,38 @@ def lock(td: Any) -> None:
         if not child._is_locked:
             child._is_locked = True
             stack.extend((child, grandchild) for grandchild in _children(child))
+
+
+def _compiled_lock_warning() -> bool:
+    warnings.warn(
+        "lock_() in compiled code locks the tensordict and its nested tensordicts, but "
+        "does not record that the parent holds them: unlocking a nested one on its own is "
+        "not refused there. Lock outside the compiled function to keep that check.",
+        UserWarning,
+        stacklevel=2,
+    )
+    return True
+
+
+# Run while Dynamo traces, its result taken as a constant: warns once per compile. This is
+# what ``torch._dynamo.assume_constant_result`` does (it sets this one attribute); calling
+# it would import Dynamo with tensordict, a second of import time.
+_compiled_lock_warning._dynamo_marked_constant = True  # type: ignore[attr-defined]
+_warn_compiled_lock = _compiled_lock_warning
+
+
+def _lock_compiled(td: Any) -> None:
+    """Lock ``td`` and its nested tensordicts in compiled code, without counting which
+    parent holds which (the weak references that release the holds cannot be traced):
+    writes are refused as in eager code, but a nested tensordict locked here can be
+    unlocked on its own. Warns when the function is compiled."""
+    _warn_compiled_lock()
+    stack = [td]
+    while stack:
+        node = stack.pop()
+        if not node._is_locked:
+            node._is_locked = True
+            stack.extend(_children(node))
 
 
 def hold(parent: Any, child: Any) -> None:

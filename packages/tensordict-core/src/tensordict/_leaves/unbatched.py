@@ -27,7 +27,10 @@ _Tensor = torch.Tensor
 _DisableSubclass = torch._C.DisableTorchFunctionSubclass
 
 #: torch functions whose result is returned as it is (not wrapped back)
-_UNWRAPPED = frozenset({_Tensor.as_subclass})
+# ``_base`` gives the plain tensor viewed (wrapped, it would be a view of itself again, and
+# Dynamo, which follows ``_base`` from views, would never stop)
+_NO_BATCH = torch.Size([])
+_UNWRAPPED = frozenset({_Tensor.as_subclass, _Tensor._base.__get__})  # type: ignore[attr-defined]
 
 
 def _plain(tensor: _Tensor) -> Any:
@@ -80,7 +83,7 @@ class UnbatchedTensor(_Tensor):
     @property
     def batch_size(self) -> torch.Size:
         """The batch size of the tensordict holding the tensor."""
-        size: torch.Size = self.__dict__.get("_batch_size", torch.Size([]))
+        size: torch.Size = getattr(self, "_batch_size", _NO_BATCH)
         return size
 
     @batch_size.setter

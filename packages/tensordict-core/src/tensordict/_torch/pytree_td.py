@@ -48,11 +48,17 @@ _is_wrapped = _functorch.is_functorch_wrapped_tensor
 #: Python scalars a tensordict stores as 0-dim tensors (``vmap``'s ``in_dims`` trees hold them).
 _SCALARS = frozenset((bool, int, float, complex))
 _INT64 = torch.zeros((), dtype=torch.int64)
+#: what ``torch.vmap`` is doing (``tensordict._torch.vmap_dims`` keeps it): the last entry's
+#: first item is "enter" while inputs enter a level, "out" while outputs leave it
+VMAP_MODE: list[tuple[str, int]] = []
+#: Dynamo does not trace ``Tensor.new_full`` on a module-level tensor: compiled code takes
+#: the ``torch.as_tensor`` path
+_compiling = torch.compiler.is_compiling
 
 
 def _scalar_tensor(value: Any) -> torch.Tensor:
     """``torch.as_tensor(value)`` for a Python number (an int in a quarter of the time)."""
-    if type(value) is int and -(2**63) <= value < 2**63:
+    if type(value) is int and -(2**63) <= value < 2**63 and not _compiling():
         return _INT64.new_full((), value)
     return torch.as_tensor(value)
 
@@ -124,7 +130,10 @@ class LevelSpec(tuple):  # type: ignore[type-arg]
     holds the ``(key, value)`` non-tensor and unbatched entries, which are no
     children. ``level`` is the ``torch.vmap`` level of the level's first leaf (``-1``:
     none or not batched): a hint for rebuilding, ignored by ``==``, so that specs made
-    inside and outside ``torch.vmap`` match (``jacrev`` compares them).
+    inside and outside ``torch.vmap`` match (``jacrev`` compares them). ``==`` counts the
+    batch dims without comparing their sizes: like a tensor leaf's shape, the batch size
+    is not structure (an exported module takes inputs of another size along a dim exported
+    as dynamic, and checks that their spec equals the example's).
     """
 
     __slots__ = ()
@@ -153,7 +162,7 @@ class LevelSpec(tuple):  # type: ignore[type-arg]
         if (
             self.keys != other.keys
             or self.layout != other.layout
-            or self.batch_size != other.batch_size
+            or len(self.batch_size) != len(other.batch_size)
             or self.device != other.device
             or self.names != other.names
         ):
@@ -170,7 +179,7 @@ class LevelSpec(tuple):  # type: ignore[type-arg]
         return eq if eq is NotImplemented else not eq
 
     def __hash__(self) -> int:
-        return hash((self[0], self[2], self[1]))
+        return hash((self[0], len(self[2]), self[1]))
 
     def __repr__(self) -> str:
         carried = None if self.carried is None else [k for k, _ in self.carried]
@@ -195,29 +204,20 @@ class LevelSpec(tuple):  # type: ignore[type-arg]
 _spec = functools.partial(tuple.__new__, LevelSpec)
 
 
-class NestedKey:
-    """The key path entry of a leaf of a merged nested level: renders as
-    ``['a']['b']``, as the mapping keys of one node per level did."""
+class NestedKey(pytree.MappingKey):  # type: ignore[type-arg]
+    """The key path entry of a leaf of a merged nested level: a mapping key whose key is
+    the nested key tuple (``td[("a", "b")]`` reads the leaf, so ``torch.export`` finds
+    it), rendered ``['a']['b']`` as the mapping keys of one node per level were."""
 
-    __slots__ = ("keys",)
-
-    def __init__(self, keys: tuple[str, ...]) -> None:
-        self.keys = keys
+    @property
+    def keys(self) -> tuple[str, ...]:
+        return self.key  # type: ignore[no-any-return]
 
     def __str__(self) -> str:
-        return "".join(f"[{key!r}]" for key in self.keys)
-
-    def __repr__(self) -> str:
-        return f"NestedKey({self.keys!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, NestedKey) and other.keys == self.keys
-
-    def __hash__(self) -> int:
-        return hash(self.keys)
+        return "".join(f"[{key!r}]" for key in self.key)
 
     def get(self, parent: Any) -> Any:
-        for key in self.keys:
+        for key in self.key:
             parent = parent[key]
         return parent
 
@@ -359,6 +359,10 @@ def _key_entries(spec: LevelSpec, prefix: tuple[str, ...]) -> Iterator[Any]:
 def make_unflatten(cls: type) -> Any:
     def unflatten(values: Iterable[Any], spec: LevelSpec) -> Any:
         children = values if type(values) is list else list(values)
+        if spec[8] and children and _compiling():
+            out = _compiled_tree(cls, spec, children)
+            if out is not None:
+                return out
         if spec[8] and children:  # plain: the two rebuilds of every vmap call, in one go
             first = children[0]
             out = None
@@ -367,6 +371,8 @@ def make_unflatten(cls: type) -> Any:
             elif isinstance(first, _Tensor):
                 if _is_batched(first):
                     out = _entered_tree(cls, spec, children)
+                elif _symbolic(first, spec):
+                    out = _traced_level(cls, spec, children, 0)
                 if out is None:
                     out = _same_level(cls, spec, children, 0)
             if out is not None:
@@ -375,6 +381,109 @@ def make_unflatten(cls: type) -> Any:
         return _relocked(out, spec, children) if spec[9] else out
 
     return unflatten
+
+
+def _compiled_tree(cls: Any, spec: LevelSpec, children: list[Any]) -> Any:
+    """A plain tree rebuilt in compiled code, from its leaves' shapes (Dynamo cannot read
+    vmap levels): entering a ``torch.vmap`` level removes the batch dim the leaves lost,
+    leaving it inserts the dim they gained, anything else keeps the batch size; ``None``
+    when the shapes say otherwise (the eager rules then apply)."""
+    if not all(isinstance(child, _Tensor) for child in children):
+        return None
+    bs = tuple(spec[2])
+    nb = len(bs)
+    shape = tuple(children[0].shape)
+    mode = VMAP_MODE[-1][0] if VMAP_MODE else None
+    new: tuple[Any, ...] | None = None
+    if mode == "enter":
+        for d in range(nb):
+            cand = bs[:d] + bs[d + 1 :]
+            if shape[: nb - 1] == cand:
+                new = cand
+                break
+    elif mode == "out":
+        for d in range(min(nb, len(shape) - 1) + 1):
+            if shape[:d] == bs[:d] and shape[d + 1 : nb + 1] == bs[d:]:
+                new = bs[:d] + (shape[d],) + bs[d:]
+                break
+    elif shape[:nb] == bs:
+        new = bs
+    if new is None:
+        return None
+    change = len(new) - nb  # -1, 0 or 1 dim, the same for every nested level
+    return _sized_level(cls, spec, children, 0, new, change)
+
+
+def _sized_level(
+    cls: Any, spec: LevelSpec, children: list[Any], pos: int, top: tuple[Any, ...], change: int
+) -> Any:
+    """A plain level whose batch size starts with ``top`` (the top level's new one) and
+    goes on with the recorded sizes past the top's."""
+    keys, layout, bs, device, _, _, _, size, _, _ = spec
+    ntop = len(top) - change
+    new = torch.Size(top + tuple(bs[ntop:]))
+    if layout is None:
+        store = dict(zip(keys, children[pos : pos + size], strict=True))
+    else:
+        store = {}
+        for key, sub in layout:
+            if sub is None:
+                store[key] = children[pos]
+                pos += 1
+            else:
+                store[key] = _sized_level(_kinds.Dense, sub, children, pos, top, change)
+                pos += sub.size
+    return cls._new_unsafe(store, new, device if change == 0 else None, None)
+
+
+def _symbolic(first: torch.Tensor, spec: LevelSpec) -> bool:
+    """Whether the leaf ``first`` has a symbolic size among the batch dims (traced by
+    ``torch.export``/``torch.compile`` with dynamic shapes), or the spec a size recorded
+    while tracing (a ``SymInt``, or ``-1`` where it was saved)."""
+    bs = spec[2]
+    if not bs:
+        return False
+    for d in bs:  # a SymInt recorded while tracing, or -1 saved for one
+        if type(d) is not int or d == -1:
+            return True
+    return not all(type(d) is int for d in first.shape[: len(bs)])
+
+
+def _traced_level(cls: Any, spec: LevelSpec, children: list[Any], pos: int) -> Any:
+    """A plain level (and its merged levels) whose leaves have symbolic batch sizes: the
+    batch size is read from its first leaf, not compared with the recorded one (a
+    comparison would pin the dynamic size to the example's)."""
+    keys, layout, bs, device, _, _, _, size, _, _ = spec
+    nb = len(bs)
+    if layout is None:
+        store = dict(zip(keys, children[pos : pos + size], strict=True))
+        first = children[pos] if size else None
+    else:
+        store = {}
+        first = None
+        for key, sub in layout:
+            if sub is None:
+                value = children[pos]
+                pos += 1
+                if first is None:
+                    first = value
+            else:
+                value = _traced_level(_kinds.Dense, sub, children, pos)
+                pos += sub.size
+                if first is None:
+                    first = _ShapeOf(value.batch_size)
+            store[key] = value
+    new = bs if first is None else torch.Size(first.shape[:nb])
+    return cls._new_unsafe(store, new, device, None)
+
+
+class _ShapeOf:
+    """A nested level standing for a leaf: its batch size is a prefix of the parent's."""
+
+    __slots__ = ("shape",)
+
+    def __init__(self, shape: torch.Size) -> None:
+        self.shape = shape
 
 
 def _relocked(out: Any, spec: LevelSpec, children: list[Any]) -> Any:
@@ -396,7 +505,7 @@ def _scalar_tree(cls: Any, spec: LevelSpec, children: list[Any]) -> Any:
     if not kinds <= _SCALARS:
         return None
     tensors = None
-    if kinds == _INT:  # in one C loop; values out of the int64 range raise
+    if kinds == _INT and not _compiling():  # in one C loop; out of the int64 range raises
         try:
             tensors = list(map(_new_int64, children))
         except (RuntimeError, OverflowError):
@@ -845,7 +954,8 @@ def _dumpable(spec: LevelSpec) -> dict[str, Any]:
         "layout": None
         if spec.layout is None
         else [[key, None if sub is None else _dumpable(sub)] for key, sub in spec.layout],
-        "batch_size": list(spec.batch_size),
+        # a size traced as dynamic (a SymInt) is saved as -1: read from the leaves
+        "batch_size": [d if type(d) is int else -1 for d in spec.batch_size],
         "device": None if spec.device is None else str(spec.device),
         "names": None if spec.names is None else list(spec.names),
         "non_tensor": carried,

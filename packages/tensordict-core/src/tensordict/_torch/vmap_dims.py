@@ -6,7 +6,7 @@ dimension instead, as in the reference library: ``in_dims=-1`` over a tensordict
 size ``[B, N]`` maps ``N`` in every leaf, whatever the leaf's feature dims, and
 ``out_dims=-1`` puts the mapped dim last among the result's batch dims.
 
-:func:`install` wraps four names of ``torch._functorch.vmap`` that ``vmap`` looks up at
+:func:`install` wraps five names of ``torch._functorch.vmap`` that ``vmap`` looks up at
 call time:
 
 * ``_broadcast_to_and_flatten`` (the per-leaf dims): below a tensordict, the int is
@@ -16,7 +16,10 @@ call time:
   whether the dims are ``in_dims`` (batch dims as they are), ``out_dims`` of the
   function's output (one more batch dim than the output has inside) or ``out_dims`` of
   the chunks put back together; a lazy stack mapped along its stack dim is made dense
-  first (its members do not have that dim).
+  first (its members do not have that dim);
+* ``_create_batched_inputs``: says that the tensordicts rebuilt now enter a vmap level
+  (compiled code rebuilds them from their leaves' shapes, which it can read, not from
+  their vmap levels, which it cannot).
 
 >>> import torch
 >>> from tensordict import TensorDict
@@ -34,12 +37,12 @@ from typing import Any
 import torch._functorch.vmap as _vmap
 
 from tensordict._kinds import kinds as _kinds
-from tensordict._torch.pytree_td import LevelSpec
+from tensordict._torch.pytree_td import VMAP_MODE, LevelSpec
 
 #: what the dims being broadcast are: "in" (in_dims), "out" (out_dims of the function's
 #: output, which has the mapped dim still to come), "full" (out_dims of joined chunks),
 #: with the count of lazy stacks flattened when the mode began
-_MODE: list[tuple[str, int]] = []
+_MODE = VMAP_MODE
 _ORIGINAL: dict[str, Any] = {}
 #: lazy stacks flattened so far (``tensordict._torch.pytree`` counts them): a tree without
 #: one and without negative dims needs no translation (the common, fast case)
@@ -206,6 +209,14 @@ def _unwrap_batched(outputs: Any, out_dims: Any, *args: Any, **kwargs: Any) -> A
         _MODE.pop()
 
 
+def _create_batched_inputs(*args: Any, **kwargs: Any) -> Any:
+    _MODE.append(("enter", LAZY_FLATTENED[0]))
+    try:
+        return _ORIGINAL["_create_batched_inputs"](*args, **kwargs)
+    finally:
+        _MODE.pop()
+
+
 def _concat_chunked_outputs(*args: Any, **kwargs: Any) -> Any:
     _MODE.append(("full", LAZY_FLATTENED[0]))
     try:
@@ -218,6 +229,7 @@ _WRAPPERS = {
     "_broadcast_to_and_flatten": _broadcast_to_and_flatten,
     "_process_batched_inputs": _process_batched_inputs,
     "_unwrap_batched": _unwrap_batched,
+    "_create_batched_inputs": _create_batched_inputs,
     "_concat_chunked_outputs": _concat_chunked_outputs,
 }
 

@@ -125,8 +125,8 @@ class Swapper:
                     old = _MISSING if params is None else params.get(key, _MISSING)
                     if old is not _MISSING and (
                         value.requires_grad
+                        or compiling  # (before _is_wrapped, which Dynamo cannot trace)
                         or _is_wrapped(value)
-                        or compiling
                         or (type(value) is not _Tensor and isinstance(value, _Parameter))
                     ):
                         params[key] = value  # type: ignore[index]
