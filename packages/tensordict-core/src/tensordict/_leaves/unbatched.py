@@ -26,11 +26,12 @@ from tensordict._leaves.nontensor import NonTensorDataBase
 _Tensor = torch.Tensor
 _DisableSubclass = torch._C.DisableTorchFunctionSubclass
 
-#: torch functions whose result is returned as it is (not wrapped back)
-# ``_base`` gives the plain tensor viewed (wrapped, it would be a view of itself again, and
-# Dynamo, which follows ``_base`` from views, would never stop)
 _NO_BATCH = torch.Size([])
-_UNWRAPPED = frozenset({_Tensor.as_subclass, _Tensor._base.__get__})  # type: ignore[attr-defined]
+#: torch functions whose result is returned as it is (not wrapped back). ``_base`` gives
+#: the plain tensor viewed (wrapped, it would be a view of itself again, and Dynamo, which
+#: follows ``_base`` from views, would never stop)
+_BASE_GETTER: Any = vars(torch._C.TensorBase)["_base"].__get__
+_UNWRAPPED = frozenset({_Tensor.as_subclass, _BASE_GETTER})
 
 
 def _plain(tensor: _Tensor) -> Any:
