@@ -8,6 +8,7 @@
     nox -s docs               sphinx html + doctest, warnings are errors
     nox -s build              build the five wheels and check how they share the namespace
     nox -s bench              python benchmarks/run.py
+    nox -s bench-smoke        benchmarks/run.py and benchmarks/compile.py, --quick
     nox -s tour               python examples/tour.py
     nox -s compat             saved folders/archives load in both this project and the
                               reference tensordict==0.15.3 (installed in its own env)
@@ -266,6 +267,16 @@ def bench(session: nox.Session) -> None:
     """python benchmarks/run.py (arguments after -- go to it)."""
     install(session, *workspace(), "pytest-benchmark")
     session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session(name="bench-smoke")
+def bench_smoke(session: nox.Session) -> None:
+    """Smoke runs of the benchmarks CI can afford: the op table (--quick) and torch.compile
+    (benchmarks/compile.py --quick, aot_eager). They fail only when a workload raises or a
+    result differs; timings are printed, never asserted."""
+    install(session, *workspace())
+    session.run("python", "benchmarks/run.py", "--quick")
+    session.run("python", "benchmarks/compile.py", "--quick")
 
 
 @nox.session

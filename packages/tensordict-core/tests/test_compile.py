@@ -395,3 +395,24 @@ def test_clone_of_unbatched_entries_compiles_once():
     out = check(lambda td: td.clone(), make)
     assert type(out.get("u")) is tensordict.UnbatchedTensor
     assert out.get("u").batch_size == (3,)
+
+
+def test_recompiles_once_per_structure_and_never_for_new_values():
+    """A new set of keys is a new structure (the reference recompiles too); a structure
+    seen before, with other values, reuses its compiled code."""
+
+    def make(n_keys, seed):
+        g = torch.Generator().manual_seed(seed)
+        return TensorDict({f"k{i}": torch.randn(3, generator=g) for i in range(n_keys)}, [3])
+
+    torch._dynamo.reset()
+    counter = CompileCounterWithBackend("eager")
+    fn = torch.compile(lambda td: td.apply(lambda x: x + 1), backend=counter)
+    for n_keys in (1, 2, 3):
+        out = fn(make(n_keys, 0))
+        assert_same(out, make(n_keys, 0).apply(lambda x: x + 1))
+    assert counter.frame_count == 3
+    for seed in (1, 2):
+        for n_keys in (1, 2, 3):
+            fn(make(n_keys, seed))
+    assert counter.frame_count == 3

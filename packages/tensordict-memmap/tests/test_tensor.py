@@ -377,3 +377,19 @@ def test_zero_size(tmp_path):
     assert t.shape == (0, 3) and os.path.getsize(tmp_path / "e") == 0
     assert MemoryMappedTensor.from_filename(tmp_path / "e", torch.float32, [0, 3]).shape == (0, 3)
     assert Path(t.filename).exists()
+
+
+def test_first_class_dim_index_of_memory_mapped_entries_is_refused(tmp_path):
+    from functorch import dim as ftdim
+
+    from tensordict import TensorDict
+
+    td = TensorDict(a=torch.arange(12.0).reshape(3, 4), batch_size=[3, 4]).memmap(tmp_path)
+    d0 = ftdim.dims(1)
+    with pytest.raises(
+        ValueError, match="first class dimension indices with MemoryMappedTensor.*'a'"
+    ):
+        td[d0]
+    assert torch.equal(td["a"], torch.arange(12.0).reshape(3, 4))  # unchanged
+    in_memory = td.to_tensordict()[d0]  # the way out the error names
+    assert in_memory["a"].dims == (d0,)

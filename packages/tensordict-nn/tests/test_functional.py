@@ -428,3 +428,80 @@ def test_vmap_with_batchnorm_buffers(make_mlp):
     out = torch.vmap(call, (0, None))(params, x)
     for i, net in enumerate(nets):
         torch.testing.assert_close(out[i], net(x))
+
+
+@pytest.mark.parametrize("as_module", [False, True])
+def test_to_module_with_parameters_bound_to_a_first_class_dim(as_module):
+    """Stacked parameters indexed with a first-class dim: the module computes every copy
+    at once, its output carries the dim (the oracle: each copy's parameters, one by one)."""
+    from functorch import dim as ftdim
+
+    torch.manual_seed(0)
+    module = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2))
+    stacked = TensorDict.from_module(module, as_module=as_module).expand(5).clone()
+    stacked = stacked.apply(lambda p: p + torch.randn_like(p))
+    x = torch.randn(6, 3)
+    oracle = copy.deepcopy(module)  # (the swap below leaves plain attributes in module)
+    d0 = ftdim.dims(1)
+    TensorDictParams(stacked)[d0].to_module(module, preserve_module_state=False)
+    y = module(x)
+    assert y.dims == (d0,)
+    for i in range(5):
+        with stacked[i].to_module(oracle):
+            torch.testing.assert_close(y.order(d0)[i], oracle(x))
+
+
+def _ensemble_call(module):
+    def call(params, td):
+        with params.to_module(module):
+            return module(td)
+
+    return call
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: tensordict.nn.TensorDictModule(_net().eval(), ["x"], ["y"]),
+        lambda: tensordict.nn.TensorDictSequential(
+            tensordict.nn.TensorDictModule(nn.Linear(3, 4), ["x"], ["h"]),
+            tensordict.nn.TensorDictModule(nn.Linear(4, 2), ["h"], ["y"]),
+        ),
+    ],
+    ids=["module with buffers (BatchNorm)", "sequential"],
+)
+@pytest.mark.parametrize("chunk_size", [None, 2])
+@pytest.mark.parametrize("params_dim", [0, -1])
+def test_vmap_over_stacked_parameters_matches_each_copy(make, chunk_size, params_dim):
+    """vmap(call, (params_dim, None)) over parameters stacked along their one batch dim
+    (-1 names it too, whatever the parameters' own dims): each row is that copy's module
+    applied alone."""
+    torch.manual_seed(0)
+    module = make()
+    copies = [
+        TensorDict.from_module(module)
+        .detach()
+        .clone()
+        .apply(lambda p: p + torch.rand_like(p) if p.is_floating_point() else p)  # var > 0
+        for _ in range(3)
+    ]
+    params = torch.stack(copies, 0)
+    td = TensorDict(x=torch.randn(5, 3), batch_size=[5])
+    out = torch.vmap(_ensemble_call(module), (params_dim, None), chunk_size=chunk_size)(params, td)
+    assert out.batch_size == (3, 5)
+    for i, copy_params in enumerate(copies):
+        expected = _ensemble_call(module)(copy_params, td.clone())["y"]
+        torch.testing.assert_close(out["y"][i], expected)
+
+
+@pytest.mark.parametrize("randomness", ["same", "different"])
+def test_vmap_randomness_over_stacked_parameters(randomness):
+    module = tensordict.nn.TensorDictModule(
+        nn.Sequential(nn.Linear(3, 8), nn.Dropout(0.5)), ["x"], ["y"]
+    ).train()
+    params = TensorDict.from_modules(*[copy.deepcopy(module) for _ in range(2)])
+    params = params.detach().clone().apply(torch.ones_like)  # equal copies
+    td = TensorDict(x=torch.ones(4, 3), batch_size=[4])
+    out = torch.vmap(_ensemble_call(module), (0, None), randomness=randomness)(params, td)
+    same = torch.equal(out["y"][0], out["y"][1])
+    assert same is (randomness == "same")

@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from tensordict._keys import first_class
+from tensordict._keys.first_class import has_dim_index
 from tensordict._keys.index import indexed_batch_size, normalize_index
 from tensordict._keys.nested import unravel_key
 from tensordict._kinds import kinds as _kinds
@@ -96,7 +98,27 @@ class LazyIndexOps(_kinds.LazyMixin):
             member_index = tuple(member_items) if len(member_items) != 1 else member_items[0]
         return selector, member_index, pos
 
+    def _index_first_class(self, index: Any) -> TensorDictBase:
+        """First-class dims bind batch dims of the members; the stack dim cannot be bound
+        (each member is a separate tensordict)."""
+        s = self.stack_dim
+        nb = len(self.batch_size)
+        bound = first_class.bound_positions(index, nb)
+        if s in bound:
+            raise ValueError(
+                f"Cannot index a LazyStackedTensorDict with a first-class dim at its stack dim "
+                f"({s}): the stacked tensordicts are separate. Bind another dim, or make it "
+                f"dense first (contiguous())."
+            )
+        items = first_class.expanded_index(index, nb)
+        member_index = items[:s] + items[s + 1 :] if len(items) > s else items
+        members = [td[member_index] for td in self.tensordicts]
+        new_s = s - sum(1 for b in bound if b < s)
+        return _kinds.Lazy._new(members, new_s, self._td_dim_name)
+
     def _index(self, index: Any) -> TensorDictBase:
+        if has_dim_index(index):
+            return self._index_first_class(index)
         dec = self._decompose(index)
         if dec is None:
             dense: TensorDictBase = self.contiguous()[index]

@@ -29,6 +29,7 @@ from tensordict._formats.arrow import entry_to_arrow, from_arrow
 from tensordict._formats.pandas import dataframe, from_pandas
 from tensordict._formats.repr import _td_repr, leaf_repr
 from tensordict._functions.pad import PadOps
+from tensordict._keys.first_class import is_first_class
 from tensordict._keys.index import normalize_index
 from tensordict._keys.nested import NestedKey, is_nested_key, unravel_key
 from tensordict._keys.shape import parse_batch_size, parse_device
@@ -95,6 +96,7 @@ __all__ = [
     "from_arrow",
     "from_pandas",
     "import_extra",
+    "is_first_class",
     "is_nested_key",
     "is_non_tensor",
     "is_tensorclass",

@@ -348,6 +348,10 @@ class MemoryMappedTensor(torch.Tensor):
     MemoryMappedTensor([0., 7., 7., 3.]) True Tensor
     """
 
+    #: read by core, which does not import this class (first-class-dim indexing refuses
+    #: memory-mapped entries)
+    _is_memmap_tensor = True
+
     _filename: str | None
     _handler: _SharedMemoryHandler | None
     _parent_shape: Any

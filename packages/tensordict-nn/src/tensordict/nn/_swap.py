@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from tensordict import TensorDict, TensorDictBase
-from tensordict._plugins.api import NON_TENSOR
+from tensordict._plugins.api import NON_TENSOR, is_first_class
 from tensordict.nn._slot_check import check_copy, check_swap
 
 _Parameter = nn.Parameter
@@ -118,7 +118,7 @@ class Swapper:
         compiling = self.compiling
         owner = id(target)
         for key, value in store.items():
-            if isinstance(value, _Tensor):
+            if isinstance(value, _Tensor) or is_first_class(value):
                 slot = (owner, key)
                 old = seen.get(slot, _MISSING)
                 if old is _MISSING:  # (else a module reached twice: written once)
