@@ -1,3 +1,4 @@
 """torch integration below ``base``: the pytree nodes of tensordicts (``pytree_td``,
-``pytree``). Imports the folders below.
+``pytree``) and ``torch.vmap``'s dims named as batch dims (``vmap_dims``). Imports the
+folders below.
 """
