@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase, lazy_stack
+from tensordict._base.installed import HOLDERS, SharedMethods
 from tensordict._base.kind_methods import KIND_METHODS, KIND_PROPERTIES, is_placeholder
 from tensordict._shared.install import INSTALLED
 
@@ -42,14 +43,21 @@ def test_every_kind_implements_every_kind_method(cls):
 
 def test_the_shared_methods_are_the_base_class_own():
     assert {"update_at_", "get_at", "set_at_", "state_dict", "pad", "consolidate"} <= set(INSTALLED)
-    for name in INSTALLED:
-        assert name in vars(TensorDictBase)
+    for name in INSTALLED:  # held by a class TensorDictBase derives from, not by a kind
+        assert name in vars(SharedMethods) and name not in vars(TensorDictBase)
     # a dense tensordict uses them as they are; a lazy stack overrides a few hooks
-    assert all(_resolved(TensorDict, n) is vars(TensorDictBase)[n] for n in INSTALLED)
+    assert all(_resolved(TensorDict, n) is vars(SharedMethods)[n] for n in INSTALLED)
     overridden = {
-        n for n in INSTALLED if _resolved(LazyStackedTensorDict, n) is not vars(TensorDictBase)[n]
+        n for n in INSTALLED if _resolved(LazyStackedTensorDict, n) is not vars(SharedMethods)[n]
     }
     assert overridden == {"_plan_at", "entry_class", "get_item_shape", "to_padded_tensor"}
+
+
+def test_the_base_class_own_dictionary_stays_small():
+    """torch.compile guards a traced method through its class's dictionary, at a cost that
+    grows with its size: the installed methods live in the holder classes."""
+    assert len(vars(TensorDictBase)) < 150
+    assert TensorDictBase.__mro__[1 : 1 + len(HOLDERS)] == HOLDERS
 
 
 def test_patching_the_base_method_reaches_every_kind():

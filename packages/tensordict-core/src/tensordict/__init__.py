@@ -35,6 +35,7 @@ from tensordict._plugins.siblings import sibling_attr as _sibling_attr
 __version__ = "0.1.0"
 
 from tensordict import utils
+from tensordict._base import installed as _installed
 from tensordict._base.attrs import TensorAttrs
 from tensordict._combine.functional import (
     cat,
@@ -100,10 +101,11 @@ from tensordict.utils import (
     unravel_key_list,
 )
 
-_shared_install.install(TensorDictBase)
-_ops.install(TensorDictBase)
-_ops_reduce.install(TensorDictBase)
-_ops_batch.install(TensorDictBase)
+# on the classes TensorDictBase derives from (see tensordict._base.installed)
+_shared_install.install(TensorDictBase, _installed.SharedMethods)
+_ops.install(_installed.ElementwiseMethods)
+_ops_reduce.install(_installed.ReductionMethods)
+_ops_batch.install(_installed.BatchMethods)
 TensorDictBase.__repr__ = _td_repr  # type: ignore[method-assign,assignment]
 _pytree.register_defaults()
 

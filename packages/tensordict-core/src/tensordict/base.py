@@ -24,6 +24,13 @@ from tensordict._base import kind_methods
 from tensordict._base.attrs import AttrsOps
 from tensordict._base.client_compat import is_as_lists, items_as_lists
 from tensordict._base.compat_ops import CompatOps
+from tensordict._base.installed import (
+    BatchMethods,
+    ElementwiseMethods,
+    ReductionMethods,
+    SharedMethods,
+    SiblingMethods,
+)
 from tensordict._base.leaf_tensors import LeafTensorOps
 from tensordict._formats.convert import ConversionOps, to_dense
 from tensordict._formats.pandas import PandasOps
@@ -143,6 +150,11 @@ def _abstract(td: Any) -> str:
 
 
 class TensorDictBase(
+    SharedMethods,
+    ElementwiseMethods,
+    ReductionMethods,
+    BatchMethods,
+    SiblingMethods,
     ConversionOps,
     LeafTensorOps,
     AttrsOps,
@@ -1053,7 +1065,7 @@ class TensorDictBase(
 
 
 _kinds.bind(Base=TensorDictBase)
-_forwarders.install(TensorDictBase)
+_forwarders.install(SiblingMethods)
 # Tensordicts are mappings, as in the reference (``isinstance(td, Mapping)``): this is what
 # lets ``torch.testing.assert_close`` compare two of them key by key. Registration leaves
 # ``isinstance(x, TensorDictBase)`` a plain (fast) class check.

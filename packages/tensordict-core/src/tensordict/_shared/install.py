@@ -1,11 +1,12 @@
-"""The methods every kind of tensordict shares, installed on ``TensorDictBase``.
+"""The methods every kind of tensordict shares, installed for ``TensorDictBase``.
 
 Indexed reads and writes, key sets, memory accounting, state dicts, padding and
 consolidation are written once, in terms of the primitives each kind implements
-(``_get_str``, ``_set_str``, ``keys`` …). :func:`install` puts them on
-:class:`~tensordict.TensorDictBase` itself when ``import tensordict`` runs, so that every
-subclass (a sibling's storage-backed tensordict, a user's) has them, and that patching
-``TensorDictBase.update_at_`` reaches every kind. A kind overrides one by defining it
+(``_get_str``, ``_set_str``, ``keys`` …). :func:`install` puts them on a
+class :class:`~tensordict.TensorDictBase` derives from (``tensordict._base.installed``)
+when ``import tensordict`` runs, so that every subclass (a sibling's storage-backed
+tensordict, a user's) has them, and that patching ``TensorDictBase.update_at_`` reaches
+every kind. A kind overrides one by defining it
 (a lazy stack plans its indexed writes member by member).
 
 >>> import torch
@@ -32,14 +33,16 @@ SHARED = (ConsolidateOps, StateDictOps, KeySetOps, IndexedOps, MemoryOps, PadOps
 INSTALLED: list[str] = []
 
 
-def install(base: Any) -> None:
-    """Put the methods of :data:`SHARED` on ``base``; a name ``base`` already defines is
-    an error (one implementation per name)."""
+def install(base: Any, holder: Any = None) -> None:
+    """Put the methods of :data:`SHARED` on ``holder`` (a class ``base`` derives from;
+    ``base`` itself by default); a name ``base`` already defines is an error (one
+    implementation per name)."""
+    target = base if holder is None else holder
     for mixin in SHARED:
         for name, attr in vars(mixin).items():
             if name.startswith("__") or name in ("_abc_impl",):
                 continue
             if name in vars(base):
                 raise RuntimeError(f"{mixin.__name__}.{name} would replace {base.__name__}.{name}.")
-            setattr(base, name, attr)
+            setattr(target, name, attr)
             INSTALLED.append(name)
