@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
+from tensordict._base.apply_ops import CHECKED_APPLY, DEFAULT_APPLY, ApplySpec
 from tensordict._keys.nested import unravel_key
 from tensordict._keys.shape import broadcastable_to, parse_batch_size, parse_device
 from tensordict._kinds import kinds as _kinds
@@ -40,7 +41,8 @@ from tensordict._kinds.writes import write_inplace
 from tensordict._leaves.nontensor import NON_TENSOR, NonTensorData, NonTensorStack
 from tensordict._leaves.unbatched import UNBATCHED_TYPES, UnbatchedTensor
 from tensordict._util.errors import InplaceWriteError
-from tensordict.base import CHECKED_APPLY, DEFAULT_APPLY, NO_DEFAULT, ApplySpec, TensorDictBase
+from tensordict._util.sentinels import NO_DEFAULT
+from tensordict.base import TensorDictBase
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._dense.td import TensorDict

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from tensordict._base.apply_ops import DEFAULT_APPLY, ApplySpec
 from tensordict._dense.dict_ops import commit_in_place, plan_update_, with_entries
 from tensordict._engine.tree import run_plan
 from tensordict._keys.nested import unravel_key
@@ -46,8 +47,9 @@ from tensordict._kinds.inplace import adopt
 from tensordict._kinds.inplace import check as check_inplace
 from tensordict._kinds.writes import write_inplace
 from tensordict._util.errors import lock_error
+from tensordict._util.sentinels import NO_DEFAULT
 from tensordict._wire.consolidate import consolidated_to
-from tensordict.base import DEFAULT_APPLY, NO_DEFAULT, ApplySpec, TensorDictBase, _key_tuple
+from tensordict.base import TensorDictBase, _key_tuple
 
 if TYPE_CHECKING:  # pragma: no cover
     from tensordict._lazy.stack import LazyStackedTensorDict
