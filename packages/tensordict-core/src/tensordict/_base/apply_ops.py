@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tensordict._kinds import kinds as _kinds
 from tensordict._util.sentinels import NO_DEFAULT
@@ -162,7 +162,7 @@ class ApplyOps:
             return out  # type: ignore[return-value]
         if propagate_lock and not inplace and result is not self and _locked(self):
             result.lock_()
-        return result
+        return cast("Self", result)
 
     def _apply_nest(
         self,
@@ -214,7 +214,7 @@ class ApplyOps:
         if out is not None and not inplace and result is not None:
             out.update(result)
             return out  # type: ignore[return-value]
-        return result
+        return cast("Self | None", result)
 
     def _fast_apply(
         self,
@@ -234,10 +234,12 @@ class ApplyOps:
         tensor([3., 3.])
         """
         kwargs.pop("num_threads", None)
-        result = self._apply_nest(fn, *others, filter_empty=filter_empty, checked=checked, **kwargs)
+        result: Any = self._apply_nest(
+            fn, *others, filter_empty=filter_empty, checked=checked, **kwargs
+        )
         if propagate_lock and result is not None and result is not self and _locked(self):
             result.lock_()
-        return result
+        return cast("Self | None", result)
 
     def apply_(self, fn: Callable[..., Any], *others: _kinds.Base, **kwargs: Any) -> Self:
         """Apply ``fn`` to every leaf and write the results in place.
@@ -301,7 +303,7 @@ class ApplyOps:
         )
         if propagate_lock and result is not None and not inplace and _locked(self):
             result.lock_()
-        return result
+        return cast("Self | None", result)
 
 
 def _locked(td: Any) -> bool:

@@ -18,10 +18,10 @@ import torch
 from tensordict._base.client_compat import is_as_lists, items_as_lists
 from tensordict._dense.device_ops import DeviceOps
 from tensordict._dense.dict_ops import DictOps
+from tensordict._dense.first_class_index import index_first_class
 from tensordict._dense.shape_ops import DenseShapeOps
 from tensordict._engine.tree import TreeMapOps
-from tensordict._keys import first_class
-from tensordict._keys.first_class import has_dim_index
+from tensordict._keys.first_class import has_dim_index, is_first_class
 from tensordict._keys.index import index_names, indexed_batch_size, normalize_index
 from tensordict._keys.nested import NestedKey, unravel_key
 from tensordict._keys.shape import broadcastable_to, nested_fits, parse_batch_size, parse_device
@@ -476,7 +476,7 @@ class TensorDict(
             return tensor
         if type(value) is list:  # numbers: a tensor; other values: see set_list_to_stack
             return self._validate_value(key, list_entry(value), non_blocking)
-        if first_class.is_first_class(value):  # a tensor with first-class dims: a leaf
+        if is_first_class(value):  # a tensor with first-class dims: a leaf
             if tuple(value.shape[:nb]) != tuple(bs):
                 raise self._shape_error(key, value)
             return value
@@ -910,44 +910,10 @@ class TensorDict(
     def _index(self, index: Any) -> TensorDict:
         bs = self._batch_size
         if has_dim_index(index):
-            return self._index_first_class(index)
+            out: TensorDict = index_first_class(self, index)
+            return out
         idx = normalize_index(index, bs)
         return self._index_normalized(idx, index)
-
-    def _index_first_class(self, index: Any) -> TensorDict:
-        """``td[d0, ...]`` with first-class dims (see :mod:`tensordict._keys.first_class`):
-        every leaf indexed the same way; the bound batch dims leave the batch size."""
-        bs = self._batch_size
-        bound = first_class.bound_positions(index, len(bs))
-        new_bs = torch.Size(first_class.kept(bs, bound))
-        index = first_class.expanded_index(index, len(bs))  # "..." reaches batch dims only
-        out: dict[str, Any] = {}
-        for key, value in self._tensordict.items():
-            if type(value) in UNBATCHED_TYPES:
-                out[key] = value._with(new_bs)
-            elif isinstance(value, _Tensor) or first_class.is_first_class(value):
-                if getattr(value, "_is_memmap_tensor", False):
-                    raise ValueError(
-                        f"Using first class dimension indices with MemoryMappedTensor entries is "
-                        f"not supported (entry {key!r}): index a copy in memory "
-                        f"(td.clone(), or td.to_tensordict())."
-                    )
-                out[key] = value[index]
-            elif isinstance(value, NonTensorData):
-                out[key] = value._with(new_bs, self._device)
-            elif isinstance(value, TensorDictBase):
-                out[key] = value[index]
-            else:
-                raise ValueError(
-                    f"cannot index entry {key!r} ({type(value).__name__}) with first-class "
-                    f"dims: one value per element cannot take a first-class dim."
-                )
-        names = None
-        if self._names is not None:
-            names = first_class.kept(self._names, bound)
-            if all(n is None for n in names):
-                names = None
-        return type(self)._new_unsafe(out, new_bs, self._device, names)
 
     def _index_normalized(self, idx: Any, raw: Any = None) -> TensorDict:
         bs = self._batch_size

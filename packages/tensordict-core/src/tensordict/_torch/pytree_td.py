@@ -38,6 +38,7 @@ from torch.utils import _pytree as pytree
 from tensordict._kinds import kinds as _kinds
 from tensordict._leaves.nontensor import DATA_TYPES, NON_TENSOR_TYPES, NonTensorStack
 from tensordict._leaves.unbatched import UNBATCHED_TYPES, UnbatchedTensorInVmap, as_unbatched
+from tensordict._torch.traced import compiled_tree, symbolic, traced_level
 
 _Tensor = torch.Tensor
 _functorch = torch._C._functorch
@@ -48,9 +49,6 @@ _is_wrapped = _functorch.is_functorch_wrapped_tensor
 #: Python scalars a tensordict stores as 0-dim tensors (``vmap``'s ``in_dims`` trees hold them).
 _SCALARS = frozenset((bool, int, float, complex))
 _INT64 = torch.zeros((), dtype=torch.int64)
-#: what ``torch.vmap`` is doing (``tensordict._torch.vmap_dims`` keeps it): the last entry's
-#: first item is "enter" while inputs enter a level, "out" while outputs leave it
-VMAP_MODE: list[tuple[str, int]] = []
 #: Dynamo does not trace ``Tensor.new_full`` on a module-level tensor: compiled code takes
 #: the ``torch.as_tensor`` path
 _compiling = torch.compiler.is_compiling
@@ -360,7 +358,7 @@ def make_unflatten(cls: type) -> Any:
     def unflatten(values: Iterable[Any], spec: LevelSpec) -> Any:
         children = values if type(values) is list else list(values)
         if spec[8] and children and _compiling():
-            out = _compiled_tree(cls, spec, children)
+            out = compiled_tree(cls, spec, children)
             if out is not None:
                 return out
         if spec[8] and children:  # plain: the two rebuilds of every vmap call, in one go
@@ -371,8 +369,8 @@ def make_unflatten(cls: type) -> Any:
             elif isinstance(first, _Tensor):
                 if _is_batched(first):
                     out = _entered_tree(cls, spec, children)
-                elif _symbolic(first, spec):
-                    out = _traced_level(cls, spec, children, 0)
+                elif symbolic(first, spec):
+                    out = traced_level(cls, spec, children, 0)
                 if out is None:
                     out = _same_level(cls, spec, children, 0)
             if out is not None:
@@ -381,109 +379,6 @@ def make_unflatten(cls: type) -> Any:
         return _relocked(out, spec, children) if spec[9] else out
 
     return unflatten
-
-
-def _compiled_tree(cls: Any, spec: LevelSpec, children: list[Any]) -> Any:
-    """A plain tree rebuilt in compiled code, from its leaves' shapes (Dynamo cannot read
-    vmap levels): entering a ``torch.vmap`` level removes the batch dim the leaves lost,
-    leaving it inserts the dim they gained, anything else keeps the batch size; ``None``
-    when the shapes say otherwise (the eager rules then apply)."""
-    if not all(isinstance(child, _Tensor) for child in children):
-        return None
-    bs = tuple(spec[2])
-    nb = len(bs)
-    shape = tuple(children[0].shape)
-    mode = VMAP_MODE[-1][0] if VMAP_MODE else None
-    new: tuple[Any, ...] | None = None
-    if mode == "enter":
-        for d in range(nb):
-            cand = bs[:d] + bs[d + 1 :]
-            if shape[: nb - 1] == cand:
-                new = cand
-                break
-    elif mode == "out":
-        for d in range(min(nb, len(shape) - 1) + 1):
-            if shape[:d] == bs[:d] and shape[d + 1 : nb + 1] == bs[d:]:
-                new = bs[:d] + (shape[d],) + bs[d:]
-                break
-    elif shape[:nb] == bs:
-        new = bs
-    if new is None:
-        return None
-    change = len(new) - nb  # -1, 0 or 1 dim, the same for every nested level
-    return _sized_level(cls, spec, children, 0, new, change)
-
-
-def _sized_level(
-    cls: Any, spec: LevelSpec, children: list[Any], pos: int, top: tuple[Any, ...], change: int
-) -> Any:
-    """A plain level whose batch size starts with ``top`` (the top level's new one) and
-    goes on with the recorded sizes past the top's."""
-    keys, layout, bs, device, _, _, _, size, _, _ = spec
-    ntop = len(top) - change
-    new = torch.Size(top + tuple(bs[ntop:]))
-    if layout is None:
-        store = dict(zip(keys, children[pos : pos + size], strict=True))
-    else:
-        store = {}
-        for key, sub in layout:
-            if sub is None:
-                store[key] = children[pos]
-                pos += 1
-            else:
-                store[key] = _sized_level(_kinds.Dense, sub, children, pos, top, change)
-                pos += sub.size
-    return cls._new_unsafe(store, new, device if change == 0 else None, None)
-
-
-def _symbolic(first: torch.Tensor, spec: LevelSpec) -> bool:
-    """Whether the leaf ``first`` has a symbolic size among the batch dims (traced by
-    ``torch.export``/``torch.compile`` with dynamic shapes), or the spec a size recorded
-    while tracing (a ``SymInt``, or ``-1`` where it was saved)."""
-    bs = spec[2]
-    if not bs:
-        return False
-    for d in bs:  # a SymInt recorded while tracing, or -1 saved for one
-        if type(d) is not int or d == -1:
-            return True
-    return not all(type(d) is int for d in first.shape[: len(bs)])
-
-
-def _traced_level(cls: Any, spec: LevelSpec, children: list[Any], pos: int) -> Any:
-    """A plain level (and its merged levels) whose leaves have symbolic batch sizes: the
-    batch size is read from its first leaf, not compared with the recorded one (a
-    comparison would pin the dynamic size to the example's)."""
-    keys, layout, bs, device, _, _, _, size, _, _ = spec
-    nb = len(bs)
-    if layout is None:
-        store = dict(zip(keys, children[pos : pos + size], strict=True))
-        first = children[pos] if size else None
-    else:
-        store = {}
-        first = None
-        for key, sub in layout:
-            if sub is None:
-                value = children[pos]
-                pos += 1
-                if first is None:
-                    first = value
-            else:
-                value = _traced_level(_kinds.Dense, sub, children, pos)
-                pos += sub.size
-                if first is None:
-                    first = _ShapeOf(value.batch_size)
-            store[key] = value
-    new = bs if first is None else torch.Size(first.shape[:nb])
-    return cls._new_unsafe(store, new, device, None)
-
-
-class _ShapeOf:
-    """A nested level standing for a leaf: its batch size is a prefix of the parent's."""
-
-    __slots__ = ("shape",)
-
-    def __init__(self, shape: torch.Size) -> None:
-        self.shape = shape
 
 
 def _relocked(out: Any, spec: LevelSpec, children: list[Any]) -> Any:

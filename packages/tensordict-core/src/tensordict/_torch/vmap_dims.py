@@ -37,7 +37,8 @@ from typing import Any
 import torch._functorch.vmap as _vmap
 
 from tensordict._kinds import kinds as _kinds
-from tensordict._torch.pytree_td import VMAP_MODE, LevelSpec
+from tensordict._torch.pytree_td import LevelSpec
+from tensordict._torch.traced import VMAP_MODE
 
 #: what the dims being broadcast are: "in" (in_dims), "out" (out_dims of the function's
 #: output, which has the mapped dim still to come), "full" (out_dims of joined chunks),
