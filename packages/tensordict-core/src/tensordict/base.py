@@ -51,8 +51,6 @@ from tensordict._wire.gather import GatherOps
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
 
-    from tensordict._dense.td import TensorDict
-    from tensordict._lazy.stack import LazyStackedTensorDict
     from tensordict._table_api import TableMethods as _TableMethods
 else:
     # The methods installed from tables (tensordict._engine.ops, tensordict._plugins.forwarders) are
@@ -556,7 +554,7 @@ class TensorDictBase(
         return key, self.pop(key)
 
     @classmethod
-    def fromkeys(cls, keys: Any, value: Any = 0) -> TensorDict:
+    def fromkeys(cls, keys: Any, value: Any = 0) -> _kinds.Dense:
         """A new tensordict with ``keys`` all set to ``value`` (batch size ``[]``).
 
         >>> from tensordict import TensorDict
@@ -614,7 +612,7 @@ class TensorDictBase(
         *,
         out: TensorDictBase | None = None,
         **kwargs: Any,
-    ) -> LazyStackedTensorDict:
+    ) -> _kinds.Lazy:
         """Stack ``input`` lazily (see :func:`tensordict.lazy_stack`).
 
         >>> from tensordict import TensorDict
@@ -644,7 +642,7 @@ class TensorDictBase(
 
         return maybe_dense_stack(input, dim, out=out, **kwargs)
 
-    def to_lazystack(self, dim: int = 0) -> LazyStackedTensorDict:
+    def to_lazystack(self, dim: int = 0) -> _kinds.Lazy:
         """A lazy stack along ``dim`` of views of this tensordict (writes go through).
 
         >>> import torch
@@ -668,7 +666,7 @@ class TensorDictBase(
         """
         return to_dense(self, clone=False, layout=layout)
 
-    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
+    def to_tensordict(self, *, retain_none: bool | None = None) -> _kinds.Dense:
         """A dense :class:`~tensordict.TensorDict` copy (lazy stacks are stacked).
 
         >>> import torch

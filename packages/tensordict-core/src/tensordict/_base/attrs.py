@@ -11,17 +11,13 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
 from tensordict._kinds import kinds as _kinds
 from tensordict._kinds.kinds import is_tensor_collection
 from tensordict._leaves.nontensor import NonTensorData, is_non_tensor
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict._dense.td import TensorDict
-    from tensordict.base import TensorDictBase
 
 _Tensor = torch.Tensor
 
@@ -100,7 +96,7 @@ def _is_nested(value: Any) -> bool:
     return is_tensor_collection(value) and not is_non_tensor(value)
 
 
-def _attrs_of(td: Any, fields: tuple[str, ...]) -> TensorDict:
+def _attrs_of(td: Any, fields: tuple[str, ...]) -> _kinds.Dense:
     """A ``TensorDict`` (batch ``[]``, no device) of :class:`TensorAttrs` for ``td``."""
     out: dict[str, Any] = {}
     scalar = torch.Size([])
@@ -131,7 +127,7 @@ def holds_tensor_attrs(td: Any) -> bool:
     return False
 
 
-def to_tensor_attrs(td: TensorDict, attrs: TensorDictBase, *, non_blocking: bool = False) -> Any:
+def to_tensor_attrs(td: _kinds.Dense, attrs: _kinds.Base, *, non_blocking: bool = False) -> Any:
     """``td`` with each tensor leaf cast to the device and dtype of the matching
     :class:`TensorAttrs` of ``attrs`` (the body of ``TensorDict.to(attrs)``).
 
@@ -181,7 +177,7 @@ class AttrsOps:
         *,
         fields: Sequence[str] = ATTR_FIELDS,
         num_threads: int | None = None,
-    ) -> TensorDict:
+    ) -> _kinds.Dense:
         """A tensordict describing every tensor leaf by a :class:`TensorAttrs`.
 
         The result has the same nested structure, batch size ``[]`` and no device; each

@@ -17,7 +17,6 @@ from tensordict._plugins.siblings import sibling_attr
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
 
-    from tensordict.base import TensorDictBase
 
 _MISSING: Any = object()
 
@@ -135,7 +134,7 @@ class CompatOps:
         storage: str | None = None,
         device: Any = None,
         **kwargs: Any,
-    ) -> TensorDictBase:
+    ) -> _kinds.Base:
         """A zero-filled tensordict from ``{key: (element_shape, dtype)}``: each entry has
         shape ``[*batch_size, *element_shape]``.
 

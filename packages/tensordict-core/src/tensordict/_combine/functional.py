@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from types import FunctionType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
-
-if TYPE_CHECKING:
-    from tensordict._dense.td import TensorDict
+from typing import Any, TypeVar, overload
 
 import torch
 
@@ -204,7 +201,7 @@ def stack(
     *,
     out: None = None,
     contiguous: bool = True,
-) -> TensorDict: ...
+) -> _kinds.Dense: ...
 @overload
 def stack(
     input: Sequence[TensorDictBase], dim: int = 0, *, out: _T, contiguous: bool = True
@@ -280,7 +277,7 @@ def _stack_member_wise(items: Sequence[Any], dim: int, combine: Callable, out: A
 
 
 @overload
-def cat(input: Sequence[TensorDictBase], dim: int = 0, *, out: None = None) -> TensorDict: ...
+def cat(input: Sequence[TensorDictBase], dim: int = 0, *, out: None = None) -> _kinds.Dense: ...
 @overload
 def cat(input: Sequence[TensorDictBase], dim: int = 0, *, out: _T) -> _T: ...
 @implements_for_td(torch.cat)
@@ -693,7 +690,7 @@ def maybe_dense_stack(
     return lazy_stack(items, dim, out=out, **kwargs)  # type: ignore[no-any-return]
 
 
-def _stack_best_effort(items: list[Any], dim: int) -> TensorDict | None:
+def _stack_best_effort(items: list[Any], dim: int) -> _kinds.Dense | None:
     """Dense tensordicts with the same keys, whose tensor entries agree in shape (and
     non-tensor entries in kind): a dense stack whose nested entries are stacked by
     :func:`maybe_dense_stack` (lazily where they differ). ``None`` when the top level
@@ -729,7 +726,7 @@ def _stack_best_effort(items: list[Any], dim: int) -> TensorDict | None:
 
 def dense_stack_tds(
     td_list: Sequence[TensorDictBase] | TensorDictBase, dim: int | None = None
-) -> TensorDict:
+) -> _kinds.Dense:
     """Stack tensordicts of identical structure into one dense tensordict.
 
     Unlike ``torch.stack`` (which may return a lazy stack), the result is dense at the

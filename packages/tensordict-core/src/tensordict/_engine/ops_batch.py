@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import torch
 
@@ -39,9 +39,6 @@ from tensordict.base import (
     implements_for_td,
     is_tensor_collection,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict._dense.td import TensorDict
 
 _Tensor = torch.Tensor
 _Plan = tuple[Callable[[Any], Any], torch.Size, "list[str | None] | None"]
@@ -71,7 +68,7 @@ def _index_for(index: _Tensor, x: Any, nb: int) -> _Tensor:
     return _right(index, x.ndim).expand(*index.shape, *x.shape[nb:])
 
 
-def _dense(td: TensorDictBase) -> TensorDict:
+def _dense(td: TensorDictBase) -> _kinds.Dense:
     """``td`` itself when dense; otherwise (lazy stacks …) a dense copy, whose leaves line up
     with the batch dimensions that masks and indices refer to."""
     return td if isinstance(td, _kinds.Dense) else td.to_tensordict()

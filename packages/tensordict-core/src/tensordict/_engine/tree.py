@@ -28,7 +28,7 @@ values: their result holds the input's containers, as it holds its tensors.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import torch
 
@@ -43,9 +43,6 @@ from tensordict._leaves.unbatched import UNBATCHED_TYPES, UnbatchedTensor
 from tensordict._util.errors import InplaceWriteError
 from tensordict._util.sentinels import NO_DEFAULT
 from tensordict.base import TensorDictBase
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict._dense.td import TensorDict
 
 _Tensor = torch.Tensor
 
@@ -131,7 +128,7 @@ class TreeMapOps(_kinds.DenseMixin):
         batch_size: torch.Size,
         names: list[str | None] | None = None,
         spread: bool = False,
-    ) -> TensorDict:
+    ) -> _kinds.Dense:
         """Apply a batch-shape operation ``fn`` to every tensor, at any depth.
 
         ``fn`` touches only the first ``self.batch_dims`` dimensions and carries the rest
@@ -168,7 +165,7 @@ class TreeMapOps(_kinds.DenseMixin):
 
     def _map_tensors(
         self, fn: Callable[[_Tensor], _Tensor], device: Any = NO_DEFAULT
-    ) -> TensorDict:
+    ) -> _kinds.Dense:
         """Apply a shape-preserving ``fn`` to every tensor leaf (no validation)."""
         out: dict[str, Any] = {}
         for key, value in self._tensordict.items():
@@ -191,7 +188,7 @@ class TreeMapOps(_kinds.DenseMixin):
                 value._flat_tensors(out)
         return out
 
-    def _rebuild(self, it: Any) -> TensorDict:
+    def _rebuild(self, it: Any) -> _kinds.Dense:
         """Inverse of :meth:`_flat_tensors`: same structure, tensors taken from ``it``."""
         bs = self._batch_size
         out = {}
@@ -253,7 +250,7 @@ class TreeMapOps(_kinds.DenseMixin):
                 value._aligned_tensors(sub, default, out, prefix + (key,))
         return out
 
-    def _apply_simple(self, fn: Callable[..., Any], checked: bool) -> TensorDict:
+    def _apply_simple(self, fn: Callable[..., Any], checked: bool) -> _kinds.Dense:
         """``_tree_map`` for one tensordict, same batch size: the hot path of ``apply``."""
         bs = self._batch_size
         nb = len(bs)
@@ -292,7 +289,7 @@ class TreeMapOps(_kinds.DenseMixin):
         prefix: tuple[str, ...] = (),
         out: TensorDictBase | None = None,
         plan: list[Any] | None = None,
-    ) -> TensorDict | None:
+    ) -> _kinds.Dense | None:
         """Map ``fn`` over the leaves of this tensordict (and the matching entries of
         ``others``), as ``spec`` says.
 
@@ -307,9 +304,9 @@ class TreeMapOps(_kinds.DenseMixin):
                 return self._apply_simple(fn, spec.checked)
         inplace = spec.inplace
         device = spec.device
-        result: TensorDict
+        result: _kinds.Dense
         if inplace:
-            result = cast("TensorDict", self if out is None else out)
+            result = cast("_kinds.Dense", self if out is None else out)
             top = plan is None
             if plan is None:
                 plan = []
@@ -431,7 +428,7 @@ def map_leaves(
     non_tensor_fn: Callable[[Any, torch.Size, torch.Size], Any],
     n_out: int = 1,
     prefix: tuple[str, ...] = (),
-) -> list[TensorDict]:
+) -> list[_kinds.Dense]:
     """Build ``n_out`` tensordicts shaped like ``td`` from the results of its leaves.
 
     ``leaf_fn(x, batch_dims_of_holder)`` returns one tensor (or ``n_out`` of them);

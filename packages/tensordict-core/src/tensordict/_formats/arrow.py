@@ -40,8 +40,6 @@ from tensordict._plugins.siblings import import_extra
 if TYPE_CHECKING:  # pragma: no cover
     import pyarrow
 
-    from tensordict._dense.td import TensorDict
-    from tensordict.base import TensorDictBase
 
 #: torch dtype -> numpy dtype of the Arrow type that holds it exactly.
 TORCH_TO_NUMPY: dict[torch.dtype, Any] = {
@@ -96,7 +94,7 @@ def pyarrow_module(what: str) -> Any:
 
 
 # ----------------------------------------------------------------------------- to Arrow
-def to_arrow(td: TensorDictBase) -> pyarrow.Table:
+def to_arrow(td: _kinds.Base) -> pyarrow.Table:
     """An Arrow table with one row per element of ``td``'s single batch dimension and one
     column per entry (see :mod:`tensordict._formats.arrow` for the mapping). Numeric columns view
     the tensors' memory; nothing is cast.
@@ -202,7 +200,7 @@ def from_arrow(
     nulls: Literal["raise", "fill", "mask"] = "raise",
     mask_key: NestedKey | None = None,
     device: torch.device | str | int | None = None,
-) -> TensorDict:
+) -> _kinds.Dense:
     """A :class:`~tensordict.TensorDict` of batch size ``[num_rows]`` with one entry per
     column of an Arrow table (see :mod:`tensordict._formats.arrow` for the mapping).
 

@@ -19,7 +19,7 @@ import dataclasses
 import keyword
 from collections import namedtuple
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -32,21 +32,17 @@ from tensordict._leaves.nontensor import DATA_TYPES, NON_TENSOR, NonTensorStack,
 from tensordict._plugins import siblings as _siblings
 from tensordict._torch import pytree as _pytree
 
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict._dense.td import TensorDict
-    from tensordict.base import TensorDictBase
-
 _Tensor = torch.Tensor
 
 __all__ = ["ConversionOps", "convert", "from_list", "fromkeys", "make_tensordict"]
 
 
 # ---------------------------------------------------------------------- helpers
-def _tensordict_cls() -> type[TensorDict]:
+def _tensordict_cls() -> type[_kinds.Dense]:
     return _kinds.Dense
 
 
-def _out_cls(cls: type) -> type[TensorDict]:
+def _out_cls(cls: type) -> type[_kinds.Dense]:
     """``cls`` when it is a ``TensorDict`` subclass, else ``TensorDict`` itself."""
     td_cls = _tensordict_cls()
     return cls if isinstance(cls, type) and issubclass(cls, td_cls) else td_cls
@@ -134,14 +130,14 @@ def _from_h5(obj: Any, what: str, **kwargs: Any) -> Any:
 
 
 def _from_mapping(
-    cls: type[TensorDict],
+    cls: type[_kinds.Dense],
     mapping: Any,
     batch_size: Any,
     device: Any,
     copy_tds: bool,
     path: tuple[Any, ...],
     names: Any = None,
-) -> TensorDict:
+) -> _kinds.Dense:
     """A tensordict of class ``cls`` from ``mapping``, converting values recursively."""
     source = {}
     for key, value in mapping.items():
@@ -157,7 +153,9 @@ def _from_mapping(
         raise type(err)(f"{err} (in the nested entry {where!r})") from None
 
 
-def _finish(td: TensorDict, auto: bool, batch_dims: int | None, names: Any = None) -> TensorDict:
+def _finish(
+    td: _kinds.Dense, auto: bool, batch_dims: int | None, names: Any = None
+) -> _kinds.Dense:
     if auto:
         td.auto_batch_size_(batch_dims)
     if names is not None:
@@ -233,7 +231,7 @@ class ConversionOps:
         device: torch.device | str | int | None = None,
         batch_dims: int | None = None,
         names: Sequence[str | None] | None = None,
-    ) -> TensorDict:
+    ) -> _kinds.Dense:
         """A tensordict from a (nested) dictionary.
 
         Nested mappings become nested tensordicts; tuples, namedtuples, dataclasses and
@@ -287,7 +285,7 @@ class ConversionOps:
         device: torch.device | str | int | None = None,
         batch_dims: int | None = None,
         names: Sequence[str | None] | None = None,
-    ) -> TensorDict:
+    ) -> _kinds.Dense:
         """Like :meth:`from_dict`, but nested entries take the type of this tensordict's.
 
         A nested mapping whose key holds a nested tensordict (or tensorclass) here is
@@ -482,7 +480,7 @@ class ConversionOps:
         batch_dims: int | None = None,
         device: torch.device | str | int | None = None,
         batch_size: Sequence[int] | torch.Size | int | None = None,
-    ) -> TensorDict:
+    ) -> _kinds.Dense:
         """A tensordict from a namedtuple (nested namedtuples become nested tensordicts).
 
         >>> import torch
@@ -545,7 +543,7 @@ class ConversionOps:
         batch_dims: int | None = None,
         device: torch.device | str | int | None = None,
         batch_size: Sequence[int] | torch.Size | int | None = None,
-    ) -> TensorDict:
+    ) -> _kinds.Dense:
         """A tensordict from a tuple: the i-th item is stored under the key ``str(i)``.
 
         >>> from tensordict import TensorDict
@@ -636,7 +634,7 @@ class ConversionOps:
         batch_dims: int | None = None,
         names: Sequence[str | None] | None = None,
         lazy: bool | None = None,
-    ) -> TensorDict:
+    ) -> _kinds.Dense:
         """Stack a (nested) list of tensordicts or dicts into one tensordict.
 
         Each level of list nesting adds a leading batch dimension; dicts (and other
@@ -673,7 +671,7 @@ class ConversionOps:
         batch_dims: int | None = None,
         device: torch.device | str | int | None = None,
         batch_size: Sequence[int] | torch.Size | int | None = None,
-    ) -> TensorDict:
+    ) -> _kinds.Dense:
         """A tensordict viewing the fields of a numpy structured array (zero-copy).
 
         The batch size is the array's shape unless ``batch_size`` or
@@ -727,7 +725,7 @@ class ConversionOps:
         batch_size: Sequence[int] | torch.Size | int | None = None,
         auto_batch_size: bool = False,
         batch_dims: int | None = None,
-    ) -> TensorDict:
+    ) -> _kinds.Dense:
         """A tensordict from a pytree of lists, tuples, namedtuples and dicts; see :meth:`to_pytree`.
 
         Every level records its type in a non-tensor entry ``"_pytree_type"``, so
@@ -856,7 +854,7 @@ def from_list(
     batch_dims: int | None = None,
     names: Sequence[str | None] | None = None,
     lazy: bool | None = None,
-) -> TensorDict:
+) -> _kinds.Dense:
     """The body of :meth:`TensorDictBase.from_list` (see there)."""
     what = "TensorDict.from_list"
     auto = _auto(what, auto_batch_size, batch_dims, batch_size)
@@ -870,7 +868,7 @@ def from_list(
 
 def _stack_list(
     items: Sequence[Any], device: Any, path: tuple[int, ...], lazy: bool | None = None
-) -> TensorDict:
+) -> _kinds.Dense:
     from tensordict._combine.functional import lazy_stack, maybe_dense_stack, stack
 
     if not items:
@@ -901,7 +899,7 @@ def make_tensordict(
     device: torch.device | str | int | None = None,
     auto_batch_size: bool | None = None,
     **kwargs: Any,
-) -> TensorDict:
+) -> _kinds.Dense:
     """A tensordict from keyword arguments and/or a (nested) dict.
 
     Without ``batch_size`` the batch size is the largest the entries allow (unless
@@ -930,7 +928,7 @@ def make_tensordict(
     )
 
 
-def fromkeys(keys: Any, value: Any = 0) -> TensorDict:
+def fromkeys(keys: Any, value: Any = 0) -> _kinds.Dense:
     """A new tensordict with ``keys`` (nested keys allowed) all set to ``value``.
 
     Same as :meth:`TensorDict.fromkeys <tensordict.TensorDictBase.fromkeys>`.
@@ -943,7 +941,7 @@ def fromkeys(keys: Any, value: Any = 0) -> TensorDict:
     return _tensordict_cls().fromkeys(keys, value)
 
 
-def to_dense(td: TensorDictBase, *, clone: bool, layout: torch.layout | None = None) -> TensorDict:
+def to_dense(td: _kinds.Base, *, clone: bool, layout: torch.layout | None = None) -> _kinds.Dense:
     """``td`` as a dense :class:`TensorDict`: nested lazy stacks stacked, tensors copied
     when ``clone``."""
     if isinstance(td, _kinds.Lazy):

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 
 from tensordict._formats import tabular as _tabular
+from tensordict._kinds import kinds as _kinds
 from tensordict._leaves.nontensor import NonTensorData, NonTensorStack
 from tensordict._plugins.siblings import import_extra
 
@@ -27,7 +28,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas
     from typing_extensions import Self
 
-    from tensordict.base import TensorDictBase
 
 #: the tensor dtypes a DataFrame column holds (NumPy's).
 PANDAS_DTYPES = frozenset(
@@ -116,7 +116,7 @@ def from_pandas(
     batch_size: torch.Size | None = None,
     separator: str | None = None,
     dtype: torch.dtype | None = None,
-) -> TensorDictBase:
+) -> _kinds.Base:
     """A tensordict with one entry per column of a pandas DataFrame (batch size
     ``[len(dataframe)]`` unless ``batch_size`` or ``auto_batch_size`` says otherwise).
 

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import torch
 
 from tensordict._kinds import kinds as _kinds
 from tensordict._util.printoptions import PRINT_OPTIONS
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict.base import TensorDictBase
 
 
 def _tensor_shared(value: torch.Tensor) -> bool:
@@ -55,7 +52,7 @@ def _tensor_repr(value: torch.Tensor, shared: bool) -> str:
     )
 
 
-def td_repr(td: TensorDictBase) -> str:
+def td_repr(td: _kinds.Base) -> str:
     """The multi-line repr of a tensordict: sorted fields, then batch_size, device, is_shared.
 
     >>> import torch
@@ -71,7 +68,7 @@ def td_repr(td: TensorDictBase) -> str:
     return _td_repr(td, "")[0]
 
 
-def _td_repr(td: TensorDictBase, indent: str) -> tuple[str, bool, bool]:
+def _td_repr(td: _kinds.Base, indent: str) -> tuple[str, bool, bool]:
     """The repr of ``td`` whose first line starts at ``indent``, whether all its tensors
     are shared (or on CUDA), and whether it holds any tensor.
 

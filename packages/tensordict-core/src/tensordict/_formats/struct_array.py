@@ -10,7 +10,7 @@ a new array is filled.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -19,9 +19,6 @@ from tensordict._keys.nested import unravel_key
 from tensordict._keys.shape import parse_batch_size, parse_device
 from tensordict._kinds import kinds as _kinds
 from tensordict._leaves.nontensor import DATA_TYPES, NonTensorData, NonTensorStack, is_non_tensor
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict._dense.td import TensorDict
 
 _Tensor = torch.Tensor
 
@@ -50,7 +47,7 @@ del _dt
 # ---------------------------------------------------------------------- numpy -> td
 def from_struct_array(
     struct_array: Any, what: str, device: Any = None, batch_size: Any = None
-) -> TensorDict:
+) -> _kinds.Dense:
     """The body of ``TensorDict.from_struct_array`` (without auto batch-size)."""
     if not isinstance(struct_array, np.ndarray) or struct_array.dtype.names is None:
         got = (
@@ -67,7 +64,7 @@ def from_struct_array(
     return out
 
 
-def struct_to_td(struct_array: np.ndarray, device: Any = None) -> TensorDict:
+def struct_to_td(struct_array: np.ndarray, device: Any = None) -> _kinds.Dense:
     """A tensordict of batch size ``struct_array.shape`` viewing its fields."""
     device = parse_device(device)
     bs = torch.Size(struct_array.shape)

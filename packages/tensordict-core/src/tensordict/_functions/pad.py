@@ -5,7 +5,7 @@ different lengths after padding them to a common one.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -19,9 +19,6 @@ from tensordict._leaves.collection import data_of, wrapped
 from tensordict._leaves.nontensor import MetaData, NonTensorData, NonTensorStack, is_non_tensor
 from tensordict._leaves.unbatched import UNBATCHED_TYPES
 from tensordict.base import TensorDictBase
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict._dense.td import TensorDict
 
 _Tensor = torch.Tensor
 
@@ -67,7 +64,7 @@ def _pad_td(
     value: Any,
     prefix: tuple[str, ...] = (),
     inplace: bool = False,
-) -> TensorDict:
+) -> _kinds.Dense:
     """``td`` padded by ``widths``; ``value`` is a number or a ``{key tuple: number}``
     mapping (entries it does not name get 0). Non-tensor entries get ``None``; with
     ``inplace`` the non-tensor stacks are padded in place (the caller adopts the rest)."""
@@ -126,7 +123,7 @@ def pad(
     value: float = 0.0,
     inplace: bool = False,
     safe: bool = True,
-) -> TensorDict:
+) -> _kinds.Dense:
     """Pad the batch dimensions of every entry with ``value`` (negative amounts crop).
 
     ``pad_size`` lists ``(before, after)`` amounts from the *first* batch dimension on:
@@ -208,7 +205,7 @@ def _pad_lazy_(lazy: Any, widths: list[tuple[int, int]], value: Any) -> Any:
     return lazy
 
 
-def _filled(td: Any, value: Any, prefix: tuple[str, ...] = ()) -> TensorDict:
+def _filled(td: Any, value: Any, prefix: tuple[str, ...] = ()) -> _kinds.Dense:
     """A dense tensordict shaped like ``td`` whose tensors hold ``value`` (``None`` for
     non-tensor entries): a new member added by padding a lazy stack."""
     widths = [(0, 0)] * td.batch_dims
@@ -233,7 +230,7 @@ def pad_sequence(
     padding_side: str = "right",
     *,
     device: torch.device | str | None = None,
-) -> TensorDict:
+) -> _kinds.Dense:
     """Pad tensordicts to a common length along ``pad_dim`` and stack them (new dim 0).
 
     ``pad_dim`` counts the dimensions of the entries (batch dimensions first). If it
@@ -378,13 +375,13 @@ def _leaves(td: Any, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]
 
 
 def _masks(
-    td: TensorDict,
+    td: _kinds.Dense,
     leaves: dict[tuple[str, ...], Any],
     targets: dict[tuple[str, ...], int],
     pad_dim: int,
     nb: int,
     left: bool = False,
-) -> TensorDict:
+) -> _kinds.Dense:
     out = _kinds.Dense._new_unsafe({}, td.batch_size, td.device)
     upto = max(pad_dim + 1, nb)
     for key, target in targets.items():
@@ -404,7 +401,7 @@ class PadOps(_kinds.SharedMixin):
 
     def to_padded_tensor(
         self, padding: float = 0.0, mask_key: NestedKey | None = None
-    ) -> TensorDict:
+    ) -> _kinds.Dense:
         """Replace every nested (jagged or strided) tensor leaf by its padded version;
         ragged batch dimensions (``-1``) take their padded size.
 
@@ -449,7 +446,7 @@ class PadOps(_kinds.SharedMixin):
 
     def pad(
         self, pad_size: Sequence[int], value: float = 0.0, inplace: bool = False, safe: bool = True
-    ) -> TensorDict:
+    ) -> _kinds.Dense:
         """Pad the batch dimensions (see :func:`tensordict.pad`).
 
         The result is a dense :class:`~tensordict.TensorDict`, also for a lazy stack

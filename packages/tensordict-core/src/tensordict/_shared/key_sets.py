@@ -28,7 +28,6 @@ from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
 
-    from tensordict._dense.td import TensorDict
 
 _Tensor = torch.Tensor
 
@@ -344,7 +343,7 @@ def _depth(td: Any) -> int:
 def merge_tensordicts(
     *tensordicts: TensorDictBase,
     callback_exist: Callable[..., Any] | Mapping[NestedKey, Any] | None = None,
-) -> TensorDict:
+) -> _kinds.Dense:
     """Merge tensordicts key by key into a new one.
 
     Nested tensordicts are merged recursively. A key present in only some of the inputs
@@ -386,7 +385,7 @@ def _common_batch_size(tds: Sequence[Any]) -> torch.Size:
     return torch.Size(common)
 
 
-def _merge(tds: list[Any], callback: Any, prefix: tuple[str, ...], total: int) -> TensorDict:
+def _merge(tds: list[Any], callback: Any, prefix: tuple[str, ...], total: int) -> _kinds.Dense:
     """Merge ``tds`` (those of the ``total`` inputs that hold ``prefix``)."""
     batch_size = _common_batch_size(tds)
     device = tds[0].device if all(td.device == tds[0].device for td in tds) else None

@@ -19,7 +19,6 @@ from tensordict._kinds.kinds import is_nested
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
 
-    from tensordict._dense.td import TensorDict
 
 _Tensor = torch.Tensor
 
@@ -28,7 +27,7 @@ class MemoryOps(_kinds.SharedMixin):
     """Mixin of :class:`~tensordict.TensorDict` and :class:`~tensordict.LazyStackedTensorDict`:
     the methods of this module."""
 
-    def data_ptr(self, *, storage: bool = False) -> TensorDict:
+    def data_ptr(self, *, storage: bool = False) -> _kinds.Dense:
         """A tensordict of the same structure (batch size ``[]``) holding each tensor
         leaf's ``data_ptr()`` (``untyped_storage().data_ptr()`` with ``storage=True``).
 

@@ -35,8 +35,6 @@ from tensordict.base import NO_DEFAULT, TensorDictBase
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
 
-    from tensordict._dense.td import TensorDict
-    from tensordict._lazy.stack import LazyStackedTensorDict
 
 _Tensor = torch.Tensor
 BATCH_SIZE_KEY = "__batch_size"
@@ -326,7 +324,7 @@ def _new_batch_size(
 
 
 def _plan_load(
-    td: TensorDict | LazyStackedTensorDict,
+    td: _kinds.Dense | _kinds.Lazy,
     sd: Mapping[str, Any],
     strict: bool,
     assign: bool,
@@ -567,5 +565,5 @@ def _copy_into(current: _Tensor, value: _Tensor) -> None:
         current.copy_(value)
 
 
-def _set_batch_size(td: TensorDict, batch_size: torch.Size) -> None:
+def _set_batch_size(td: _kinds.Dense, batch_size: torch.Size) -> None:
     td.batch_size = batch_size

@@ -15,7 +15,7 @@ from __future__ import annotations
 import collections
 import sys
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import torch
 from torch._C import _functorch
@@ -40,9 +40,6 @@ from tensordict._torch.pytree_td import (
     to_dumpable_context,
     vmap_level,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict._dense.td import TensorDict
 
 _Tensor = torch.Tensor
 
@@ -109,7 +106,7 @@ class PytreeNode:
 
 
 # ---------------------------------------------------------------------- pytree -> td
-def from_pytree(tree: Any, batch_size: Any, copy_tds: bool) -> TensorDict:
+def from_pytree(tree: Any, batch_size: Any, copy_tds: bool) -> _kinds.Dense:
     """The body of ``TensorDict.from_pytree`` (without auto batch-size)."""
     bs = parse_batch_size(batch_size)
     out = _level(tree, bs, copy_tds, ())
@@ -121,7 +118,7 @@ def from_pytree(tree: Any, batch_size: Any, copy_tds: bool) -> TensorDict:
     return out
 
 
-def _level(obj: Any, bs: torch.Size, copy_tds: bool, path: tuple[Any, ...]) -> TensorDict | None:
+def _level(obj: Any, bs: torch.Size, copy_tds: bool, path: tuple[Any, ...]) -> _kinds.Dense | None:
     """The tensordict for one pytree node, or ``None`` when ``obj`` is a leaf."""
     if isinstance(obj, _Tensor):
         return None

@@ -55,8 +55,6 @@ from tensordict._wire.read import (
 if TYPE_CHECKING:  # pragma: no cover
     from typing_extensions import Self
 
-    from tensordict._dense.td import TensorDict
-    from tensordict.base import TensorDictBase
 
 _Tensor = torch.Tensor
 
@@ -495,7 +493,7 @@ def pack(
 
 
 def consolidate(
-    td: TensorDict,
+    td: _kinds.Dense,
     filename: str | Path | None = None,
     *,
     device: Any = None,
@@ -504,7 +502,7 @@ def consolidate(
     metadata: bool = False,
     inplace: bool = False,
     allow_pickle: bool = False,
-) -> TensorDict:
+) -> _kinds.Dense:
     """Implementation of :meth:`ConsolidateOps.consolidate`."""
     in_memory = filename is None and not metadata
     plan, meta, total, dev = _layout(td, device, allow_pickle, in_memory)
@@ -530,8 +528,8 @@ def consolidate(
     if inplace:
         _adopt(td, out)
         td.__dict__["_consolidated"] = out.__dict__["_consolidated"]
-        return cast("TensorDict", _lock(td))
-    return cast("TensorDict", _lock(out))
+        return cast("_kinds.Dense", _lock(td))
+    return cast("_kinds.Dense", _lock(out))
 
 
 def _lock(td: Any) -> Any:
@@ -717,7 +715,7 @@ def _tensor_entries(node: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
             yield from _tensor_entries(entry)
 
 
-def _unpickle_consolidated(buffer: _Tensor, metadata: dict[str, Any]) -> TensorDict:
+def _unpickle_consolidated(buffer: _Tensor, metadata: dict[str, Any]) -> _kinds.Dense:
     out = _rebuild(buffer, metadata, allow_pickle=False, trusted=True)
     # ``object`` entries are only used inside a pickle; keep JSON-able metadata on the result
     _to_json_entries(metadata["td"])
@@ -905,7 +903,7 @@ class ConsolidateOps(_kinds.SharedMixin):
         metadata: dict[str, Any] | None = None,
         *,
         allow_pickle: bool = False,
-    ) -> TensorDictBase:
+    ) -> _kinds.Base:
         """Rebuild a tensordict from a consolidated buffer or file (see
         :func:`tensordict.from_consolidated`).
 

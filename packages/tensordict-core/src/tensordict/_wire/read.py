@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import torch
 
@@ -25,9 +25,6 @@ from tensordict._wire.format import (
     MAGIC,
     _decode_non_tensor,
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from tensordict._dense.td import TensorDict
 
 _Tensor = torch.Tensor
 
@@ -111,14 +108,14 @@ def _batch_size_of(node: dict[str, Any], path: tuple[str, ...]) -> torch.Size:
 
 
 def _build(
-    cls: type[TensorDict],
+    cls: type[_kinds.Dense],
     node: dict[str, Any],
     buffer: _Tensor,
     limit: int,
     allow_pickle: bool,
     path: tuple[str, ...],
     trusted: bool = False,
-) -> TensorDict:
+) -> _kinds.Dense:
     if not isinstance(node, dict) or not isinstance(node.get("entries"), dict):
         raise ValueError(
             f"from_consolidated: malformed metadata at {unravel_key(path) or '<root>'!r}."
@@ -264,7 +261,7 @@ def _rebuild(
     trusted: bool = False,
     data_end: int | None = None,
     where: str = "the buffer",
-) -> TensorDict:
+) -> _kinds.Dense:
     """The tensordict ``metadata`` describes, viewing ``buffer``. ``trusted`` skips the
     checks for metadata this library produced itself (``consolidate``, pickling).
     ``data_end``: where the data region ends (the metadata trailer starts there)."""
@@ -328,7 +325,7 @@ def from_consolidated(
     metadata: dict[str, Any] | None = None,
     *,
     allow_pickle: bool = False,
-) -> TensorDict:
+) -> _kinds.Dense:
     """Rebuild a consolidated tensordict from its buffer (and metadata) or from a file.
 
     Nothing is unpickled: the metadata is plain JSON data. Non-tensor values that
