@@ -92,9 +92,19 @@ def _annotation_text(text: str, dense: bool) -> str:
     """An implementation's annotation for the stub: ``TensorDict`` results become ``Self``
     (a lazy stack's method returns a lazy stack) unless ``dense``; bare ``Callable`` gets
     its parameters."""
+    for alias, cls in _KIND_NAMES.items():  # core's lower layers name the kinds this way
+        text = re.sub(rf"(?<![\w.]){re.escape(alias)}(?![\w])", cls, text)
     if not dense:
         text = re.sub(r"(?<![\w.])TensorDict(?![\w])", "Self", text)
     return re.sub(r"(?<![\w.])Callable(?!\[)", "Callable[..., Any]", text)
+
+
+#: the kinds as ``tensordict._kinds.kinds`` binds them -> the classes the stub imports
+_KIND_NAMES = {
+    "_kinds.Dense": "TensorDict",
+    "_kinds.Base": "TensorDictBase",
+    "_kinds.Lazy": "LazyStackedTensorDict",
+}
 
 
 def _shared_interface(add: Callable[[str], None]) -> None:
