@@ -8,11 +8,9 @@ from __future__ import annotations
 import pytest
 import torch
 from functorch import dim as ftdim
-from torch import nn
 
 import tensordict
 from tensordict import TensorDict, UnbatchedTensor
-from tensordict.nn import TensorDictModule
 
 
 def make_td(names=None) -> TensorDict:
@@ -82,16 +80,6 @@ def test_nested_tensordict_is_indexed_with_its_parent():
     out = td[d0]
     assert out["n"].batch_size == (4, 5)
     assert out["n", "b"].dims == (d0,)
-
-
-def test_a_module_applied_to_the_result_maps_over_the_bound_dim():
-    torch.manual_seed(0)
-    td = make_td()
-    (d0,) = dims(1)
-    module = TensorDictModule(nn.Linear(2, 7), in_keys=["a"], out_keys=["y"])
-    out = module(td[d0])
-    assert out["y"].dims == (d0,)
-    torch.testing.assert_close(out["y"].order(d0), module.module(td["a"]))
 
 
 def test_first_class_dim_tensors_are_stored_as_leaves():

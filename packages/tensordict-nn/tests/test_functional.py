@@ -505,3 +505,15 @@ def test_vmap_randomness_over_stacked_parameters(randomness):
     out = torch.vmap(_ensemble_call(module), (0, None), randomness=randomness)(params, td)
     same = torch.equal(out["y"][0], out["y"][1])
     assert same is (randomness == "same")
+
+
+def test_a_module_applied_to_a_first_class_dim_index_maps_over_the_bound_dim():
+    from functorch import dim as ftdim
+
+    torch.manual_seed(0)
+    td = TensorDict(a=torch.randn(3, 4, 5, 2), batch_size=[3, 4, 5])
+    d0 = ftdim.dims(1)
+    module = tensordict.nn.TensorDictModule(nn.Linear(2, 7), in_keys=["a"], out_keys=["y"])
+    out = module(td[d0])
+    assert out["y"].dims == (d0,)
+    torch.testing.assert_close(out["y"].order(d0), module.module(td["a"]))
