@@ -40,9 +40,10 @@ from tensordict._kinds import kinds as _kinds
 from tensordict._torch.pytree_td import LevelSpec
 from tensordict._torch.traced import VMAP_MODE
 
-#: what the dims being broadcast are: "in" (in_dims), "out" (out_dims of the function's
-#: output, which has the mapped dim still to come), "full" (out_dims of joined chunks),
-#: with the count of lazy stacks flattened when the mode began
+#: what torch.vmap is doing, with the count of lazy stacks flattened when it began: "in"
+#: (broadcasting in_dims), "out" (out_dims of the function's output, which has the mapped
+#: dim still to come, and rebuilding that output), "full" (out_dims of joined chunks),
+#: "enter" (rebuilding the inputs at the new level)
 _MODE = VMAP_MODE
 _ORIGINAL: dict[str, Any] = {}
 #: lazy stacks flattened so far (``tensordict._torch.pytree`` counts them): a tree without
