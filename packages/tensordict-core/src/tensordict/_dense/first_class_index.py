@@ -27,9 +27,8 @@ def index_first_class(td: Any, index: Any) -> Any:
     (d0,)
     """
     bs = td._batch_size
-    bound = first_class.bound_positions(index, len(bs))
+    index, bound = first_class.bind(index, len(bs))  # "..." reaches batch dims only
     new_bs = torch.Size(first_class.kept(bs, bound))
-    index = first_class.expanded_index(index, len(bs))  # "..." reaches batch dims only
     out: dict[str, Any] = {}
     for key, value in td._tensordict.items():
         if type(value) in UNBATCHED_TYPES:

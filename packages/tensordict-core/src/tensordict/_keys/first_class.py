@@ -42,21 +42,28 @@ def has_dim_index(index: Any) -> bool:
     False
     """
     if type(index) is tuple:
-        return any(type(i).__module__ == _MODULE for i in index)
-    return type(index).__module__ == _MODULE
+        return any(map(is_first_class, index))
+    return is_first_class(index)
 
 
-def bound_positions(index: Any, batch_dims: int) -> list[int]:
-    """The batch dims a first-class-dim ``index`` binds (first-class dims and ints; full
-    slices and one ``...`` keep theirs). Raises ``IndexError`` for other elements or more
-    elements than batch dims.
+def bind(index: Any, batch_dims: int) -> tuple[tuple[Any, ...], list[int]]:
+    """A first-class-dim ``index`` as one element per batch dim it reaches (``...``
+    expanded to full slices of batch dims), and the batch dims it binds (first-class dims
+    and ints; full slices keep theirs). Raises ``IndexError`` for other elements, two
+    ``...`` or more elements than batch dims.
 
-    >>> bound_positions((slice(None), 1), 3), bound_positions((..., 0), 3)
-    ([1], [2])
+    >>> bind((slice(None), 1), 3)[1], bind((..., 0), 3)
+    ([1], ((slice(None, None, None), slice(None, None, None), 0), [2]))
     """
-    if sum(i is Ellipsis for i in (index if type(index) is tuple else (index,))) > 1:
+    items = index if type(index) is tuple else (index,)
+    # (identity tests: a first-class dim compares with == as a tensor does)
+    ellipses = [i for i, item in enumerate(items) if item is Ellipsis]
+    if len(ellipses) > 1:
         raise IndexError("an index can only have one ellipsis (...).")
-    items = expanded_index(index, batch_dims)
+    if ellipses:
+        at = ellipses[0]
+        fill = batch_dims - (len(items) - 1)
+        items = items[:at] + (slice(None),) * max(fill, 0) + items[at + 1 :]
     if len(items) > batch_dims:
         raise IndexError(
             f"too many indices for a tensordict with {batch_dims} batch dims: {len(items)} "
@@ -64,7 +71,7 @@ def bound_positions(index: Any, batch_dims: int) -> list[int]:
         )
     bound = []
     for pos, item in enumerate(items):
-        if type(item).__module__ == _MODULE or type(item) is int:
+        if is_first_class(item) or type(item) is int:
             bound.append(pos)
         elif not (
             type(item) is slice and item.start is None and item.stop is None and item.step is None
@@ -73,18 +80,7 @@ def bound_positions(index: Any, batch_dims: int) -> list[int]:
                 f"a first-class-dim index may hold first-class dims, ints, full slices (:) "
                 f"and one ellipsis (...); got {item!r} at position {pos}."
             )
-    return bound
-
-
-def expanded_index(index: Any, batch_dims: int) -> tuple[Any, ...]:
-    """``index`` as a tuple of one element per batch dim it reaches (``...`` expanded)."""
-    items = index if type(index) is tuple else (index,)
-    # (identity tests: a first-class dim compares with == as a tensor does)
-    at = next((i for i, item in enumerate(items) if item is Ellipsis), None)
-    if at is not None:
-        fill = batch_dims - (len(items) - 1)
-        items = items[:at] + (slice(None),) * max(fill, 0) + items[at + 1 :]
-    return items
+    return items, bound
 
 
 def kept(values: Any, bound: list[int]) -> list[Any]:

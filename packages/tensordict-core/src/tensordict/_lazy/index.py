@@ -103,14 +103,13 @@ class LazyIndexOps(_kinds.LazyMixin):
         (each member is a separate tensordict)."""
         s = self.stack_dim
         nb = len(self.batch_size)
-        bound = first_class.bound_positions(index, nb)
+        items, bound = first_class.bind(index, nb)
         if s in bound:
             raise ValueError(
                 f"Cannot index a LazyStackedTensorDict with a first-class dim at its stack dim "
                 f"({s}): the stacked tensordicts are separate. Bind another dim, or make it "
                 f"dense first (contiguous())."
             )
-        items = first_class.expanded_index(index, nb)
         member_index = items[:s] + items[s + 1 :] if len(items) > s else items
         members = [td[member_index] for td in self.tensordicts]
         new_s = s - sum(1 for b in bound if b < s)

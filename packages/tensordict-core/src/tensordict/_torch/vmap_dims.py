@@ -201,38 +201,35 @@ def _process_batched_inputs(in_dims: Any, args: Any, func: Any) -> Any:
         _MODE.pop()
 
 
+def _in_mode(name: str, mode: str) -> Any:
+    """``torch._functorch.vmap``'s ``name``, run with ``mode`` on :data:`_MODE`."""
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        _MODE.append((mode, LAZY_FLATTENED[0]))
+        try:
+            return _ORIGINAL[name](*args, **kwargs)
+        finally:
+            _MODE.pop()
+
+    wrapper.__name__ = name
+    return wrapper
+
+
+_unwrap_in_mode = _in_mode("_unwrap_batched", "out")
+
+
 def _unwrap_batched(outputs: Any, out_dims: Any, *args: Any, **kwargs: Any) -> Any:
     if isinstance(out_dims, tuple) and len(out_dims) == 1 and isinstance(outputs, _kinds.Base):
         out_dims = out_dims[0]  # one tensordict returned: (d,) is d, as for one tensor
-    _MODE.append(("out", LAZY_FLATTENED[0]))
-    try:
-        return _ORIGINAL["_unwrap_batched"](outputs, out_dims, *args, **kwargs)
-    finally:
-        _MODE.pop()
-
-
-def _create_batched_inputs(*args: Any, **kwargs: Any) -> Any:
-    _MODE.append(("enter", LAZY_FLATTENED[0]))
-    try:
-        return _ORIGINAL["_create_batched_inputs"](*args, **kwargs)
-    finally:
-        _MODE.pop()
-
-
-def _concat_chunked_outputs(*args: Any, **kwargs: Any) -> Any:
-    _MODE.append(("full", LAZY_FLATTENED[0]))
-    try:
-        return _ORIGINAL["_concat_chunked_outputs"](*args, **kwargs)
-    finally:
-        _MODE.pop()
+    return _unwrap_in_mode(outputs, out_dims, *args, **kwargs)
 
 
 _WRAPPERS = {
     "_broadcast_to_and_flatten": _broadcast_to_and_flatten,
     "_process_batched_inputs": _process_batched_inputs,
     "_unwrap_batched": _unwrap_batched,
-    "_create_batched_inputs": _create_batched_inputs,
-    "_concat_chunked_outputs": _concat_chunked_outputs,
+    "_create_batched_inputs": _in_mode("_create_batched_inputs", "enter"),
+    "_concat_chunked_outputs": _in_mode("_concat_chunked_outputs", "full"),
 }
 
 
