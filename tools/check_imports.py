@@ -55,6 +55,7 @@ LAYERS = (
     "_shared",
     "_dense",
     "_lazy",
+    "_backed",
 )
 
 #: the one module the siblings import of core's private code: a facade over all of core,

@@ -7,6 +7,7 @@ private code: the one module they import besides the public ones (``tensordict``
   data and stacks, ``NON_TENSOR``;
 * keys, shapes and indices: ``NestedKey``, ``unravel_key``, ``normalize_index``,
   ``parse_batch_size``/``parse_device``;
+* ``BackedTensorDict``, the base of storage-backed tensordicts (HDF5, zarr, Redis);
 * the mixins a new kind of tensordict takes from core (indexed reads/writes, key sets,
   memory, state dicts, padding, consolidation) and the walker's dtype casts;
 * the consolidation codec and the wire format (``wire``, ``consolidated_buffer``, …);
@@ -22,6 +23,8 @@ This module imports all of core; core itself never imports it.
 
 from __future__ import annotations
 
+from tensordict._backed import contract as backed_contract
+from tensordict._backed.base import BackedTensorDict
 from tensordict._dense.dict_ops import with_entries
 from tensordict._engine.ops import CASTS, QUANTIZED_CASTS, _cast
 from tensordict._formats import tabular
@@ -67,6 +70,7 @@ from tensordict._wire.consolidate import (
 from tensordict._wire.read import _DTYPES
 
 __all__ = [
+    "BackedTensorDict",
     "CASTS",
     "FORWARDERS",
     "NON_TENSOR",
@@ -87,6 +91,7 @@ __all__ = [
     "TensorDictKeysView",
     "_cast",
     "_check_at",
+    "backed_contract",
     "_td_repr",
     "_unpickle_consolidated",
     "consolidated_buffer",

@@ -16,7 +16,7 @@ when HDF5 is used.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,20 +24,10 @@ import numpy as np
 import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict
-from tensordict._plugins.api import (
-    ConsolidateOps,
-    IndexedOps,
-    InplaceWriteError,
-    KeySetOps,
-    MemoryOps,
-    PadOps,
-    StateDictOps,
-    is_tensorclass,
-    unravel_key,
-)
+from tensordict._plugins.api import BackedTensorDict, InplaceWriteError, is_tensorclass
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _codec, _fs
-from tensordict.memmap._persistent_ops import LOCK_OP, PersistentOps, _as_array, _write_rows
+from tensordict.memmap._persistent_ops import H5Writes, _as_array, _write_rows
 
 ATTR = "tensordict"
 _EXTRA = "pip install tensordict-memmap[h5]"
@@ -67,68 +57,7 @@ def _common_leading(shapes: list[tuple[int, ...]], limit: int | None) -> list[in
     return common[:limit] if limit is not None else common
 
 
-class _KeysView:
-    """The keys of a :class:`PersistentTensorDict` (read from the file, no data read)."""
-
-    def __init__(
-        self,
-        td: PersistentTensorDict,
-        include_nested: bool,
-        leaves_only: bool,
-        is_leaf: Callable[[type], bool] | None,
-        sort: bool,
-    ) -> None:
-        self._td, self._nested, self._leaves, self._is_leaf, self._sort = (
-            td,
-            include_nested,
-            leaves_only,
-            is_leaf,
-            sort,
-        )
-
-    def _walk(self, td: PersistentTensorDict, prefix: tuple[str, ...]) -> Iterator[Any]:
-        for key, kind in td._entries():
-            full = (*prefix, key) if prefix else key
-            if kind == "group":
-                is_leaf = self._is_leaf is not None and self._is_leaf(PersistentTensorDict)
-                if not self._leaves or is_leaf:
-                    yield full
-                if self._nested and not is_leaf:
-                    yield from self._walk(td._group_td(key), (*prefix, key))
-            elif kind == "non_tensor":
-                # as a TensorDict's: not a leaf by default (is_leaf_nontensor lists it)
-                if not self._leaves or (self._is_leaf is not None and self._is_leaf(NonTensorData)):
-                    yield full
-            else:
-                yield full
-
-    def __iter__(self) -> Iterator[Any]:
-        keys = self._walk(self._td, ())
-        if self._sort:
-            return iter(sorted(keys, key=lambda k: k if isinstance(k, tuple) else (k,)))
-        return keys
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def __contains__(self, key: Any) -> bool:
-        key = unravel_key(key)
-        return key in set(self)
-
-    def __repr__(self) -> str:
-        return f"_KeysView({list(self)})"
-
-
-class PersistentTensorDict(
-    PersistentOps,
-    ConsolidateOps,
-    StateDictOps,
-    KeySetOps,
-    IndexedOps,
-    MemoryOps,
-    PadOps,
-    TensorDictBase,
-):
+class PersistentTensorDict(H5Writes, BackedTensorDict):
     """A tensordict stored in an HDF5 file, read lazily and written through.
 
     Args:
@@ -328,6 +257,35 @@ class PersistentTensorDict(
         for key in self._meta().get("non_tensor", {}):
             yield key, "non_tensor"
 
+    def _members(self) -> Iterator[tuple[str, str]]:
+        """``(key, "group" | "tensor" | "non_tensor")``: datasets of strings and the values
+        of the group's attribute are non-tensor entries."""
+        for key, kind in self._entries():
+            if kind == "dataset" and _is_string_dataset(self._group[self._name(key)]):
+                kind = "non_tensor"
+            yield key, "tensor" if kind == "dataset" else kind
+
+    def _leaf_meta(self, key: str) -> tuple[torch.Size, torch.dtype] | None:
+        dataset = self._dataset(key)
+        if dataset is None or dataset.dtype.kind in "SOU":
+            return None
+        return torch.Size(dataset.shape), torch.from_numpy(np.empty(0, dataset.dtype)).dtype
+
+    def _dataset(self, key: str) -> Any:
+        """The h5py dataset of ``key`` (None for a group, a non-tensor or a missing key)."""
+        obj = self._group.get(self._name(key))
+        return obj if obj is not None and hasattr(obj, "dtype") else None
+
+    def _read_names(self) -> list[str | None] | None:
+        return self._names
+
+    def _write_names(self, names: list[str | None] | None) -> None:
+        self._set_meta(names=names)
+        self._names = names
+
+    def _where(self) -> str:
+        return f"the HDF5 file {self._filename!r} (group {self._h5group.name!r})"
+
     def _shapes(self) -> list[tuple[int, ...]]:
         """Shapes of every dataset under this group (nested groups included)."""
         return _dataset_shapes(self._group)
@@ -368,7 +326,7 @@ class PersistentTensorDict(
                 "or 'a' to write."
             )
 
-    def _group_td(self, key: str) -> PersistentTensorDict:
+    def _child(self, key: str) -> PersistentTensorDict:
         child = self._children.get(key)
         if child is None or not child._h5group:
             group = self._group[self._name(key)]
@@ -424,23 +382,13 @@ class PersistentTensorDict(
         """The ``create_dataset`` options used for new datasets."""
         return dict(self._kwargs)
 
-    def keys(  # type: ignore[override]
-        self,
-        include_nested: bool = False,
-        leaves_only: bool = False,
-        is_leaf: Callable[[type], bool] | None = None,
-        *,
-        sort: bool = False,
-    ) -> Any:
-        return _KeysView(self, include_nested, leaves_only, is_leaf, sort)
-
     def _get_str(self, key: str, default: Any) -> Any:
         h5py = _h5py()
         name = self._name(key)
         if name in self._group:
             obj = self._group[name]
             if isinstance(obj, h5py.Group):
-                return self._group_td(key)
+                return self._child(key)
             return self._read(obj)
         non_tensor = self._meta().get("non_tensor", {})
         if key in non_tensor:
@@ -453,16 +401,6 @@ class PersistentTensorDict(
         if default is NO_DEFAULT:
             raise KeyError(f"key {key!r} not found in {self.file.filename!r}{self._group.name}")
         return default
-
-    def _get_tuple(self, key: tuple, default: Any) -> Any:
-        if len(key) == 1:
-            return self._get_str(key[0], default)
-        sub = self._get_str(key[0], None)
-        if not isinstance(sub, TensorDictBase):
-            if default is NO_DEFAULT:
-                raise KeyError(f"key {unravel_key(key)!r} not found")
-            return default
-        return sub._get_tuple(key[1:], default)
 
     def _set_str(
         self, key: str, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
@@ -525,7 +463,7 @@ class PersistentTensorDict(
                     f"cannot write a {type(value).__name__} in place into entry {key!r} of "
                     f"{where}, which holds a tensordict (an HDF5 group)."
                 )
-            self._group_td(key).update_(value)
+            self._child(key).update_(value)
             return
         if isinstance(value, (TensorDictBase, NonTensorData, NonTensorStack, str, bytes)):
             raise InplaceWriteError(
@@ -544,22 +482,6 @@ class PersistentTensorDict(
                 "broadcast to) the entry's shape; replace the entry with set() instead."
             )
         _write_rows(existing, Ellipsis, _as_array(value, existing.dtype, key))
-
-    def _set_tuple(
-        self, key: tuple, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
-    ) -> PersistentTensorDict:
-        if len(key) == 1:
-            return self._set_str(key[0], value, inplace=inplace, validated=validated)
-        sub = self._get_str(key[0], None)
-        if sub is None:
-            self._set_str(
-                key[0], TensorDict({}, batch_size=self._batch_size), inplace=False, validated=True
-            )
-            sub = self._get_str(key[0], None)
-        if not isinstance(sub, TensorDictBase):
-            raise KeyError(f"{key[0]!r} is not a tensordict in {self.file.filename!r}")
-        sub._set_tuple(key[1:], value, inplace=inplace, validated=validated)
-        return self
 
     def _set_non_tensor(self, key: str, value: Any) -> None:
         if isinstance(value, NonTensorStack):
@@ -599,18 +521,7 @@ class PersistentTensorDict(
         for key in td.keys():
             self._set_str(key, td._get_str(key, NO_DEFAULT), inplace=False, validated=True)
 
-    def _tree_map(self, fn: Callable, *others: TensorDictBase, **kwargs: Any) -> Any:
-        return self.to_tensordict()._tree_map(fn, *others, **kwargs)
-
     # ------------------------------------------------------------------ indexing
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, str) or (
-            isinstance(index, tuple) and index and all(isinstance(i, (str, tuple)) for i in index)
-        ):
-            value = self.get(index, NO_DEFAULT)
-            return value.data if isinstance(value, NonTensorData) else value
-        return self._index(index)
-
     def _index(self, index: Any) -> TensorDict:
         """The selected rows of every dataset, read into memory (nothing else is read)."""
         bs = self._batch_size
@@ -620,7 +531,7 @@ class PersistentTensorDict(
         h5py = _h5py()
         for key, kind in self._entries():
             if kind == "group":
-                entries[key] = self._group_td(key)._index(index)
+                entries[key] = self._child(key)._index(index)
             elif kind == "dataset":
                 obj = self._group[self._name(key)]
                 if h5py.check_string_dtype(obj.dtype) is not None or obj.dtype.kind in "SOU":
@@ -637,42 +548,7 @@ class PersistentTensorDict(
                 )
         return TensorDict(entries, batch_size=new_bs, device=self._device)
 
-    def __setitem__(self, index: Any, value: Any) -> None:
-        if isinstance(index, str) or (
-            isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)
-        ):
-            self.set(index, value)
-            return
-        self._writable()
-        if is_tensorclass(value):
-            value = value._tensordict
-        if not isinstance(value, (TensorDictBase, dict)):
-            raise TypeError(
-                "assigning rows of a PersistentTensorDict needs a tensordict (or dict) of rows, "
-                f"got {type(value).__name__}"
-            )
-        # every leaf is checked (key, shape at the index) before the first write
-        self.update_at_(value, index)
-
     # ------------------------------------------------------------------ conversions
-    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
-        """Read everything into an in-memory :class:`~tensordict.TensorDict`."""
-        entries = {}
-        for key, kind in self._entries():
-            value = self._get_str(key, NO_DEFAULT)
-            entries[key] = value.to_tensordict() if kind == "group" else value
-        out = TensorDict(entries, batch_size=self._batch_size, device=self._device)
-        if self._names is not None:
-            out.names = self._names
-        return out
-
-    def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDict:  # type: ignore[override]
-        """An in-memory copy (:meth:`to_tensordict`)."""
-        return self.to_tensordict()
-
-    def is_shared(self) -> bool:
-        return False
-
     def _shallow(self, device: Any = NO_DEFAULT) -> PersistentTensorDict:
         """Another object on the same group (``device``: where its reads go)."""
         return PersistentTensorDict(
@@ -687,18 +563,6 @@ class PersistentTensorDict(
     def close(self) -> None:
         """Close the HDF5 file."""
         self.file.close()
-
-    def __enter__(self) -> PersistentTensorDict:  # type: ignore[override]
-        # right after lock_()/unlock_(), the block restores the lock state; else it closes
-        self.__dict__.setdefault("_ctx_lock", []).append(self.__dict__.pop(LOCK_OP, None))
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        previous = self.__dict__["_ctx_lock"].pop()
-        if previous is None:
-            self.close()
-        else:
-            self._is_locked = previous
 
     def __getstate__(self) -> dict[str, Any]:
         mode = self._mode if self._mode in ("r", "r+", "a") else "r+"

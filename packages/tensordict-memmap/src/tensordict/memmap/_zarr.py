@@ -24,7 +24,13 @@ import numpy as np
 import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict
-from tensordict._plugins.api import import_extra, unravel_key
+from tensordict._plugins.api import (
+    BackedTensorDict,
+    InplaceWriteError,
+    _check_at,
+    import_extra,
+    unravel_key,
+)
 from tensordict._plugins.api import kinds as _kinds
 from tensordict._plugins.api import tabular as _tabular
 from tensordict.base import NO_DEFAULT, TensorDictBase
@@ -69,47 +75,7 @@ def _common_leading(shapes: list[tuple[int, ...]], limit: int | None) -> list[in
     return common[:limit] if limit is not None else common
 
 
-class _Keys:
-    """The keys of a :class:`ZarrTensorDict`, read from the store (no data is read)."""
-
-    def __init__(self, td: ZarrTensorDict, nested: bool, leaves: bool, is_leaf: Any, sort: bool):
-        self._td, self._nested, self._leaves, self._is_leaf, self._sort = (
-            td,
-            nested,
-            leaves,
-            is_leaf,
-            sort,
-        )
-
-    def _walk(self, td: ZarrTensorDict, prefix: tuple[str, ...]) -> Iterator[Any]:
-        for key, kind in td._entries():
-            full = (*prefix, key) if prefix else key
-            if kind == "group":
-                leaf = self._is_leaf is not None and self._is_leaf(ZarrTensorDict)
-                if not self._leaves or leaf:
-                    yield full
-                if self._nested and not leaf:
-                    yield from self._walk(td._child(key), (*prefix, key))
-            else:
-                yield full
-
-    def __iter__(self) -> Iterator[Any]:
-        keys = self._walk(self._td, ())
-        if self._sort:
-            return iter(sorted(keys, key=lambda k: k if isinstance(k, tuple) else (k,)))
-        return keys
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
-
-    def __contains__(self, key: Any) -> bool:
-        return unravel_key(key) in set(self)
-
-    def __repr__(self) -> str:
-        return f"_Keys({list(self)})"
-
-
-class ZarrTensorDict(TensorDictBase):
+class ZarrTensorDict(BackedTensorDict):
     """A tensordict stored in a zarr group, read lazily and written through.
 
     Build it with :func:`from_zarr` (open a store) or ``TensorDict.to_zarr`` (write one).
@@ -155,7 +121,7 @@ class ZarrTensorDict(TensorDictBase):
         """The zarr group."""
         return self._group
 
-    def _where(self) -> str:
+    def _path(self) -> str:
         return f"{self._group.store}{self._group.path and '/' + self._group.path}"
 
     def _meta(self) -> dict[str, Any]:
@@ -169,9 +135,13 @@ class ZarrTensorDict(TensorDictBase):
         self._group.attrs[ATTR] = meta
 
     def _writable(self) -> None:
+        if self._is_locked:
+            raise RuntimeError(
+                f"{self._path()!r}: this ZarrTensorDict is locked; call unlock_() to write to it."
+            )
         if self._group.read_only:
             raise RuntimeError(
-                f"the zarr store {self._where()!r} is open read-only (mode='r'); open it with "
+                f"the zarr store {self._path()!r} is open read-only (mode='r'); open it with "
                 "mode='r+' or 'a' to write."
             )
 
@@ -186,6 +156,78 @@ class ZarrTensorDict(TensorDictBase):
         for name in order:
             kind = "group" if isinstance(names[name], zarr.Group) else "array"
             yield keys_of.get(name, name), kind
+
+    def _members(self) -> Iterator[tuple[str, str]]:
+        """``(key, "group" | "tensor" | "non_tensor")``: arrays of strings and encoded
+        values are non-tensor entries."""
+        for key, kind in self._entries():
+            if kind == "array":
+                node = self._group[_node_name(key)]
+                kind = "non_tensor" if _is_string(node) or _is_encoded(node) else "tensor"
+            yield key, kind
+
+    def _leaf_meta(self, key: str) -> tuple[torch.Size, torch.dtype] | None:
+        zarr = zarr_module("ZarrTensorDict")
+        try:
+            node = self._group[_node_name(key)]
+        except KeyError:
+            return None
+        if not isinstance(node, zarr.Array) or _is_string(node) or _is_encoded(node):
+            return None
+        return torch.Size(node.shape), torch.from_numpy(np.empty(0, node.dtype)).dtype
+
+    def _read_names(self) -> list[str | None] | None:
+        names = self._meta().get("names")
+        return list(names) if isinstance(names, list) else None
+
+    def _write_names(self, names: list[str | None] | None) -> None:
+        self._set_meta(names=names)
+
+    def _where(self) -> str:
+        return f"the zarr group {self._path()!r}"
+
+    def _shallow(self, device: Any = NO_DEFAULT) -> ZarrTensorDict:
+        return ZarrTensorDict(
+            group=self._group,
+            batch_size=self._batch_size,
+            device=self._device if device is NO_DEFAULT else device,
+            non_tensor_as_stack=self._non_tensor_as_stack,
+            allow_pickle=self._allow_pickle,
+            array_kwargs=self._array_kwargs,
+        )
+
+    def _remove(self, key: str) -> None:
+        self._writable()
+        name = _node_name(key)
+        del self._group[name]
+        self._children.pop(key, None)
+        meta = self._meta()
+        order = [k for k in meta.get("order", []) if k != key]
+        keys = {n: k for n, k in dict(meta.get("keys", {})).items() if n != name}
+        self._set_meta(order=order, keys=keys)
+
+    def _plan_at(
+        self,
+        key: str,
+        path: tuple[str, ...],
+        value: Any,
+        index: Any,
+        plan: list[Callable[[], None]],
+        non_blocking: bool,
+    ) -> None:
+        """A row write into a numeric array goes to the chunks that hold the rows (after
+        the same checks as in memory); anything else through a copy of the entry."""
+        meta = self._leaf_meta(key)
+        if meta is None or isinstance(value, (NonTensorData, NonTensorStack)):
+            super()._plan_at(key, path, value, index, plan, non_blocking)
+            return
+        self._check_unlocked(unravel_key(path), "replace")
+        _check_at(path, torch.empty(meta[0], dtype=torch.uint8, device="meta"), value, index)
+        node = self._group[_node_name(key)]
+        data = torch.as_tensor(value).detach().cpu()
+        rows = torch.zeros(meta[0], dtype=torch.uint8, device="meta")[index].shape
+        array = _numpy(data.to(meta[1]).expand(rows), path, "ZarrTensorDict")
+        plan.append(lambda: _write_rows(node, index, array))
 
     def _shapes(self) -> list[tuple[int, ...]]:
         zarr = zarr_module("ZarrTensorDict")
@@ -203,7 +245,7 @@ class ZarrTensorDict(TensorDictBase):
                 if tuple(node.shape[:n]) != tuple(batch):
                     raise RuntimeError(
                         f"the batch size {list(batch)} does not match the array {name!r} of "
-                        f"shape {list(node.shape)} in {self._where()!r}: its leading dimensions "
+                        f"shape {list(node.shape)} in {self._path()!r}: its leading dimensions "
                         "must equal the batch size."
                     )
 
@@ -248,7 +290,7 @@ class ZarrTensorDict(TensorDictBase):
         raw = bytes(np.asarray(array[...], dtype=np.uint8).tobytes())
         if spec.get("encoding") == "pickle":
             value = _codec.unpickle_or_refuse(
-                Path(f"{self._where()}/{key}"), self._allow_pickle, read=lambda: raw
+                Path(f"{self._path()}/{key}"), self._allow_pickle, read=lambda: raw
             )
         else:
             value = json.loads(raw.decode("utf-8"))
@@ -270,32 +312,6 @@ class ZarrTensorDict(TensorDictBase):
         if not self._group.read_only:
             self._set_meta(batch_size=list(batch))
 
-    @property
-    def names(self) -> list[str | None]:
-        names = self._meta().get("names")
-        if not isinstance(names, list) or len(names) != len(self._batch_size):
-            return [None] * len(self._batch_size)
-        return list(names)
-
-    @names.setter
-    def names(self, value: Sequence[str | None] | None) -> None:
-        self._writable()
-        self._set_meta(names=None if value is None else list(value))
-
-    @property
-    def device(self) -> torch.device | None:
-        return self._device
-
-    def keys(
-        self,
-        include_nested: bool = False,
-        leaves_only: bool = False,
-        is_leaf: Callable[[type], bool] | None = None,
-        *,
-        sort: bool = False,
-    ) -> Any:
-        return _Keys(self, include_nested, leaves_only, is_leaf, sort)
-
     def _get_str(self, key: str, default: Any) -> Any:
         zarr = zarr_module("ZarrTensorDict")
         name = _node_name(key)
@@ -308,18 +324,8 @@ class ZarrTensorDict(TensorDictBase):
         if node is not None:
             return self._read(key, node)
         if default is NO_DEFAULT:
-            raise KeyError(f"key {key!r} not found in the zarr group {self._where()!r}")
+            raise KeyError(f"key {key!r} not found in the zarr group {self._path()!r}")
         return default
-
-    def _get_tuple(self, key: tuple[str, ...], default: Any) -> Any:
-        if len(key) == 1:
-            return self._get_str(key[0], default)
-        sub = self._get_str(key[0], None)
-        if not isinstance(sub, TensorDictBase):
-            if default is NO_DEFAULT:
-                raise KeyError(f"key {unravel_key(key)!r} not found")
-            return default
-        return sub._get_tuple(key[1:], default)
 
     def _set_str(
         self, key: str, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
@@ -345,55 +351,7 @@ class ZarrTensorDict(TensorDictBase):
         self._set_meta(order=order, keys=keys)
         return self
 
-    def _set_tuple(
-        self,
-        key: tuple[str, ...],
-        value: Any,
-        *,
-        inplace: bool,
-        validated: bool,
-        non_blocking: bool = False,
-    ) -> ZarrTensorDict:
-        if len(key) == 1:
-            return self._set_str(key[0], value, inplace=inplace, validated=validated)
-        sub = self._get_str(key[0], None)
-        if sub is None:
-            self._set_str(
-                key[0], TensorDict(batch_size=self._batch_size), inplace=False, validated=True
-            )
-            sub = self._get_str(key[0], None)
-        if not isinstance(sub, TensorDictBase):
-            raise KeyError(f"{key[0]!r} is not a tensordict in {self._where()!r}")
-        sub._set_tuple(key[1:], value, inplace=inplace, validated=validated)
-        return self
-
-    def _tree_map(self, fn: Callable[..., Any], *others: Any, **kwargs: Any) -> Any:
-        return self.to_tensordict()._tree_map(fn, *others, **kwargs)
-
-    def _map_tensors(
-        self, fn: Callable[[torch.Tensor], torch.Tensor], device: Any = NO_DEFAULT
-    ) -> Any:
-        return self.to_tensordict()._map_tensors(fn, device)
-
-    def _map_batch(
-        self, fn: Callable[[Any], Any], batch_size: torch.Size, names: Any = None
-    ) -> Any:
-        return self.to_tensordict()._map_batch(fn, batch_size, names)
-
-    def _flat_tensors(self, out: list[Any]) -> list[Any]:
-        return self.to_tensordict()._flat_tensors(out)
-
     # ------------------------------------------------------------------ indexing
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, str) or (
-            isinstance(index, tuple) and index and all(isinstance(i, (str, tuple)) for i in index)
-        ):
-            value = self.get(index)
-            if isinstance(value, NonTensorData):
-                return value.data
-            return value.tolist() if isinstance(value, NonTensorStack) else value
-        return self._index(index)
-
     def _index(self, index: Any) -> TensorDict:
         """The selected rows of every array, read from the chunks that hold them."""
         new_bs = torch.zeros(self._batch_size, dtype=torch.uint8)[index].shape
@@ -408,65 +366,9 @@ class ZarrTensorDict(TensorDictBase):
                 entries[key] = value
         return TensorDict(entries, batch_size=new_bs, device=self._device)
 
-    def __setitem__(self, index: Any, value: Any) -> None:
-        if isinstance(index, str) or (
-            isinstance(index, tuple) and index and all(isinstance(i, str) for i in index)
-        ):
-            self.set(index, value)
-            return
-        self._writable()
-        if not isinstance(value, TensorDictBase):
-            raise TypeError("assigning rows of a ZarrTensorDict needs a tensordict of rows")
-        zarr = zarr_module("ZarrTensorDict")
-        for raw in value.keys():
-            key = str(raw)
-            item = value._get_str(key, NO_DEFAULT)
-            node = self._group.get(_node_name(key))
-            if isinstance(item, TensorDictBase):
-                self._child(key)[index] = item
-            elif isinstance(item, torch.Tensor) and isinstance(node, zarr.Array):
-                _write_rows(node, index, _numpy(item, (key,), "ZarrTensorDict"))
-            else:
-                raise KeyError(f"cannot write rows of {key!r}: no such array in {self._where()!r}")
-
     # ------------------------------------------------------------------ conversions
-    def to_tensordict(self, *, retain_none: bool | None = None) -> TensorDict:
-        """Read everything into an in-memory :class:`~tensordict.TensorDict`."""
-        entries = {}
-        for key, kind in self._entries():
-            value = self._get_str(key, NO_DEFAULT)
-            entries[key] = value.to_tensordict() if kind == "group" else value
-        out = TensorDict(entries, batch_size=self._batch_size, device=self._device)
-        names = self._meta().get("names")
-        if isinstance(names, list) and any(n is not None for n in names):
-            out.names = names
-        return out
-
-    def clone(self, recurse: bool = True, **kwargs: Any) -> TensorDict:  # type: ignore[override]
-        """An in-memory copy (:meth:`to_tensordict`)."""
-        return self.to_tensordict()
-
-    def is_shared(self) -> bool:
-        return False
-
-    @property  # type: ignore[misc]
-    def is_locked(self) -> bool:
-        return False
-
-    def lock_(self) -> ZarrTensorDict:
-        return self
-
-    def unlock_(self) -> ZarrTensorDict:
-        return self
-
     def close(self) -> None:
         """Nothing to release: zarr keeps no file open between reads."""
-
-    def __enter__(self) -> ZarrTensorDict:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         lines = []
@@ -482,7 +384,7 @@ class ZarrTensorDict(TensorDictBase):
         body = ",\n".join(lines)
         return (
             f"ZarrTensorDict(\n    fields={{\n{body}}},\n    batch_size={self._batch_size},\n"
-            f"    store={self._where()!r}, read_only={self._group.read_only})"
+            f"    store={self._path()!r}, read_only={self._group.read_only})"
         )
 
 
@@ -564,8 +466,21 @@ def write_entry(
                 f"batch dimension mismatch for key {key!r}: shape {list(array.shape)} does not "
                 f"start with the batch size {list(batch_size)}."
             )
-        if inplace and isinstance(existing, zarr.Array) and tuple(existing.shape) == array.shape:
-            existing[...] = array
+        if inplace and isinstance(existing, zarr.Array) and not _is_encoded(existing):
+            try:
+                fits = torch.Size(np.broadcast_shapes(array.shape, existing.shape)) == torch.Size(
+                    existing.shape
+                )
+            except ValueError:
+                fits = False
+            if not fits or _is_string(existing):
+                raise InplaceWriteError(
+                    f"cannot write a value of shape {list(array.shape)} in place into the "
+                    f"entry {key!r} of shape {list(existing.shape)} in {group.store}: in "
+                    "place, the value must have (or broadcast to) the entry's shape; replace "
+                    "the entry with set() instead."
+                )
+            existing[...] = np.broadcast_to(array, existing.shape)
             return
         if existing is not None:
             del group[name]
