@@ -241,7 +241,11 @@ class ZarrTensorDict(BackedTensorDict):
         zarr = zarr_module("ZarrTensorDict")
         n = len(batch)
         for name, node in self._group.members():
-            if isinstance(node, zarr.Array) and not _is_encoded(node):
+            # strings that to_zarr did not write as a stack are one value, of any shape
+            plain_strings = (
+                isinstance(node, zarr.Array) and _is_string(node) and STACK_ATTR not in node.attrs
+            )
+            if isinstance(node, zarr.Array) and not _is_encoded(node) and not plain_strings:
                 if tuple(node.shape[:n]) != tuple(batch):
                     raise RuntimeError(
                         f"the batch size {list(batch)} does not match the array {name!r} of "
@@ -277,7 +281,7 @@ class ZarrTensorDict(BackedTensorDict):
             batch = (
                 self._batch_size if index is None else torch.zeros(self._batch_size)[index].shape
             )
-            if STACK_ATTR in array.attrs or self._non_tensor_as_stack:
+            if (STACK_ATTR in array.attrs or self._non_tensor_as_stack) and np.ndim(data):
                 stack = NonTensorStack.from_list(values, ndim=max(np.ndim(data), 0) or None)
                 # rows that all hold one value read as one NonTensorData, as indexing a stack does
                 return stack if index is None or not stack.batch_dims else stack[...]
@@ -592,7 +596,9 @@ def from_zarr(
         auto_batch_size: set the batch size to the leading dims every array shares (at
             most ``batch_dims``) instead of the stored one.
         batch_dims: the most batch dims ``auto_batch_size`` keeps.
-        batch_size: the batch size (default: the stored one, else ``[]``).
+        batch_size: the batch size (default: the stored one, else the leading dims every
+            tensor array shares, at most ``batch_dims``, as the reference library reads a
+            store it did not write).
         non_tensor_as_stack: read string arrays that ``to_zarr`` did not write as a
             :class:`~tensordict.NonTensorStack` (default: one
             :class:`~tensordict.NonTensorData` holding the list).
@@ -608,13 +614,15 @@ def from_zarr(
     tensor([0, 1, 2, 3]) torch.Size([4])
     """
     group = _open(zarr_file, mode, "from_zarr")
+    recorded = isinstance(group.attrs.get(ATTR), dict) and "batch_size" in group.attrs[ATTR]
+    infer = auto_batch_size or not recorded
     out = ZarrTensorDict(
         group=group,
-        batch_size=batch_size if batch_size is not None else ([] if auto_batch_size else None),
+        batch_size=batch_size if batch_size is not None else ([] if infer else None),
         non_tensor_as_stack=non_tensor_as_stack,
         allow_pickle=allow_pickle,
     )
-    if batch_size is None and auto_batch_size:
+    if batch_size is None and infer:
         out._batch_size = torch.Size(_common_leading(out._shapes(), batch_dims))
         out._check_batch(out._batch_size)
     return out
