@@ -3,18 +3,26 @@
 It is built by the same field machinery as :class:`~tensordict.TensorClass`
 (:mod:`._process`, :mod:`._fields`, :mod:`._wrapper`); what differs is the dict-like
 surface: ``state["key"]`` reads an entry, non-tensor entries read as their
-:class:`~tensordict.NonTensorData`, the fields are keyword-only, and the only options are
-``shadow`` and ``frozen`` (the constructor locks the instance).
+:class:`~tensordict.NonTensorData`, the fields are keyword-only, a field may be declared
+``NotRequired[...]`` (as in a ``TypedDict``), the class lists its keys in
+``__required_keys__`` / ``__optional_keys__``, and the only options are ``shadow`` and
+``frozen`` (the constructor locks the instance).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import re
+import typing
 import warnings
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
+import typing_extensions
+
 from tensordict import TensorDictBase
-from tensordict.tensorclass import _forward, _process, _schema
+from tensordict.tensorclass import _fields, _forward, _process, _schema
 from tensordict.tensorclass._fields import MISSING, Flags
 from tensordict.tensorclass._typing import (
     BatchSizeField,
@@ -25,11 +33,9 @@ from tensordict.tensorclass._typing import (
 )
 from tensordict.tensorclass._wrapper import _Wrapper
 
-if TYPE_CHECKING:  # pragma: no cover
-    pass
-
 _OPTIONS = ("shadow", "frozen")
 _IGNORED = ("autocast", "nocast", "tensor_only")
+_CONSTRUCTOR_KEYWORDS = ("batch_size", "device", "names")
 
 
 class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  # type: ignore[misc]
@@ -38,19 +44,26 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
     .. warning:: Experimental: the API can change in a minor release.
 
     Fields read as attributes (``state.eta``) and as keys (``state["eta"]``); the
-    constructor takes them by keyword (a missing field without default, or an unknown
-    name, raises ``TypeError``) plus ``batch_size``, ``device`` and ``names``. The
-    annotations are the contract: writing a key that is not a field raises
-    (``AttributeError`` for ``set``/``td[key] = ...``, ``ValueError`` for ``update`` and
-    ``from_dict``/``from_tensordict``), as does removing a field without a default
-    (``AttributeError``), and a field annotated with tensor types refuses a value that
-    does not become a tensor (``TypeError``). Refused calls change nothing.
-    Subclasses add fields. Every tensordict operation returns the same class.
-    :meth:`from_tensordict` gives typed access to an existing tensordict without copying.
+    constructor takes them by keyword (a missing required field, or a name that is not
+    a field, raises ``TypeError``) plus ``batch_size``, ``device`` and ``names``. A field
+    is optional when it has a default or is annotated ``NotRequired[...]``; one left out
+    without a default is not stored, and reading it raises ``AttributeError`` until it is
+    set. ``__required_keys__`` and ``__optional_keys__`` (frozensets) list the fields.
+    The annotations are the contract: assigning an attribute or writing a key that is
+    not a field raises (``AttributeError`` for ``obj.name = ...``, ``set`` and
+    ``td[key] = ...``; ``ValueError`` for ``update`` and ``from_dict``/``from_tensordict``),
+    as does removing a required field (``AttributeError``), and a field annotated with
+    tensor types refuses a value that does not become a tensor (``TypeError``). Refused
+    calls change nothing. Subclasses add fields. Every tensordict operation returns the
+    same class. :meth:`from_tensordict` gives typed access to an existing tensordict
+    without copying.
 
     Options, in the class statement (``class S(TypedTensorDict, frozen=True)``) or in
     brackets (``TypedTensorDict["frozen"]``): ``shadow`` (field names may hide members
-    such as ``batch_size``) and ``frozen`` (the constructor locks the instance).
+    such as ``batch_size``; without it such a field raises ``AttributeError``) and
+    ``frozen`` (the constructor locks the instance). ``autocast``, ``nocast`` and
+    ``tensor_only`` are accepted with a ``DeprecationWarning`` and have no effect; any
+    other class keyword raises ``TypeError``, any other name in brackets ``ValueError``.
 
     >>> import torch
     >>> from tensordict import TensorDict, TypedTensorDict
@@ -63,6 +76,8 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
     >>> td = TensorDict(eta=torch.zeros(5, 3), X=torch.zeros(5, 4), batch_size=[5])
     >>> State.from_tensordict(td).eta is td["eta"]
     True
+    >>> sorted(State.__required_keys__), sorted(State.__optional_keys__)
+    (['X', 'eta'], [])
     """
 
     __slots__ = ()
@@ -70,6 +85,11 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
     _strict_fields: ClassVar[bool] = True
     _unwrap_values: ClassVar[bool] = False
     _options_only: ClassVar[bool] = False
+    #: The fields without a default (the constructor needs them) / the others.
+    __required_keys__: ClassVar[frozenset[str]] = frozenset()
+    __optional_keys__: ClassVar[frozenset[str]] = frozenset()
+    #: ``NotRequired`` fields without a default: reading one that is not set raises.
+    _unset_raises: ClassVar[frozenset[str]] = frozenset()
 
     if TYPE_CHECKING:  # keyword-only fields of the base, for the synthesised __init__
         batch_size: BatchSizeField = dataclasses.field(default=None, kw_only=True)  # type: ignore[assignment,override]
@@ -85,11 +105,12 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
 
     def __init_subclass__(cls, **options: Any) -> None:
         super().__init_subclass__()
-        unknown = set(options) - {*_OPTIONS, *_IGNORED}
+        unknown = [name for name in options if name not in (*_OPTIONS, *_IGNORED)]
         if unknown:
             raise TypeError(
-                f"{cls.__name__}: unknown TypedTensorDict option(s) {sorted(unknown)}; the "
-                f"options are {list(_OPTIONS)}."
+                f"{cls.__name__}: unknown TypedTensorDict option(s) "
+                f"{', '.join(map(repr, unknown))} in the class keywords; the options are "
+                f"{', '.join(_OPTIONS)} ({', '.join(_IGNORED)} are accepted and ignored)."
             )
         ignored = sorted(n for n in _IGNORED if options.pop(n, False))
         if ignored:
@@ -103,10 +124,42 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
         if cls.__dict__.get("_options_only"):
             cls._flags = flags
             return
+        if not flags.shadow:
+            _refuse_shadowing(cls)
+        unset_raises = _default_not_required(cls)
+        _pin_defaults(cls)
         _process.process(cls, flags, unwrap=False)
+        _strip_qualifiers(cls)
+        cls._unset_raises = unset_raises & cls._field_specs.keys()
+        if cls._unset_raises:  # unset fields read through descriptors, which raise
+            _fields.use_descriptors(cls)
+        required = frozenset(_schema.required_names(cls))
+        cls.__required_keys__ = required
+        cls.__optional_keys__ = frozenset(cls._field_specs) - required
+        init = cls.__dict__["__init__"]
+        if getattr(init, "_generated", False):
+            cls.__init__ = _checked_init(cls, init)  # type: ignore[method-assign]
 
     def __class_getitem__(cls, options: Any) -> type:
-        return _process.options_class(cls, options, _OPTIONS)
+        names = options if type(options) is tuple else (options,)
+        for name in names:
+            if name not in (*_OPTIONS, *_IGNORED):
+                raise ValueError(
+                    f"Unknown TypedTensorDict option: {name!r} (in {cls.__name__}[...]). "
+                    f"Valid options: {', '.join(_OPTIONS)} ({', '.join(_IGNORED)} are "
+                    "accepted and ignored)."
+                )
+        return _process.options_class(cls, names, (*_OPTIONS, *_IGNORED))
+
+    def _missing_field(self, name: str) -> Any:
+        value = super()._missing_field(name)
+        cls = type(self)
+        if value is None and name in cls._unset_raises and name not in self._tensordict.keys():
+            raise AttributeError(
+                f"{cls.__name__}.{name} is not set: the field is NotRequired and was left "
+                f"out. Set it first, or read it with .get({name!r}, default)."
+            )
+        return value
 
     def _set_field(self, name: str, value: Any) -> None:
         if type(self)._flags.frozen:
@@ -292,6 +345,162 @@ class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  
     def _del_field(self, name: str) -> None:
         self._check_removal([name], "__delattr__")
         super()._del_field(name)
+
+
+# ---------------------------------------------------------------------- class creation
+_NOT_REQUIRED = tuple(
+    {q for q in (getattr(typing, "NotRequired", None), typing_extensions.NotRequired) if q}
+)
+#: ``NotRequired[T]`` and ``Required[T]``: the field is read, checked and stored as a ``T``.
+_QUALIFIERS = _NOT_REQUIRED + tuple(
+    {q for q in (getattr(typing, "Required", None), typing_extensions.Required) if q}
+)
+#: An annotation written as text (``from __future__ import annotations``) of a kind.
+_TEXT_KIND = re.compile(r"\s*(?:[A-Za-z_]\w*\.)*(?P<kind>NotRequired|ClassVar|InitVar)\b")
+
+
+def _annotation_kind(annotation: Any) -> str | None:
+    """``"NotRequired"``, ``"ClassVar"`` or ``"InitVar"`` for an annotation of that kind
+    (an object or its text), else ``None``.
+
+    >>> from typing import ClassVar
+    >>> from typing_extensions import NotRequired
+    >>> _annotation_kind(NotRequired[int]), _annotation_kind("ClassVar[int]")
+    ('NotRequired', 'ClassVar')
+    >>> _annotation_kind(int) is None
+    True
+    """
+    if isinstance(annotation, str):
+        match = _TEXT_KIND.match(annotation)
+        return match["kind"] if match else None
+    origin = typing.get_origin(annotation)
+    if origin in _NOT_REQUIRED:
+        return "NotRequired"
+    if annotation is ClassVar or origin is ClassVar:
+        return "ClassVar"
+    if annotation is dataclasses.InitVar or isinstance(annotation, dataclasses.InitVar):
+        return "InitVar"
+    return None
+
+
+def _own_fields(cls: Any) -> Mapping[str, Any]:
+    """The annotations ``cls`` itself declares that can be fields (not ``ClassVar`` nor
+    ``InitVar``)."""
+    own = cls.__dict__.get("__annotations__", {})
+    return {n: a for n, a in own.items() if _annotation_kind(a) not in ("ClassVar", "InitVar")}
+
+
+def _refuse_shadowing(cls: Any) -> None:
+    """``AttributeError`` for a field of ``cls`` named like a member of every instance
+    (``batch_size``, ``keys``, ``apply`` ...), before the class is processed."""
+    for name in _own_fields(cls):
+        if name in _process.RESERVED:
+            raise AttributeError(
+                f"{cls.__name__}: field {name!r} shadows a TensorDictBase attribute "
+                f"({cls.__name__}.{name} would hide it). Rename the field, or allow it "
+                "with the shadow option (TypedTensorDict['shadow'] or "
+                "class ...(TypedTensorDict, shadow=True))."
+            )
+
+
+def _default_not_required(cls: Any) -> frozenset[str]:
+    """Give the ``NotRequired`` fields that ``cls`` declares without a default the default
+    ``None`` (left out, they are not stored); the names of such fields of ``cls`` and its
+    bases, unless ``cls`` declares them again as plain fields."""
+    names = {n for base in cls.__bases__ for n in getattr(base, "_unset_raises", ())}
+    for name, annotation in _own_fields(cls).items():
+        names.discard(name)
+        if _annotation_kind(annotation) != "NotRequired":
+            continue
+        value = cls.__dict__.get(name, MISSING)
+        if isinstance(value, dataclasses.Field):
+            if value.default is not MISSING or value.default_factory is not MISSING:
+                continue
+            value.default = None
+        elif value is MISSING:
+            setattr(cls, name, None)
+        else:
+            continue  # a default of its own: an ordinary optional field
+        names.add(name)
+    return frozenset(names)
+
+
+def _pin_defaults(cls: Any) -> None:
+    """Write down the default of each field that ``cls`` annotates without a value where
+    :mod:`dataclasses` would take an inherited class attribute for it: a member of every
+    instance (a ``shadow`` field: no default) or the attribute by which a base class
+    reads a field it redeclares (the default it had there; a ``NotRequired`` one: none)."""
+    for name in _own_fields(cls):
+        if name in cls.__dict__:
+            continue
+        source = next((b for b in cls.__mro__[1:] if name in b.__dict__), None)
+        if source is None:
+            continue
+        spec = source.__dict__.get("_field_specs", {}).get(name)
+        if spec is None:
+            if source in TypedTensorDict.__mro__:  # a member of every instance
+                setattr(cls, name, dataclasses.field())
+            continue  # an attribute of the user's own mixin: dataclasses' rule
+        if spec.default_factory is not MISSING:
+            setattr(cls, name, dataclasses.field(default_factory=spec.default_factory))
+        elif spec.default is MISSING or name in source._unset_raises:
+            setattr(cls, name, dataclasses.field())
+        else:
+            setattr(cls, name, dataclasses.field(default=spec.default))
+
+
+def _strip_qualifiers(cls: Any) -> None:
+    """Build the field specs of ``cls`` again from ``T`` where a field is annotated
+    ``NotRequired[T]`` or ``Required[T]``: the field stores, checks and reads as a ``T``
+    field."""
+    hints = {name: spec.hint for name, spec in cls._field_specs.items()}
+    stripped = {
+        name: typing.get_args(hint)[0] if typing.get_origin(hint) in _QUALIFIERS else hint
+        for name, hint in hints.items()
+    }
+    if stripped != hints:
+        _process._build_specs(cls, cls._flags, stripped, False)
+
+
+def _checked_init(cls: Any, init: Callable[..., None]) -> Callable[..., None]:
+    """``init`` (the generated constructor of ``cls``), whose keyword errors name the
+    fields: a missing required field, then a name that is not a field, raise
+    ``TypeError`` before anything is built."""
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            init(self, *args, **kwargs)
+        except TypeError:
+            # positional arguments: Python's own message says it
+            problem = None if args else _keyword_problem(cls, type(self).__name__, kwargs)
+            if problem is None:  # raised while building (a value a field refuses ...)
+                raise
+            raise TypeError(problem) from None
+
+    return __init__
+
+
+def _keyword_problem(cls: Any, name: str, kwargs: Mapping[str, Any]) -> str | None:
+    """What is wrong with ``kwargs`` for the constructor of ``cls`` (``name``: the class
+    called): a required field missing, else a keyword that is not a field; ``None``
+    when they fit."""
+    order = list(cls._field_specs)
+    missing = sorted((f for f in cls.__required_keys__ if f not in kwargs), key=order.index)
+    if missing:
+        return (
+            f"{name}() missing required field(s): {', '.join(missing)}; {cls.__name__} "
+            "needs every field that has no default and is not NotRequired."
+        )
+    accepted = {*cls._init_names, *_CONSTRUCTOR_KEYWORDS}
+    unknown = [key for key in kwargs if key not in accepted]
+    if unknown:
+        return (
+            f"{name}() got unexpected field(s): {', '.join(unknown)}; the fields of "
+            f"{cls.__name__} are {sorted(cls._field_specs)} (and the keywords "
+            f"{', '.join(_CONSTRUCTOR_KEYWORDS)})."
+        )
+    return None
 
 
 def _unravel(key: Any) -> Any:

@@ -16,9 +16,10 @@ non-tensor entry (strings …)              the column ``pyarrow.array`` infers
 and back: numeric columns without nulls are viewed without a copy (the tensor shares the
 Arrow buffer), boolean columns are copied (Arrow packs them as bits), ``fixed_size_list``
 and ``arrow.fixed_shape_tensor`` columns give trailing dims, ``list``/``large_list`` of
-numbers give jagged tensors, ``struct`` columns nested tensordicts, dictionary columns are
-decoded, and every other column (strings, binary, timestamps …) a
-:class:`~tensordict.NonTensorStack` of Python values. A dtype that Arrow cannot hold
+numbers give jagged tensors, ``struct`` columns nested tensordicts, and every other column
+(strings, binary, timestamps, dictionary-encoded columns, whose decoded values are kept
+even when they are numbers, as in the reference) a :class:`~tensordict.NonTensorStack`
+of Python values. A dtype that Arrow cannot hold
 (bfloat16, complex, float8 …) is refused with a :class:`TypeError` naming the key.
 """
 
@@ -292,7 +293,8 @@ class ArrowReader:
             out.append((key, tensor.clone() if self.copy else tensor))
             return None
         if pa.types.is_dictionary(kind):
-            arr, kind = arr.dictionary_decode(), kind.value_type
+            out.append((key, self.decoded(arr, key)))
+            return None
         if isinstance(kind, pa.ExtensionType) and not isinstance(kind, pa.FixedShapeTensorType):
             return self.read(arr.storage, key, out)
         if pa.types.is_struct(kind):
@@ -323,6 +325,15 @@ class ArrowReader:
             jagged = self.jagged(arr, key)
             if jagged is not None:
                 return jagged
+        if arr.null_count:
+            self._nulls(key, arr.null_count)
+            self._mask(key, self._valid(arr))
+        return NonTensorStack.from_list(arr.to_pylist(), ndim=1)
+
+    def decoded(self, arr: Any, key: tuple[str, ...]) -> NonTensorStack:
+        """A dictionary-encoded array as a :class:`NonTensorStack` of its decoded values
+        (the categories a pandas categorical is written with); a null row follows the
+        ``nulls`` policy."""
         if arr.null_count:
             self._nulls(key, arr.null_count)
             self._mask(key, self._valid(arr))

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import keyword
+import sys
 from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -24,7 +25,9 @@ from typing import Any, cast
 import numpy as np
 import torch
 
+from tensordict._formats import pandas as _pandas
 from tensordict._formats import struct_array as _struct_array
+from tensordict._formats import tabular as _tabular
 from tensordict._keys.nested import unravel_key
 from tensordict._kinds import kinds as _kinds
 from tensordict._kinds.kinds import is_tensor_collection
@@ -48,12 +51,22 @@ def _out_cls(cls: type) -> type[_kinds.Dense]:
     return cls if isinstance(cls, type) and issubclass(cls, td_cls) else td_cls
 
 
-def _auto(what: str, auto_batch_size: bool | None, batch_dims: int | None, batch_size: Any) -> bool:
+def _auto(
+    what: str,
+    auto_batch_size: bool | None,
+    batch_dims: int | None,
+    batch_size: Any,
+    exclusive: bool = False,
+) -> bool:
     """Check the batch-size keywords of a ``from_*`` method; whether to auto-size.
 
-    A given ``batch_size`` wins over ``auto_batch_size=True`` (nothing is left to infer);
-    ``batch_dims`` with ``batch_size`` is a ``ValueError``, as in the reference.
+    ``batch_size`` with ``auto_batch_size=True`` is a ``TypeError`` when ``exclusive``
+    (``from_tuple``, ``from_namedtuple``, ``from_dataclass``, ``from_struct_array``);
+    otherwise (``from_dict``, ``from_pytree`` …) the given ``batch_size`` wins. Both as
+    in the reference; so is the ``ValueError`` of ``batch_dims`` with ``batch_size``.
     """
+    if exclusive:  # named as the reference names it: "from_tuple", not "TensorDict.from_tuple"
+        _tabular.check_batch_keywords(what.rpartition(".")[2], auto_batch_size, batch_size)
     if batch_size is not None and batch_dims is not None:
         raise ValueError(
             f"{what}: cannot pass both batch_size and batch_dims (which bounds the inferred "
@@ -70,6 +83,13 @@ def _is_namedtuple(obj: Any) -> bool:
 
 def _is_h5(obj: Any) -> bool:
     return type(obj).__module__.partition(".")[0] == "h5py"
+
+
+def _is_dataframe(obj: Any) -> bool:
+    """Whether ``obj`` is a pandas DataFrame (without importing pandas: a DataFrame
+    exists only once pandas is imported)."""
+    pd = sys.modules.get("pandas")
+    return pd is not None and isinstance(obj, pd.DataFrame)
 
 
 def convert(
@@ -102,6 +122,8 @@ def convert(
         return value.copy() if copy_tds and type(value) is td_cls else value
     if _is_h5(value):  # before Mapping: an HDF5 group is one
         return _from_h5(value, "TensorDict.from_any")
+    if _is_dataframe(value):  # one row per element of its own batch dimension
+        return _pandas.from_pandas(value, device=device)
     if isinstance(value, Mapping):
         items = value
     elif isinstance(value, tuple):
@@ -432,12 +454,16 @@ class ConversionOps:
         device: torch.device | str | int | None = None,
         batch_size: Sequence[int] | torch.Size | int | None = None,
     ) -> Any:
-        """Recursively convert a dict, tuple, namedtuple, dataclass or structured array.
+        """Recursively convert a dict, tuple, namedtuple, dataclass, structured array or
+        pandas DataFrame.
 
         Dispatches to :meth:`from_dict`, :meth:`from_tuple`, :meth:`from_namedtuple`,
-        :meth:`from_dataclass` or :meth:`from_struct_array`; HDF5 objects go to
-        ``from_h5`` (``pip install tensordict-memmap[h5]``). Tensordicts are returned as
-        they are, and so is any other object (a tensor, a number).
+        :meth:`from_dataclass`, :meth:`from_struct_array` or :meth:`from_pandas` (whose
+        ``batch_dims`` only bounds ``auto_batch_size``); HDF5 objects go to ``from_h5``
+        (``pip install tensordict-memmap[h5]``). Tensordicts are returned as they are, and
+        so is any other object (a tensor, a number). ``batch_size`` with
+        ``auto_batch_size=True`` raises a :class:`TypeError`, except for a dict (where
+        ``batch_size`` wins), as in the reference.
 
         >>> import torch
         >>> from tensordict import TensorDict
@@ -446,16 +472,34 @@ class ConversionOps:
         (tensor([1., 1., 1.]), torch.Size([3]))
         >>> TensorDict.from_any(td) is td
         True
+        >>> import pandas as pd
+        >>> TensorDict.from_any(pd.DataFrame({"x": [1.0, 2.0]}), device="cpu")["x"]
+        tensor([1., 2.], dtype=torch.float64)
         """
-        what = f"{cls.__name__}.from_any"
-        auto = _auto(what, auto_batch_size, batch_dims, batch_size)
-        kwargs: dict[str, Any] = dict(
-            auto_batch_size=auto, batch_dims=batch_dims, device=device, batch_size=batch_size
-        )
         if is_tensor_collection(obj):
             return obj
+        if _is_dataframe(obj):
+            return cls.from_pandas(  # type: ignore[attr-defined]
+                obj,
+                auto_batch_size=auto_batch_size,
+                batch_dims=batch_dims,
+                device=device,
+                batch_size=batch_size,
+            )
+        what = f"{cls.__name__}.from_any"
+        auto = _auto(what, auto_batch_size, batch_dims, batch_size)
+        # ``auto_batch_size=True`` reaches the converters even with a ``batch_size``:
+        # from_dict lets the batch size win, the others refuse the pair
+        kwargs: dict[str, Any] = dict(
+            auto_batch_size=auto or bool(auto_batch_size),
+            batch_dims=batch_dims,
+            device=device,
+            batch_size=batch_size,
+        )
         if _is_h5(obj):  # before Mapping: an HDF5 group is one
             del kwargs["device"]
+            if auto_batch_size:  # auto_batch_size wins for a file, as in the reference
+                kwargs["batch_size"] = None
             return _from_h5(obj, what, **kwargs)
         if isinstance(obj, Mapping):
             return cls.from_dict(obj, **kwargs)
@@ -492,7 +536,7 @@ class ConversionOps:
         tensor(1)
         """
         what = f"{cls.__name__}.from_namedtuple"
-        auto = _auto(what, auto_batch_size, batch_dims, batch_size)
+        auto = _auto(what, auto_batch_size, batch_dims, batch_size, exclusive=True)
         if not _is_namedtuple(named_tuple):
             raise TypeError(f"{what} expects a namedtuple, got {type(named_tuple).__name__}.")
         out = _from_mapping(
@@ -552,7 +596,7 @@ class ConversionOps:
         (tensor(1), tensor(4))
         """
         what = f"{cls.__name__}.from_tuple"
-        auto = _auto(what, auto_batch_size, batch_dims, batch_size)
+        auto = _auto(what, auto_batch_size, batch_dims, batch_size, exclusive=True)
         if not isinstance(obj, tuple):
             raise TypeError(f"{what} expects a tuple, got {type(obj).__name__}.")
         out = _from_mapping(
@@ -595,6 +639,8 @@ class ConversionOps:
         """
         what = f"{cls.__name__}.from_dataclass"
         if as_tensorclass:
+            if not isinstance(dataclass, type):  # an instance: its batch size is refused too
+                _tabular.check_batch_keywords("from_dataclass", auto_batch_size, batch_size)
             return _siblings.forward(
                 "tensorclass",
                 "from_dataclass",
@@ -606,7 +652,7 @@ class ConversionOps:
                 device=device,
                 batch_size=batch_size,
             )
-        auto = _auto(what, auto_batch_size, batch_dims, batch_size)
+        auto = _auto(what, auto_batch_size, batch_dims, batch_size, exclusive=True)
         if not dataclasses.is_dataclass(dataclass) or isinstance(dataclass, type):
             raise TypeError(
                 f"{what} expects a dataclass instance, got "
@@ -693,7 +739,7 @@ class ConversionOps:
         True
         """
         what = f"{cls.__name__}.from_struct_array"
-        auto = _auto(what, auto_batch_size, batch_dims, batch_size)
+        auto = _auto(what, auto_batch_size, batch_dims, batch_size, exclusive=True)
         out = _struct_array.from_struct_array(struct_array, what, device, batch_size)
         return _finish(out, auto, batch_dims)
 

@@ -7,7 +7,9 @@ column holds one value per row, so every tensor must have the shape ``[rows]`` (
 :func:`~tensordict.to_arrow` or ``to_parquet`` for trailing dims). Nested keys need a
 ``separator``: ``("obs", "x")`` becomes the column ``"obs.x"`` with ``separator="."``
 and reads back as the same key. Numeric and boolean columns become tensors of the same
-dtype; every other column (strings, categoricals, timestamps, objects) a
+dtype; a categorical column the tensor of its integer codes (``Series.cat.codes``: int8
+for up to 127 categories, ``-1`` where a value is missing; the categories are not kept,
+as in the reference); every other column (strings, timestamps, objects) a
 :class:`~tensordict.NonTensorStack` of its values. bfloat16 and other dtypes NumPy has
 no type for are refused with a :class:`TypeError` naming the key.
 """
@@ -68,7 +70,7 @@ def dataframe(pd: Any, td: Any, separator: str | None, what: str) -> Any:
     n = _tabular.rows(td, what)
     data = {}
     for column, key, value in _tabular.flat_columns(td, separator, what):
-        values = column_values(value, key, n, what, "a DataFrame column")
+        values = column_values(value, key, n, what, "a DataFrame column", column)
         # an empty list would make a float column: keep it an object one
         data[column] = (
             pd.Series(values, dtype=object) if isinstance(values, list) and not n else values
@@ -78,9 +80,12 @@ def dataframe(pd: Any, td: Any, separator: str | None, what: str) -> Any:
     return pd.DataFrame(data)
 
 
-def column_values(value: Any, key: tuple[str, ...], n: int, what: str, holder: str) -> Any:
+def column_values(
+    value: Any, key: tuple[str, ...], n: int, what: str, holder: str, column: str | None = None
+) -> Any:
     """A leaf as one column: a 1-D NumPy array for a tensor (checked dtype and shape), a
-    list of Python values for a non-tensor entry."""
+    list of Python values for a non-tensor entry. ``column`` (the column's name, default
+    the key) names the entry in errors."""
     if isinstance(value, (NonTensorData, NonTensorStack)):
         values = _tabular.non_tensor_values(value, n)
         if isinstance(value, NonTensorStack) and value.batch_dims != 1:
@@ -95,11 +100,12 @@ def column_values(value: Any, key: tuple[str, ...], n: int, what: str, holder: s
             f"{holder} cannot hold."
         )
     if value.is_nested or value.ndim != 1:
-        shape = "jagged" if value.is_nested else list(value.shape)
+        name = _tabular.key_text(key) if column is None else repr(column)
         raise ValueError(
-            f"{what}: the entry {_tabular.key_text(key)} has the shape {shape}; {holder} "
-            f"holds one value per row (shape [{n}]). Use to_arrow() or to_parquet() for "
-            "entries with more dimensions, or reshape them into several entries."
+            f"Cannot convert tensor with shape {value.shape} at key {name} to a single "
+            f"DataFrame column ({what}). Only 1D tensors (matching the batch size, [{n}]) "
+            "are supported: use to_arrow() or to_parquet() for entries with more "
+            "dimensions, or reshape them into several entries."
         )
     t = _tabular.plain_tensor(value)
     if t.dtype not in PANDAS_DTYPES:
@@ -130,9 +136,12 @@ def from_pandas(
             ``("obs", "x")`` with ``separator="."``).
         dtype: cast every tensor to it.
 
-    Numeric and boolean columns become tensors (a copy); a nullable column (``Int64``,
-    ``boolean`` …) holding missing values raises a :class:`ValueError` naming it; other
-    columns become a :class:`~tensordict.NonTensorStack` of their values.
+    Numeric and boolean columns become tensors (a copy); a categorical column the tensor
+    of its codes (``-1`` for a missing value; the categories are dropped, as in the
+    reference); a nullable column (``Int64``, ``boolean`` …) holding missing values raises
+    a :class:`ValueError` naming it; other columns become a
+    :class:`~tensordict.NonTensorStack` of their values. ``auto_batch_size=True`` with a
+    ``batch_size`` raises a :class:`TypeError`.
 
     >>> import pandas as pd
     >>> from tensordict import from_pandas
@@ -140,7 +149,10 @@ def from_pandas(
     >>> td = from_pandas(df, separator=".")
     >>> td["obs", "y"], td.get("name").tolist()
     (tensor([3, 4]), ['a', 'b'])
+    >>> from_pandas(pd.DataFrame({"c": pd.Categorical(["b", "a", None])}))["c"]
+    tensor([ 1,  0, -1], dtype=torch.int8)
     """
+    _tabular.check_batch_keywords("from_pandas", auto_batch_size, batch_size)
     pd = pandas_module("from_pandas")
     if isinstance(dataframe, pd.Series):
         dataframe = dataframe.to_frame()
@@ -162,8 +174,11 @@ def from_pandas(
 
 
 def series_value(pd: Any, series: Any, key: tuple[str, ...]) -> Any:
-    """One DataFrame column as a tensor (numeric or boolean) or a non-tensor stack."""
+    """One DataFrame column as a tensor (numeric, boolean or the codes of a categorical)
+    or a non-tensor stack."""
     kind = series.dtype
+    if isinstance(kind, pd.CategoricalDtype):
+        return torch.from_numpy(series.cat.codes.to_numpy(copy=True))
     if isinstance(kind, np.dtype):
         if kind.kind in "biufc":
             return torch.from_numpy(series.to_numpy(copy=True))

@@ -166,6 +166,18 @@ def build(entries: Sequence[tuple[tuple[str, ...], Any]], n: int) -> Any:
     return out
 
 
+def check_batch_keywords(what: str, auto_batch_size: Any, batch_size: Any) -> None:
+    """Raise the :class:`TypeError` of a ``from_*`` reader given both ``batch_size`` and
+    ``auto_batch_size=True`` (the reference refuses the pair; ``from_dict`` and
+    ``from_pytree`` are the exceptions, where ``batch_size`` wins)."""
+    if auto_batch_size and batch_size is not None:
+        raise TypeError(
+            f"Conflicting batch sizes in {what}: batch_size and auto_batch_size cannot be "
+            f"both specified (got batch_size={batch_size!r} and auto_batch_size=True). Pass "
+            "one of them."
+        )
+
+
 def finish(
     td: Any,
     *,

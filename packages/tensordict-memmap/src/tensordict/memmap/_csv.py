@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from tensordict._plugins.api import dataframe, from_pandas, import_extra
+from tensordict._plugins.api import dataframe, from_pandas, import_extra, tabular
 
 CSV_INSTALL = "tensordict-memmap[csv]"
 
@@ -77,6 +77,7 @@ def from_csv(
     >>> td["step"], td["loss"]
     (tensor([0, 1]), tensor([0.5000, 0.2500], dtype=torch.float64))
     """
+    tabular.check_batch_keywords("from_csv", auto_batch_size, batch_size)
     pd = import_extra("pandas", CSV_INSTALL, "from_csv")
     return from_pandas(
         pd.read_csv(path, **kwargs),

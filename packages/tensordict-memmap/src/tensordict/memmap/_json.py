@@ -170,6 +170,7 @@ def from_json(
     >>> td["a"], td["o", "b"].shape
     (tensor([1, 2]), torch.Size([2, 2]))
     """
+    _tabular.check_batch_keywords("from_json", auto_batch_size, batch_size)
     text = path.read() if hasattr(path, "read") else Path(path).read_text(encoding="utf-8")
     if lines:
         data: Any = [json.loads(line, **kwargs) for line in text.splitlines() if line.strip()]

@@ -159,6 +159,7 @@ def from_parquet(
     >>> td["obs", "x"], td["done"]
     (tensor([0., 1., 2.], dtype=torch.float64), tensor([False, False,  True]))
     """
+    _tabular.check_batch_keywords("from_parquet", auto_batch_size, batch_size)
     _, pq = _pyarrow("from_parquet")
     nulls = kwargs.pop("nulls", "raise")
     mask_key = kwargs.pop("mask_key", None)
