@@ -130,3 +130,17 @@ def test_dtype_tables_cover_what_zarr_stores():
         np.dtype(n) for n in ("bool", "int8", "int16", "int32", "int64", "uint8", "float16",
                               "float32", "float64", "complex64", "complex128")
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("reader", ["from_zarr", "from_h5"])
+def test_batch_size_with_auto_batch_size_is_refused(tmp_path, reader):
+    td = TensorDict(a=torch.zeros(3, 2), batch_size=[3])
+    path = str(tmp_path / ("a.zarr" if reader == "from_zarr" else "a.h5"))
+    if reader == "from_h5":
+        pytest.importorskip("h5py")
+        td.to_h5(path).close()
+    else:
+        td.to_zarr(path)
+    with pytest.raises(TypeError, match=f"Conflicting batch sizes in {reader}"):
+        getattr(TensorDict, reader)(path, auto_batch_size=True, batch_size=[3])
+    assert getattr(TensorDict, reader)(path, batch_size=[3]).batch_size == (3,)

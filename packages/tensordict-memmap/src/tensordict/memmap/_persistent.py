@@ -25,6 +25,7 @@ import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict
 from tensordict._plugins.api import BackedTensorDict, InplaceWriteError, is_tensorclass
+from tensordict._plugins.api import tabular as _tabular
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _codec, _fs
 from tensordict.memmap._persistent_ops import H5Writes, _as_array, _write_rows
@@ -153,6 +154,7 @@ class PersistentTensorDict(H5Writes, BackedTensorDict):
         batch size gets the common leading dimensions of its own datasets, as the
         reference library does for the files it writes (which record none).
         """
+        _tabular.check_batch_keywords("from_h5", auto_batch_size, batch_size)
         h5py = _h5py()
         group = filename if isinstance(filename, (h5py.File, h5py.Group)) else None
         kwargs: dict[str, Any] = {"group": group} if group is not None else {"filename": filename}

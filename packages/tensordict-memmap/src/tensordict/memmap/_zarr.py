@@ -613,6 +613,7 @@ def from_zarr(
     ...     print(z["a"], z.batch_size)
     tensor([0, 1, 2, 3]) torch.Size([4])
     """
+    _tabular.check_batch_keywords("from_zarr", auto_batch_size, batch_size)
     group = _open(zarr_file, mode, "from_zarr")
     recorded = isinstance(group.attrs.get(ATTR), dict) and "batch_size" in group.attrs[ATTR]
     infer = auto_batch_size or not recorded
