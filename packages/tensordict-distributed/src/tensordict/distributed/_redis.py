@@ -6,7 +6,10 @@ Layout of a store ``td_id`` under ``prefix`` on a Redis-compatible server:
   batch size, device, stack layout). One field per leaf, named by the JSON list of its
   key path (``["a","b"]``): JSON of its dtype and shape (or of its non-tensor value).
   Keys and shapes are known without downloading any data.
-* ``{prefix}:{td_id}:data:{path}`` — a string holding the leaf's raw bytes (C order).
+* ``{prefix}:{td_id}:data:{path}`` — a string holding the leaf's raw bytes (C order); for
+  a non-tensor entry with one value per row (kind ``"stack"``, a
+  :class:`~tensordict.NonTensorStack`), a hash from each element's flat (C order) index
+  to the JSON of its value, so that writing some rows sets only their fields.
 
 Every public call is one round trip: the commands of a call go through one pipeline.
 Writes into existing rows run as one Lua script that first checks that every string
@@ -18,6 +21,7 @@ silently recreating zero-filled strings. Values are raw bytes and JSON, never pi
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Sequence
 from typing import Any
@@ -48,6 +52,21 @@ for i, key in ipairs(KEYS) do
 end
 return {1, ''}
 """
+
+
+#: Turns a non-tensor entry of one value into one value per element: KEYS[1] = the hash;
+#: ARGV = number of elements, JSON of the value. Elements already set are kept (another
+#: process may have turned the entry into a stack and written rows first).
+_FILL_STACK = """
+for i = 0, tonumber(ARGV[1]) - 1 do
+  redis.call('HSETNX', KEYS[1], tostring(i), ARGV[2])
+end
+return 1
+"""
+
+
+#: The ``redis.Redis`` arguments read from a client's pool when a store is pickled.
+_PORTABLE = ("username", "password", "socket_timeout", "socket_connect_timeout")
 
 
 class StoreDataLostError(RuntimeError):
@@ -109,6 +128,29 @@ def from_bytes(data: bytes, dtype: torch.dtype, shape: Sequence[int]) -> torch.T
     return raw.view(dtype).reshape(tuple(shape))
 
 
+def nest(flat: Sequence[Any], shape: Sequence[int]) -> list[Any]:
+    """The flat (C order) list ``flat`` as nested lists of ``shape``.
+
+    >>> nest([1, 2, 3, 4, 5, 6], [2, 3])
+    [[1, 2, 3], [4, 5, 6]]
+    """
+    if len(shape) <= 1:
+        return list(flat)
+    step = math.prod(shape[1:])
+    return [nest(flat[i * step : (i + 1) * step], shape[1:]) for i in range(shape[0])]
+
+
+def flatten_levels(nested: Any, ndim: int) -> list[Any]:
+    """The elements of the first ``ndim`` levels of nested lists, in C order.
+
+    >>> flatten_levels([[1, [2]], [3, [4]]], 2)
+    [1, [2], 3, [4]]
+    """
+    if ndim == 0:
+        return [nested]
+    return [x for item in nested for x in flatten_levels(item, ndim - 1)]
+
+
 class Connection:
     """A client and the names of one store's keys on the server."""
 
@@ -149,6 +191,33 @@ class Connection:
         self.redis_kwargs = dict(redis_kwargs)
         self.meta_key = f"{prefix}:{td_id}:meta"
         self._writer: Any = None
+        self._filler: Any = None
+
+    def portable_settings(self) -> dict[str, Any]:
+        """The arguments that open a new client on the same server, database and prefix,
+        for a store sent to another process. A client passed in cannot travel: its
+        address is read from its connection pool."""
+        if self.owns_client:
+            return {**self.settings, **self.redis_kwargs}
+        pool = getattr(self.client, "connection_pool", None)
+        found = dict(getattr(pool, "connection_kwargs", None) or {})
+        if not found:
+            raise TypeError(
+                f"TensorDictStore {self.td_id!r}: the client it was given ({self.where}) has "
+                "no connection pool to read its address from, so the store cannot be "
+                "pickled or sent to another process; open it with host=/port= instead."
+            )
+        out: dict[str, Any] = {
+            "host": found.get("host", "localhost"),
+            "port": found.get("port", 6379),
+            "db": found.get("db", 0),
+            "unix_socket_path": found.get("path"),
+            "prefix": self.prefix,
+        }
+        for name in _PORTABLE:
+            if found.get(name) is not None:
+                out[name] = found[name]
+        return out
 
     def data_key(self, path: Sequence[str]) -> str:
         return f"{self.prefix}:{self.td_id}:data:{path_field(path)}"
@@ -198,6 +267,13 @@ class Connection:
                 "deleted (clear_redis from another process?) or the server restarted without "
                 "persistence."
             )
+
+    def fill_stack(self, pipe: Any, key: str, count: int, value_json: str) -> None:
+        """Queue on ``pipe``: set every element ``0..count-1`` of the hash ``key`` not set
+        yet to ``value_json`` (one command, run on the server)."""
+        if self._filler is None:
+            self._filler = self.client.register_script(_FILL_STACK)
+        self._filler(keys=[key], args=[count, value_json], client=pipe)
 
     def check_open(self) -> None:
         if self.closed:

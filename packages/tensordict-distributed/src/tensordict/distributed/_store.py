@@ -12,12 +12,19 @@ and write the same tensordict through the server:
     store["obs"]             # downloads the leaf
 
 Reads return new local tensors (``store[idx]`` a local :class:`~tensordict.TensorDict`
-of those rows); writes go to the server at once. Every call is one round trip. Non-tensor
-values are stored as JSON (others raise ``TypeError``): nothing is ever pickled.
+of those rows); writes go to the server at once. ``store["a"]`` of a nested entry is a
+store on the same data (reads and writes go through). Every call is one round trip.
+Non-tensor values are stored as JSON (others raise ``TypeError``): nothing is ever
+pickled. Writing a different value into some rows of a non-tensor entry turns it into
+one value per row (a :class:`~tensordict.NonTensorStack`), as in memory.
+
+A store pickles as its address (server, ``td_id``, device, lock…), so it can be sent to
+another process, which reconnects to the same data.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 from collections.abc import Callable, Iterator, Sequence
@@ -29,6 +36,7 @@ from tensordict import TensorDict, is_leaf_nontensor
 from tensordict._plugins.api import (
     InplaceWriteError,
     NonTensorData,
+    NonTensorStack,
     TensorDictKeysView,
     is_non_tensor,
     is_tensorclass,
@@ -65,6 +73,43 @@ def _runs(rows: Sequence[int]) -> list[tuple[int, int]]:
         else:
             out.append((r, r + 1))
     return out
+
+
+def non_tensor_stack(flat: Sequence[Any], shape: Sequence[int], device: Any) -> Any:
+    """A :class:`NonTensorStack` of ``shape`` holding the flat (C order) values ``flat``."""
+    if not shape:
+        raise ValueError("a non-tensor stack has at least one dimension.")
+    if math.prod(shape) == 0:
+        return NonTensorData(None, batch_size=list(shape), device=device).maybe_to_stack()
+    return NonTensorStack.from_list(_redis.nest(flat, shape), device=device, ndim=len(shape))
+
+
+def _element_json(path_repr: str, value: Any) -> str:
+    if not _is_json(value):
+        raise TypeError(
+            f"TensorDictStore: the value {value!r} at {path_repr} is not JSON data; "
+            "non-tensor values are stored as JSON (nothing is pickled). Nothing was written."
+        )
+    return json.dumps(value)
+
+
+def _unpickle_store(settings: dict[str, Any], handle: dict[str, Any]) -> Any:
+    """Reconnect to a pickled store (see :meth:`TensorDictStore.__reduce_ex__`)."""
+    store = TensorDictStore.from_store(**settings)
+    if handle["path"]:
+        store = store._view(tuple(handle["path"]))
+        store._batch_size = torch.Size(handle["batch_size"])
+        store._names = handle["names"]
+    store._locked = handle["locked"]
+    return store
+
+
+def _import_class(path: str) -> Any:
+    """The class named ``"package.module.Class"`` (or ``"package.module:Class"``)."""
+    module, sep, name = path.replace(":", ".").rpartition(".")
+    if not sep:
+        raise ValueError(f"{path!r} is not an import path 'package.module.Class'.")
+    return getattr(importlib.import_module(module), name)
 
 
 def is_key(index: Any) -> bool:
@@ -105,7 +150,16 @@ class TensorDictStore(StoreOps, TensorDictBase):
         cache_metadata: keep keys, dtypes and shapes in this process (refreshed by this
             process's writes; call :meth:`refresh` to see keys other processes added).
         **redis_kwargs: passed to ``redis.Redis``.
+
+    A store pickles as its address: unpickled (in another process, say), it reconnects
+    to the same server and data.
     """
+
+    #: The path of this handle's entries on the server: ``()`` for a store, the nested
+    #: key for the view ``store["a"]`` returns (which shares the store's connection).
+    _path: _Path = ()
+    #: The store a nested view belongs to (``None`` for a store itself).
+    _root: TensorDictStore | None = None
 
     def __init__(
         self,
@@ -135,13 +189,15 @@ class TensorDictStore(StoreOps, TensorDictBase):
             redis_kwargs=redis_kwargs,
         )
         self.backend = backend
-        self._device = None if device is None else torch.device(device)
+        self._device: torch.device | None = None if device is None else torch.device(device)
         self._cache_metadata = cache_metadata
         self._meta: dict[_Path, dict[str, Any]] | None = None
         if _existing:
             info = self._read_info()
             self._batch_size = torch.Size(info["batch_size"])
             self._names = info.get("names")
+            if self._device is None and info.get("device") is not None:
+                self._device = torch.device(info["device"])
         else:
             self._batch_size = torch.Size(() if batch_size is None else batch_size)
             self._write_info()
@@ -151,7 +207,10 @@ class TensorDictStore(StoreOps, TensorDictBase):
         return {"kind": "TensorDictStore", "batch_size": list(self._batch_size)}
 
     def _write_info(self) -> None:
-        info = json.dumps({**self._info(), "names": self._names})
+        if self._path:  # a nested view: its batch size and names are its own
+            return
+        device = None if self._device is None else str(self._device)
+        info = json.dumps({**self._info(), "names": self._names, "device": device})
         self._conn.run(lambda pipe: pipe.hset(self._conn.meta_key, "td", info))
 
     def _read_info(self) -> dict[str, Any]:
@@ -186,7 +245,9 @@ class TensorDictStore(StoreOps, TensorDictBase):
     ) -> Any:
         """Reconnect to the store ``td_id`` (from another process, say). ``KeyError`` when
         the server has no such store. A lazy-stacked store comes back as a
-        :class:`LazyStackedTensorDictStore`."""
+        :class:`LazyStackedTensorDictStore`. Reads go to ``device`` (default: the device
+        the store was made with). With ``tensorclass_cls`` (a tensorclass or its import
+        path ``"package.module.Class"``), the store comes back wrapped in it."""
         conn_kwargs = dict(
             backend=backend,
             host=host,
@@ -209,16 +270,30 @@ class TensorDictStore(StoreOps, TensorDictBase):
             client=kwargs.get("client"),
             redis_kwargs={k: v for k, v in kwargs.items() if k not in ("client", "cache_metadata")},
         )
-        (raw,) = probe.run(lambda pipe: pipe.hget(probe.meta_key, "td"))
-        if kwargs.get("client") is None:
-            probe.close()
+        try:
+            (raw,) = probe.run(lambda pipe: pipe.hget(probe.meta_key, "td"))
+        finally:
+            if kwargs.get("client") is None:
+                probe.close()
         info = json.loads(raw) if raw is not None else {}
+        store: TensorDictStore
         if info.get("kind") == "LazyStackedTensorDictStore":
             from tensordict.distributed._store_lazy import LazyStackedTensorDictStore
 
             layout = {k: info[k] for k in ("count", "stack_dim", "inner_batch_size")}
-            return LazyStackedTensorDictStore(**layout, **conn_kwargs)
-        return TensorDictStore(**conn_kwargs)
+            store = LazyStackedTensorDictStore(**layout, **conn_kwargs)
+        else:
+            store = TensorDictStore(**conn_kwargs)
+        if tensorclass_cls is None:
+            return store
+        if isinstance(tensorclass_cls, str):
+            tensorclass_cls = _import_class(tensorclass_cls)
+        if not is_tensorclass(tensorclass_cls):
+            raise TypeError(
+                f"from_store(tensorclass_cls={tensorclass_cls!r}): not a tensorclass (give "
+                "the class, or its import path 'package.module.Class')."
+            )
+        return tensorclass_cls.from_tensordict(store)
 
     @classmethod
     def from_tensordict(
@@ -235,7 +310,15 @@ class TensorDictStore(StoreOps, TensorDictBase):
         **kwargs: Any,
     ) -> Any:
         """A new store holding a copy of ``td`` (one round trip). A lazy stack becomes a
-        :class:`LazyStackedTensorDictStore`, so its members may differ in shape."""
+        :class:`LazyStackedTensorDictStore`, so its members may differ in shape. Reads go
+        to ``device`` (default: ``td``'s device); the names of the batch dimensions are
+        kept."""
+        if is_tensorclass(td):
+            td = td._tensordict
+        if isinstance(td, dict):
+            td = TensorDict(td)
+        if device is None:
+            device = td.device
         conn = dict(
             backend=backend,
             host=host,
@@ -246,15 +329,95 @@ class TensorDictStore(StoreOps, TensorDictBase):
             device=device,
             **kwargs,
         )
-        if is_tensorclass(td):
-            td = td._tensordict
         if hasattr(td, "tensordicts") and hasattr(td, "stack_dim"):
             from tensordict.distributed._store_lazy import LazyStackedTensorDictStore
 
             return LazyStackedTensorDictStore.from_lazy_stack(td, **conn)
-        store = cls(batch_size=td.batch_size, **conn)
-        store.update(td)
+        if isinstance(td, TensorDictStore):
+            td = td.to_local()
+        names = td.names if td.batch_dims and any(n is not None for n in td.names) else None
+        store = TensorDictStore(batch_size=td.batch_size, **conn)
+        try:
+            store.update(td)
+            if names is not None:
+                store.names = names
+        except BaseException:
+            store._conn.delete_all()  # nothing of it stays on the server
+            store.close()
+            raise
         return store
+
+    @classmethod
+    def from_dict(  # type: ignore[override]
+        cls,
+        input_dict: Any,
+        *,
+        backend: str = "redis",
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        unix_socket_path: str | None = None,
+        prefix: str = "tensordict",
+        auto_batch_size: bool = False,
+        batch_size: Any = None,
+        device: Any = None,
+        batch_dims: int | None = None,
+        names: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> TensorDictStore:
+        """A new store holding ``input_dict`` (nested dicts become nested entries), with
+        the batch size, device and names :meth:`TensorDict.from_dict
+        <tensordict.TensorDict.from_dict>` gives it. Connection arguments as for
+        :class:`TensorDictStore`."""
+        local = TensorDict.from_dict(
+            input_dict,
+            auto_batch_size=auto_batch_size,
+            batch_size=batch_size,
+            device=device,
+            batch_dims=batch_dims,
+            names=names,
+        )
+        return TensorDictStore.from_tensordict(  # type: ignore[no-any-return]
+            local,
+            backend=backend,
+            host=host,
+            port=port,
+            db=db,
+            unix_socket_path=unix_socket_path,
+            prefix=prefix,
+            device=device,
+            **kwargs,
+        )
+
+    @classmethod
+    def from_schema(  # type: ignore[override]
+        cls,
+        schema: dict[Any, tuple[Sequence[int] | torch.Size, torch.dtype]],
+        *,
+        batch_size: Sequence[int] | torch.Size | None = None,
+        backend: str = "redis",
+        host: str = "localhost",
+        port: int = 6379,
+        db: int = 0,
+        unix_socket_path: str | None = None,
+        prefix: str = "tensordict",
+        device: Any = None,
+        **kwargs: Any,
+    ) -> TensorDictStore:
+        """A new zero-filled store from ``{key: (element_shape, dtype)}`` (as
+        :meth:`TensorDict.from_schema <tensordict.TensorDict.from_schema>`)."""
+        local = TensorDict.from_schema(schema, batch_size=batch_size)
+        return TensorDictStore.from_tensordict(  # type: ignore[no-any-return]
+            local,
+            backend=backend,
+            host=host,
+            port=port,
+            db=db,
+            unix_socket_path=unix_socket_path,
+            prefix=prefix,
+            device=device,
+            **kwargs,
+        )
 
     # ------------------------------------------------------------------ lifecycle
     @property
@@ -279,30 +442,94 @@ class TensorDictStore(StoreOps, TensorDictBase):
         return kwargs
 
     def _reopen(self, td_id: str) -> Any:
-        return TensorDictStore.from_store(td_id=td_id, **self._connection_kwargs())
+        store = TensorDictStore.from_store(td_id=td_id, **self._connection_kwargs())
+        if self._path and td_id == self.td_id:
+            store = store._view(self._path)
+            store._batch_size = self._batch_size
+        return store
+
+    def _view(self, path: _Path) -> TensorDictStore:
+        """The nested entry at ``path`` (below this handle) as a store on the same data
+        and connection (the view keeps its store, hence the connection, alive)."""
+        view = object.__new__(TensorDictStore)
+        view._conn = self._conn
+        view.backend = self.backend
+        view._root = self._base
+        view._path = self._path + tuple(path)
+        view._device = self._device
+        view._cache_metadata = self._cache_metadata
+        view._meta = None  # unused: a view reads its store's cache
+        view._batch_size = self._batch_size
+        view._names = self._names
+        view._locked = self._locked
+        return view
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        settings = {
+            "backend": self.backend,
+            "td_id": self.td_id,
+            "device": self._device,
+            "cache_metadata": self._cache_metadata,
+            **self._conn.portable_settings(),
+        }
+        handle = {
+            "path": list(self._path),
+            "batch_size": list(self._batch_size),
+            "names": self._names,
+            "locked": self._locked,
+        }
+        return _unpickle_store, (settings, handle)
+
+    def __reduce__(self) -> Any:
+        return self.__reduce_ex__(2)
 
     def close(self) -> None:
         """Close the connection; the data stays on the server (see :meth:`clear_redis`)."""
         self._conn.close()
 
     def clear_redis(self) -> None:
-        """Delete every key of this store from the server (data and metadata)."""
+        """Delete every key of this store from the server (data and metadata; for a
+        nested view, of the whole store it belongs to)."""
         self._conn.delete_all()
-        self._meta = None
-        self._write_info()
+        self._base._meta = None
+        self._base._write_info()
 
     def refresh(self) -> TensorDictStore:
         """Re-read keys, dtypes and shapes from the server (other processes' new keys)."""
-        self._meta = None
+        self._base._meta = None
         return self
 
     def __del__(self) -> None:
         conn = self.__dict__.get("_conn")
-        if conn is not None:
+        if conn is not None and self._root is None:
             conn.close()
 
     # ------------------------------------------------------------------ metadata
     def _entries(self) -> dict[_Path, dict[str, Any]]:
+        """``{path: entry}`` of this handle's leaves (paths relative to it)."""
+        meta = self._base._all_entries()
+        if not self._path:
+            return meta
+        n = len(self._path)
+        return {p[n:]: e for p, e in meta.items() if len(p) > n and p[:n] == self._path}
+
+    @property
+    def _base(self) -> TensorDictStore:
+        """The store this handle is (or is a nested view of): it holds the metadata cache."""
+        return self if self._root is None else self._root
+
+    def _data_key(self, path: _Path) -> str:
+        return self._conn.data_key(self._path + tuple(path))
+
+    def _field(self, path: _Path) -> str:
+        return _redis.path_field(self._path + tuple(path))
+
+    def _remember(self, path: _Path, entry: dict[str, Any]) -> None:
+        meta = self._base._meta
+        if meta is not None:
+            meta[self._path + tuple(path)] = entry
+
+    def _all_entries(self) -> dict[_Path, dict[str, Any]]:
         if self._meta is not None and self._cache_metadata:
             return self._meta
         (raw,) = self._conn.run(lambda pipe: pipe.hgetall(self._conn.meta_key))
@@ -326,6 +553,8 @@ class TensorDictStore(StoreOps, TensorDictBase):
             if entry["kind"] == "tensor":
                 dtype = _redis.parse_dtype(entry["dtype"], path)
                 value: Any = torch.empty(entry["shape"], dtype=dtype, device="meta")
+            elif entry["kind"] == "stack":
+                value = NonTensorData(None, batch_size=entry["shape"]).maybe_to_stack()
             else:
                 value = NonTensorData(entry["value"], batch_size=self._batch_size)
             out._set_tuple(path, value, inplace=False, validated=True)
@@ -341,7 +570,7 @@ class TensorDictStore(StoreOps, TensorDictBase):
         # Leaves keep their full shapes on the server: only the description changes.
         new = torch.Size(value)
         for path, entry in self._entries().items():
-            if entry["kind"] == "tensor" and list(entry["shape"][: len(new)]) != list(new):
+            if "shape" in entry and list(entry["shape"][: len(new)]) != list(new):
                 raise RuntimeError(
                     f"cannot set batch_size={tuple(new)}: the entry {self._show(path)} has "
                     f"shape {tuple(entry['shape'])}, whose leading dimensions must equal it."
@@ -376,16 +605,23 @@ class TensorDictStore(StoreOps, TensorDictBase):
         path = tuple(key)
         if path in entries:
             return self._download({path: entries[path]}, None)[path]
-        below = {p: e for p, e in entries.items() if p[: len(path)] == path and len(p) > len(path)}
-        if not below:
+        if not any(p[: len(path)] == path and len(p) > len(path) for p in entries):
             if default is NO_DEFAULT:
                 raise missing_key(key[0] if len(key) == 1 else key, self)
             return default
-        leaves = self._download(below, None)
-        out = TensorDict(batch_size=self._batch_size, device=self._device)
-        for p, value in sorted(leaves.items()):
-            out._set_tuple(p[len(path) :], value, inplace=False, validated=True)
-        return out
+        return self._view(path)
+
+    def pop(self, key: Any, default: Any = NO_DEFAULT) -> Any:
+        """Remove ``key`` on the server and return its value (a nested entry as a local
+        :class:`~tensordict.TensorDict`), or ``default`` when it is missing."""
+        path = _key_tuple(key)
+        value = self._get_tuple(path, None)
+        if value is None:
+            return super().pop(key, default)
+        if isinstance(value, TensorDictStore):
+            value = value.to_local()
+        self._delete([path])
+        return value.data if isinstance(value, NonTensorData) else value
 
     def _set_str(
         self, key: str, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
@@ -412,8 +648,8 @@ class TensorDictStore(StoreOps, TensorDictBase):
         if not gone:
             return
         self._check_unlocked(gone, "delete")
-        fields = [_redis.path_field(p) for p in gone]
-        datas = [self._conn.data_key(p) for p in gone]
+        fields = [self._field(p) for p in gone]
+        datas = [self._data_key(p) for p in gone]
 
         def build(pipe: Any) -> None:
             pipe.hdel(self._conn.meta_key, *fields)
@@ -423,9 +659,10 @@ class TensorDictStore(StoreOps, TensorDictBase):
         self._forget(gone)
 
     def _forget(self, paths: Sequence[_Path]) -> None:
-        if self._meta is not None:
+        meta = self._base._meta
+        if meta is not None:
             for p in paths:
-                self._meta.pop(p, None)
+                meta.pop(self._path + tuple(p), None)
 
     # ------------------------------------------------------------------ data transfer
     def _download(
@@ -433,19 +670,34 @@ class TensorDictStore(StoreOps, TensorDictBase):
     ) -> dict[_Path, Any]:
         """The leaves ``entries`` describes (only ``rows`` of the first dim if given),
         read in one round trip."""
-        plan: list[tuple[_Path, dict[str, Any], list[tuple[int, int]]]] = []
+        plan: list[tuple[_Path, dict[str, Any], list[Any]]] = []
         for path, entry in entries.items():
-            if entry["kind"] != "tensor":
-                continue
-            if rows is None:
-                plan.append((path, entry, []))
-            else:
-                rb = self._row_bytes(entry)
-                plan.append((path, entry, [(a * rb, b * rb) for a, b in _runs(rows)] if rb else []))
+            if entry["kind"] == "tensor":
+                if rows is None:
+                    plan.append((path, entry, []))
+                else:
+                    rb = self._row_bytes(entry)
+                    runs = [(a * rb, b * rb) for a, b in _runs(rows)] if rb else []
+                    plan.append((path, entry, runs))
+            elif entry["kind"] == "stack":
+                per_row = math.prod(entry["shape"][1:])
+                fields = (
+                    None
+                    if rows is None
+                    else [str(r * per_row + j) for r in rows for j in range(per_row)]
+                )
+                plan.append((path, entry, [fields]))
 
         def build(pipe: Any) -> None:
-            for path, _, ranges in plan:
-                key = self._conn.data_key(path)
+            for path, entry, ranges in plan:
+                key = self._data_key(path)
+                if entry["kind"] == "stack":
+                    pipe.exists(key)
+                    if ranges[0] is None:
+                        pipe.hgetall(key)
+                    elif ranges[0]:
+                        pipe.hmget(key, ranges[0])
+                    continue
                 if rows is None:
                     pipe.get(key)
                     continue
@@ -456,6 +708,9 @@ class TensorDictStore(StoreOps, TensorDictBase):
         replies = iter(self._conn.run(build))
         out: dict[_Path, Any] = {}
         for path, entry, ranges in plan:
+            if entry["kind"] == "stack":
+                out[path] = self._read_stack(path, entry, ranges[0], replies)
+                continue
             dtype = _redis.parse_dtype(entry["dtype"], path)
             shape = list(entry["shape"])
             if rows is not None:
@@ -478,24 +733,65 @@ class TensorDictStore(StoreOps, TensorDictBase):
             out[path] = value if self._device is None else value.to(self._device)
         batch = self._batch_size if rows is None else torch.Size([len(rows), *self._batch_size[1:]])
         for path, entry in entries.items():
-            if entry["kind"] != "tensor":
+            if entry["kind"] == "json":
                 out[path] = NonTensorData(entry["value"], batch_size=batch, device=self._device)
         return out
+
+    def _read_stack(
+        self, path: _Path, entry: dict[str, Any], fields: list[str] | None, replies: Any
+    ) -> Any:
+        """Parse the replies of one stack entry read by :meth:`_download` (a
+        :class:`NonTensorStack`)."""
+        shape = list(entry["shape"])
+        exists = next(replies)
+        if fields is None:
+            raw = next(replies)
+            found = {int(k): v for k, v in raw.items()}
+            values = [found.get(i) for i in range(math.prod(shape))]
+        else:
+            values = next(replies) if fields else []
+            per_row = math.prod(shape[1:])
+            shape[0] = len(fields) // per_row if per_row else 0
+        if not exists and values:
+            raise StoreDataLostError(
+                f"TensorDictStore {self.td_id!r}: the values of the non-tensor key "
+                f"{self._show(path)} are missing on the server at {self._conn.where}: they "
+                "were deleted or the server restarted without persistence. Nothing was read."
+            )
+        flat = [None if v is None else json.loads(v) for v in values]
+        return non_tensor_stack(flat, shape, self._device)
 
     @staticmethod
     def _row_bytes(entry: dict[str, Any]) -> int:
         dtype = _redis.parse_dtype(entry["dtype"], None)
         return math.prod(entry["shape"][1:]) * dtype.itemsize
 
-    @staticmethod
-    def _show(path: _Path) -> str:
-        return repr(path[0] if len(path) == 1 else path)
+    def _show(self, path: _Path) -> str:
+        full = self._path + tuple(path)
+        return repr(full[0] if len(full) == 1 else full)
+
+    def _stack_entry(self, path: _Path, value: Any) -> tuple[dict[str, Any], dict[str, str]]:
+        """``(metadata, {field: JSON})`` of a non-tensor stack stored at ``path``."""
+        shape = list(value.batch_size)
+        nb = len(self._batch_size)
+        if shape[:nb] != list(self._batch_size):
+            raise RuntimeError(
+                f"batch dimension mismatch for key {self._show(path)}: the non-tensor stack "
+                f"has batch size {tuple(shape)}, the store {tuple(self._batch_size)}."
+            )
+        flat = _redis.flatten_levels(value.tolist(), len(shape))
+        shown = self._show(path)
+        fields = {str(i): _element_json(shown, v) for i, v in enumerate(flat)}
+        return {"kind": "stack", "shape": shape}, fields
 
     def _leaf_entry(self, path: _Path, value: Any) -> tuple[dict[str, Any], Any]:
-        """``(metadata, bytes or None)`` of one leaf to store at ``path``."""
+        """``(metadata, payload)`` of one leaf to store at ``path``: the payload is the
+        bytes of a tensor, ``None`` for one JSON value, ``{field: JSON}`` for a stack."""
         if isinstance(value, NonTensorData):
             value = value.data
-        elif is_non_tensor(value):  # a NonTensorStack: one value per element
+        elif isinstance(value, NonTensorStack):  # one value per element
+            return self._stack_entry(path, value)
+        elif is_non_tensor(value):
             value = value.tolist()
         if not isinstance(value, torch.Tensor):
             if isinstance(value, (bool, int, float)):
@@ -537,11 +833,13 @@ class TensorDictStore(StoreOps, TensorDictBase):
         return fit_in_place(path, value, dtype, tuple(entry["shape"]))
 
     def _flatten(self, path: _Path, value: Any, check: bool = True) -> list[tuple[_Path, Any]]:
+        if isinstance(value, TensorDictStore):
+            value = value.to_local()
         if isinstance(value, dict):
             value = TensorDict(value, batch_size=self._batch_size if check else [])
         if is_tensorclass(value):
             value = value._tensordict
-        if isinstance(value, TensorDictBase):
+        if isinstance(value, TensorDictBase) and not is_non_tensor(value):
             if check and value.batch_size[: len(self._batch_size)] != self._batch_size:
                 raise RuntimeError(
                     f"batch dimension mismatch for key {self._show(path)}: the tensordict has "
@@ -555,11 +853,15 @@ class TensorDictStore(StoreOps, TensorDictBase):
             ]
         return [(path, value)]
 
-    def _upload(self, items: Sequence[tuple[_Path, Any]], inplace: bool) -> None:
+    def _upload(
+        self, items: Sequence[tuple[_Path, Any]], inplace: bool, merge: bool = False
+    ) -> None:
         """Write each ``(path, value)`` (a tensor, a JSON value or a tensordict): one round
-        trip. With ``inplace``, leaves of the same dtype and shape are overwritten in place
-        (and must still be on the server); a tensor written in place into a tensor entry
-        takes that entry's dtype and shape (it must broadcast to it, as ``copy_``), else
+        trip. A tensordict replaces what is at its path (with ``merge``, as ``update``,
+        only its leaves are written and the other entries below the path are kept). With
+        ``inplace``, leaves of the same dtype and shape are overwritten in place (and must
+        still be on the server); a tensor written in place into a tensor entry takes that
+        entry's dtype and shape (it must broadcast to it, as ``copy_``), else
         :class:`InplaceWriteError` and nothing is written."""
         entries = self._entries()
         flat = [(p, v) for path, value in items for p, v in self._flatten(path, value)]
@@ -567,47 +869,70 @@ class TensorDictStore(StoreOps, TensorDictBase):
             flat = [(p, self._fit_in_place(p, v, entries.get(p))) for p, v in flat]
         leaves = [(p, *self._leaf_entry(p, v)) for p, v in flat]
         self._check_unlocked([p for p, _, _ in leaves if p not in entries], "add")
-        if inplace and all(entries.get(p) == m for p, m, d in leaves if d is not None):
+        tensors = [(p, m, d) for p, m, d in leaves if m["kind"] == "tensor"]
+        if inplace and all(entries.get(p) == m for p, m, _ in tensors):
             self._conn.write_ranges(
-                [
-                    (self._conn.data_key(p), d.nbytes, [(0, d)])
-                    for p, m, d in leaves
-                    if d is not None
-                ]
+                [(self._data_key(p), d.nbytes, [(0, d)]) for p, m, d in tensors]
             )
-            leaves = [(p, m, d) for p, m, d in leaves if d is None]
+            leaves = [(p, m, d) for p, m, d in leaves if m["kind"] != "tensor"]
             if not leaves:
                 return
         written = {p for p, _, _ in leaves}
+        targets = [p for p, _ in flat] if merge else [path for path, _ in items]
         stale = [
             q
             for q in entries
             if q not in written
-            and any(q[: len(path)] == path or path[: len(q)] == q for path, _ in items)
+            and any(q[: len(path)] == path or path[: len(q)] == q for path in targets)
         ]
+        if leaves or stale:
+            self._commit(leaves, [], stale)
+
+    def _commit(
+        self,
+        leaves: Sequence[tuple[_Path, dict[str, Any], Any]],
+        stacks: Sequence[tuple[_Path, dict[str, Any], dict[str, str], str | None]],
+        stale: Sequence[_Path] = (),
+    ) -> None:
+        """One transaction: write the whole ``leaves`` ``(path, metadata, payload)``, set
+        fields of stack entries ``(path, metadata, {field: JSON}, fill)`` (``fill``: the
+        JSON of the single value the other elements keep, when the entry becomes a
+        stack), and delete the ``stale`` entries."""
 
         def build(pipe: Any) -> None:
             pipe.hexists(self._conn.meta_key, "td")
             for p, m, d in leaves:
-                pipe.hset(self._conn.meta_key, _redis.path_field(p), json.dumps(m))
-                if d is None:
-                    pipe.delete(self._conn.data_key(p))
+                pipe.hset(self._conn.meta_key, self._field(p), json.dumps(m))
+                key = self._data_key(p)
+                if isinstance(d, dict) or d is None:
+                    pipe.delete(key)
+                    if d:
+                        pipe.hset(key, mapping=d)
                 else:
-                    pipe.set(self._conn.data_key(p), d)
+                    pipe.set(key, d)
+            for p, m, fields, fill in stacks:
+                key = self._data_key(p)
+                if fill is not None:
+                    self._conn.fill_stack(pipe, key, math.prod(m["shape"]), fill)
+                    pipe.hset(self._conn.meta_key, self._field(p), json.dumps(m))
+                if fields:
+                    pipe.hset(key, mapping=fields)
             if stale:
-                pipe.hdel(self._conn.meta_key, *[_redis.path_field(q) for q in stale])
-                pipe.delete(*[self._conn.data_key(q) for q in stale])
+                pipe.hdel(self._conn.meta_key, *[self._field(q) for q in stale])
+                pipe.delete(*[self._data_key(q) for q in stale])
 
         replies = self._conn.run(build, transaction=True)
-        if self._meta is not None:
-            self._forget(stale)
-            for p, m, _ in leaves:
-                self._meta[p] = m
+        self._forget(stale)
+        for p, m, _ in leaves:
+            self._remember(p, m)
+        for p, m, _, _ in stacks:
+            self._remember(p, m)
         if not replies[0]:
-            self._meta = None
+            self._base._meta = None
+            shown = [self._show(p) for p, _, _ in leaves] + [self._show(p) for p, *_ in stacks]
             raise StoreDataLostError(
                 f"TensorDictStore {self.td_id!r}: the store's metadata was gone from the server "
-                f"at {self._conn.where} when writing {[self._show(p) for p, _, _ in leaves]} "
+                f"at {self._conn.where} when writing {shown} "
                 "(it restarted without persistence, or the store was deleted): the other "
                 "entries are lost. The written entries are on the server."
             )
@@ -666,9 +991,10 @@ class TensorDictStore(StoreOps, TensorDictBase):
         if plan is None:
             local = self.to_local()
             local[index] = value
-            self._write_rows(
-                list(range(self._batch_size[0])) if self._batch_size else [], local, False
-            )
+            if self._batch_size:
+                self._write_rows(list(range(self._batch_size[0])), local, False)
+            else:
+                self._upload([((), local)], inplace=False, merge=True)
             return
         rows, drop, rest = plan
         if rest:  # read the rows, change them locally, write them back
@@ -682,46 +1008,175 @@ class TensorDictStore(StoreOps, TensorDictBase):
         self._write_rows(rows, value, drop)
 
     def _write_rows(self, rows: list[int], value: Any, drop: bool) -> None:
-        """Write ``value`` into ``rows`` of every leaf, in place on the server."""
+        """Write ``value`` into ``rows`` of dim 0 (one row, without its dim, with
+        ``drop``): tensors in place on the server; a non-tensor entry given other values
+        becomes one value per row; keys the store lacks are created (zeros, or ``None``
+        for non-tensor values, in the other rows). Everything is checked first: bad input
+        raises and leaves the server unchanged. A number or tensor written to every
+        entry (``store[i] = 0``) leaves the non-tensor entries unchanged."""
         entries = self._entries()
         is_td = isinstance(value, (TensorDictBase, dict)) or is_tensorclass(value)
-        values = dict(self._flatten((), value, check=False)) if is_td else None
-        writes = []
-        for path, entry in entries.items():
-            if values is not None and path not in values:
-                continue
-            v = values[path] if values is not None else value
-            if entry["kind"] != "tensor":
-                new = v.data if isinstance(v, NonTensorData) else v
-                if new != entry["value"]:
-                    raise ValueError(
-                        f"TensorDictStore: {self._show(path)} holds one non-tensor value for all "
-                        f"rows ({entry['value']!r}); rows cannot be given {new!r}."
-                    )
-                continue
-            dtype = _redis.parse_dtype(entry["dtype"], path)
-            row_shape = list(entry["shape"][1:])
-            target = row_shape if drop else [len(rows), *row_shape]
-            t = torch.as_tensor(v).to(dtype).expand(target)
-            data = _redis.to_bytes(t)
-            rb = self._row_bytes(entry)
-            total = math.prod(entry["shape"]) * dtype.itemsize
-            ranges = []
-            pos = 0
-            for a, b in _runs(rows):
-                size = (b - a) * rb
-                if size:
-                    ranges.append((a * rb, data[pos : pos + size]))
-                pos += size
-            writes.append((self._conn.data_key(path), total, ranges))
-        if values is not None:
-            unknown = [p for p in values if p not in entries]
-            if unknown:
-                raise KeyError(
-                    f"TensorDictStore: rows can only be written to existing keys; "
-                    f"unknown key(s) {[self._show(p) for p in unknown]}."
+        if is_td:
+            values = dict(self._flatten((), value, check=False))
+        else:
+            values = {p: value for p, e in entries.items() if e["kind"] == "tensor"}
+        ranges = []
+        stacks = []
+        new = []
+        for path, v in values.items():
+            entry = entries.get(path)
+            if entry is None:
+                new.append(self._new_from_rows(path, v, rows, drop, entries))
+            elif entry["kind"] == "tensor":
+                ranges.append(self._tensor_rows(path, entry, v, rows, drop))
+            else:
+                op = self._non_tensor_rows(path, entry, v, rows, drop)
+                if op is not None:
+                    stacks.append(op)
+        self._check_unlocked([p for p, _, _ in new], "add")
+        self._conn.write_ranges(ranges)
+        if new or stacks:
+            self._commit(new, stacks)
+
+    def _tensor_rows(
+        self, path: _Path, entry: dict[str, Any], v: Any, rows: list[int], drop: bool
+    ) -> tuple[str, int, list[tuple[int, Any]]]:
+        """The byte ranges that write ``v`` into ``rows`` of the tensor entry ``path``."""
+        if is_non_tensor(v) or isinstance(v, (str, dict)) or v is None:
+            raise TypeError(
+                f"TensorDictStore: cannot write the non-tensor value {unwrap_non_tensor(v)!r} "
+                f"into rows of the tensor entry {self._show(path)}. Nothing was written."
+            )
+        dtype = _redis.parse_dtype(entry["dtype"], path)
+        row_shape = list(entry["shape"][1:])
+        target = row_shape if drop else [len(rows), *row_shape]
+        t = torch.as_tensor(v)
+        fitted = torch.empty(target, dtype=dtype)
+        try:
+            write_inplace(path, fitted, t, False)
+        except InplaceWriteError:
+            raise RuntimeError(
+                f"TensorDictStore: cannot write a value of shape {tuple(t.shape)} into "
+                f"{len(rows)} row(s) of {self._show(path)}, whose rows have shape "
+                f"{tuple(row_shape)} (the value must broadcast to {tuple(target)}). Nothing "
+                "was written."
+            ) from None
+        t = fitted
+        data = _redis.to_bytes(t)
+        rb = self._row_bytes(entry)
+        total = math.prod(entry["shape"]) * dtype.itemsize
+        out = []
+        pos = 0
+        for a, b in _runs(rows):
+            size = (b - a) * rb
+            if size:
+                out.append((a * rb, data[pos : pos + size]))
+            pos += size
+        return self._data_key(path), total, out
+
+    def _row_values(
+        self, path: _Path, v: Any, count: int, inner: list[int], drop: bool
+    ) -> list[Any]:
+        """The flat values ``v`` gives to ``count`` rows whose elements have shape
+        ``inner`` (a single value is repeated; a stack must have the rows' shape)."""
+        per_row = math.prod(inner)
+        shape = inner if drop else [count, *inner]
+        if isinstance(v, NonTensorStack):
+            if list(v.batch_size) != shape:
+                raise RuntimeError(
+                    f"TensorDictStore: cannot write a non-tensor stack of batch size "
+                    f"{tuple(v.batch_size)} into {count} row(s) of {self._show(path)}, which "
+                    f"take a batch of shape {tuple(shape)}. Nothing was written."
                 )
-        self._conn.write_ranges(writes)
+            return _redis.flatten_levels(v.tolist(), len(shape))
+        if isinstance(v, torch.Tensor):  # a number the tensordict made a tensor
+            try:
+                t = v.expand(shape)
+            except RuntimeError:
+                raise RuntimeError(
+                    f"TensorDictStore: cannot write a value of shape {tuple(v.shape)} into "
+                    f"{count} row(s) of {self._show(path)} (elements of shape "
+                    f"{tuple(shape)}). Nothing was written."
+                ) from None
+            return list(t.reshape(-1).tolist())
+        if isinstance(v, NonTensorData):
+            v = v.data
+        return [v] * (count * per_row)
+
+    def _non_tensor_rows(
+        self, path: _Path, entry: dict[str, Any], v: Any, rows: list[int], drop: bool
+    ) -> tuple[_Path, dict[str, Any], dict[str, str], str | None] | None:
+        """The stack write that puts ``v`` into ``rows`` of the non-tensor entry ``path``
+        (``None`` when nothing changes)."""
+        shape = list(entry["shape"]) if entry["kind"] == "stack" else list(self._batch_size)
+        inner = shape[1:]
+        flat = self._row_values(path, v, len(rows), inner, drop)
+        shown = self._show(path)
+        if entry["kind"] == "json":
+            if all(x == entry["value"] for x in flat):
+                return None
+            fill: str | None = _element_json(shown, entry["value"])
+        else:
+            fill = None
+        per_row = math.prod(inner)
+        fields = {}
+        for i, r in enumerate(rows):
+            for j in range(per_row):
+                fields[str(r * per_row + j)] = _element_json(shown, flat[i * per_row + j])
+        return path, {"kind": "stack", "shape": shape}, fields, fill
+
+    def _new_from_rows(
+        self, path: _Path, v: Any, rows: list[int], drop: bool, entries: dict[_Path, Any]
+    ) -> tuple[_Path, dict[str, Any], Any]:
+        """A new entry ``path`` whose ``rows`` hold ``v`` (zeros or ``None`` elsewhere)."""
+        for q in entries:
+            if q[: len(path)] == path or path[: len(q)] == q:
+                raise RuntimeError(
+                    f"TensorDictStore: cannot write rows of {self._show(path)}: "
+                    f"{self._show(q)} is in the way (a leaf cannot hold nested entries, nor a "
+                    "nested tensordict a value). Nothing was written."
+                )
+        n = self._batch_size[0]
+        skip = 0 if drop else 1
+        if is_non_tensor(v) or isinstance(v, str) or v is None:
+            inner = (
+                list(v.batch_size[skip:])
+                if isinstance(v, NonTensorStack)
+                else list(self._batch_size[1:])
+            )
+            shape = [n, *inner]
+            if shape[: len(self._batch_size)] != list(self._batch_size):
+                raise RuntimeError(
+                    f"batch dimension mismatch for key {self._show(path)}: rows of batch "
+                    f"{tuple(inner)} cannot go into a store of batch size "
+                    f"{tuple(self._batch_size)}. Nothing was written."
+                )
+            flat: list[Any] = [None] * math.prod(shape)
+            values = self._row_values(path, v, len(rows), inner, drop)
+            per_row = math.prod(inner)
+            for i, r in enumerate(rows):
+                flat[r * per_row : (r + 1) * per_row] = values[i * per_row : (i + 1) * per_row]
+            shown = self._show(path)
+            fields = {str(i): _element_json(shown, x) for i, x in enumerate(flat)}
+            return path, {"kind": "stack", "shape": shape}, fields
+        t = torch.as_tensor(v)
+        if not drop and (t.ndim == 0 or t.shape[0] != len(rows)):
+            raise RuntimeError(
+                f"TensorDictStore: the new key {self._show(path)} is given a value of shape "
+                f"{tuple(t.shape)} for {len(rows)} row(s); its first dimension must be "
+                f"{len(rows)}. Nothing was written."
+            )
+        full = torch.zeros([n, *t.shape[skip:]], dtype=t.dtype)
+        if full.shape[: len(self._batch_size)] != self._batch_size:
+            raise RuntimeError(
+                f"batch dimension mismatch for key {self._show(path)}: rows of shape "
+                f"{tuple(t.shape[skip:])} cannot go into a store of batch size "
+                f"{tuple(self._batch_size)}. Nothing was written."
+            )
+        index = torch.tensor(rows, dtype=torch.long)
+        full[index] = t.cpu().unsqueeze(0) if drop else t.cpu()
+        meta, payload = self._leaf_entry(path, full)
+        return path, meta, payload
 
     # ------------------------------------------------------------------ local copies
     def to_local(self) -> TensorDict:
@@ -772,14 +1227,29 @@ class TensorDictStore(StoreOps, TensorDictBase):
     def update(
         self, input_dict_or_td: Any, clone: bool = False, inplace: bool = False, **kwargs: Any
     ) -> TensorDictStore:  # type: ignore[override]
-        """Write every entry of ``input_dict_or_td`` (one round trip)."""
+        """Write every leaf of ``input_dict_or_td`` (one round trip). As in memory, nested
+        entries are merged (the store's other entries below them are kept); only the
+        ``keys_to_update`` are written when given."""
         source = input_dict_or_td
+        if isinstance(source, TensorDictStore):
+            source = source.to_local()
         if isinstance(source, dict):
             source = TensorDict(source, batch_size=self._batch_size)
         if is_tensorclass(source):
             source = source._tensordict
-        self._upload([((k,), source._get_str(k, NO_DEFAULT)) for k in source.keys()], inplace)
+        keys_to_update = kwargs.get("keys_to_update")
+        if keys_to_update is not None:
+            source = source.select(*keys_to_update, strict=False)
+        self._upload([((), source)], inplace, merge=True)
         return self
+
+    def is_contiguous(self) -> bool:
+        """``False``: the store's leaves are on the server (see :meth:`contiguous`)."""
+        return False
+
+    def contiguous(self) -> Any:
+        """A local copy of the store (:meth:`to_local`), whose tensors are contiguous."""
+        return self.to_local()
 
     def __len__(self) -> int:
         return self._batch_size[0] if self._batch_size else 0
@@ -788,15 +1258,29 @@ class TensorDictStore(StoreOps, TensorDictBase):
         for i in range(len(self)):
             yield self[i]
 
-    def __repr__(self) -> str:
+    def _repr_fields(self) -> list[tuple[str, Any]]:
         try:
-            keys = sorted(map(str, self.keys(True, True)))
-        except Exception:  # pragma: no cover - closed or unreachable
-            keys = ["?"]
-        return (
-            f"{type(self).__name__}(td_id={self.td_id!r}, server={self._conn.where}, "
-            f"batch_size={self._batch_size}, keys={keys})"
+            keys: Any = sorted(map(str, self.keys()))
+        except Exception:  # closed or unreachable: the repr still works
+            keys = "?"
+        fields: list[tuple[str, Any]] = [
+            ("keys", keys),
+            ("batch_size", self._batch_size),
+            ("device", self._device),
+            ("backend", self.backend),
+            ("server", self._conn.where),
+            ("td_id", self.td_id),
+        ]
+        if self._path:
+            fields.append(("path", self._path[0] if len(self._path) == 1 else self._path))
+        return fields
+
+    def __repr__(self) -> str:
+        shown = ",\n".join(
+            f"    {name}={value if name in ('batch_size', 'device') else repr(value)}"
+            for name, value in self._repr_fields()
         )
+        return f"{type(self).__name__}(\n{shown})"
 
 
 def td_to_store(

@@ -6,7 +6,9 @@ string on the server for the whole stack — the elements' bytes one after the o
 with every element's shape in the JSON beside it, so the number of server keys does not
 grow with the number of elements. ``store[i]`` reads element ``i`` (a local
 :class:`~tensordict.TensorDict`), ``store[i] = td`` writes it in place (or re-lays the
-strings out, when its shapes change); ``to_local()`` rebuilds the lazy stack.
+strings out, when its shapes change); ``to_local()`` rebuilds the lazy stack. A non-tensor
+entry holds one JSON value for all elements, or one per element (a hash from the element's
+index to its JSON) once elements are given different values, as a local lazy stack does.
 """
 
 from __future__ import annotations
@@ -19,11 +21,16 @@ from typing import Any
 import torch
 
 from tensordict import LazyStackedTensorDict, TensorDict, is_leaf_nontensor
-from tensordict._plugins.api import is_tensorclass, missing_key
+from tensordict._plugins.api import NonTensorData, NonTensorStack, is_tensorclass, missing_key
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
 from tensordict.distributed._redis import StoreDataLostError
-from tensordict.distributed._store import TensorDictStore, fit_in_place, is_key
+from tensordict.distributed._store import (
+    TensorDictStore,
+    _element_json,
+    fit_in_place,
+    is_key,
+)
 
 _Path = tuple[str, ...]
 
@@ -99,14 +106,32 @@ class LazyStackedTensorDictStore(TensorDictStore):
         members = list(td.tensordicts)
         if not members:
             raise ValueError("from_lazy_stack: the lazy stack has no member.")
+        if kwargs.get("device") is None:
+            kwargs["device"] = td.device
         store = cls(
             count=len(members),
             stack_dim=td.stack_dim,
             inner_batch_size=members[0].batch_size,
             **kwargs,
         )
-        store._write_members(list(range(len(members))), members)
+        try:
+            store._write_members(list(range(len(members))), members)
+        except BaseException:
+            store._conn.delete_all()  # nothing of it stays on the server
+            store.close()
+            raise
         return store
+
+    @classmethod
+    def from_dict(cls, input_dict: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+        """Raises ``NotImplementedError``: a dict holds no stack; build a
+        :class:`~tensordict.LazyStackedTensorDict` and call :meth:`from_lazy_stack`
+        (or use :meth:`TensorDictStore.from_dict`)."""
+        raise NotImplementedError(
+            "LazyStackedTensorDictStore.from_dict: a dict holds no stack of tensordicts; call "
+            "LazyStackedTensorDictStore.from_lazy_stack(LazyStackedTensorDict(...), ...) or "
+            "TensorDictStore.from_dict(...)."
+        )
 
     # ------------------------------------------------------------------ elements
     def _element_bytes(self, entry: dict[str, Any]) -> list[int]:
@@ -120,6 +145,7 @@ class LazyStackedTensorDictStore(TensorDictStore):
         entries = self._entries()
         chosen = [(p, e) for p, e in sorted(entries.items()) if paths is None or p in paths]
         plan = []
+        stacks = [(p, e) for p, e in chosen if e["kind"] == "stack"]
         for path, entry in chosen:
             if entry["kind"] != "tensor":
                 continue
@@ -129,10 +155,14 @@ class LazyStackedTensorDictStore(TensorDictStore):
 
         def build(pipe: Any) -> None:
             for path, _, ranges in plan:
-                key = self._conn.data_key(path)
+                key = self._data_key(path)
                 pipe.strlen(key)
                 for start, size in ranges:
                     pipe.getrange(key, start, start + size - 1)
+            for path, _ in stacks:
+                pipe.exists(self._data_key(path))
+                if items:
+                    pipe.hmget(self._data_key(path), [str(i) for i in items])
 
         replies = iter(self._conn.run(build))
         out = [TensorDict(batch_size=self._inner, device=self._device) for _ in items]
@@ -153,8 +183,24 @@ class LazyStackedTensorDictStore(TensorDictStore):
                 if self._device is not None:
                     value = value.to(self._device)
                 td._set_tuple(path, value, inplace=False, validated=True)
+        for path, _ in stacks:
+            exists = next(replies)
+            values = next(replies) if items else []
+            if not exists and values:
+                raise StoreDataLostError(
+                    f"LazyStackedTensorDictStore {self.td_id!r}: the values of the non-tensor "
+                    f"key {self._show(path)} are missing on the server at {self._conn.where} "
+                    "(deleted, or the server restarted without persistence). Nothing was read."
+                )
+            for td, raw in zip(out, values):
+                value = NonTensorData(
+                    None if raw is None else json.loads(raw),
+                    batch_size=self._inner,
+                    device=self._device,
+                )
+                td._set_tuple(path, value, inplace=False, validated=True)
         for path, entry in chosen:
-            if entry["kind"] != "tensor":
+            if entry["kind"] == "json":
                 for td in out:
                     td._set_tuple(path, entry["value"], inplace=False, validated=False)
         return out
@@ -190,23 +236,38 @@ class LazyStackedTensorDictStore(TensorDictStore):
             )
         in_place = []
         relayout: dict[_Path, dict[str, Any]] = {}
+        new: list[tuple[_Path, dict[str, Any], Any]] = []
+        stacks: list[tuple[_Path, dict[str, Any], dict[str, str], str | None]] = []
+        full = sorted(items) == list(range(self._count))
         for key in keys:
             values = [leaf[key if len(key) > 1 else key[0]] for leaf in leaves]
             entry = entries.get(key)
             if not isinstance(values[0], torch.Tensor):
-                data = [getattr(v, "data", v) for v in values]
-                if (
-                    entry is not None
-                    and entry["kind"] == "json"
-                    and all(d == entry["value"] for d in data)
-                ):
+                data = self._element_values(key, values)
+                shown = self._show(key)
+                texts = [_element_json(shown, d) for d in data]
+                if entry is not None and entry["kind"] == "json":
+                    if all(d == entry["value"] for d in data):
+                        continue
+                    if not full:  # the other elements keep the entry's value
+                        fill = _element_json(shown, entry["value"])
+                        fields = {str(i): t for i, t in zip(items, texts)}
+                        stacks.append((key, self._stack_meta(), fields, fill))
+                        continue
+                if entry is not None and entry["kind"] == "stack":
+                    fields = {str(i): t for i, t in zip(items, texts)}
+                    stacks.append((key, entry, fields, None))
                     continue
-                if len({json.dumps(d) for d in data}) > 1:
-                    raise ValueError(
-                        f"LazyStackedTensorDictStore: {self._show(key)} holds one JSON value "
-                        "for all elements; the elements give different ones."
+                if not full:
+                    raise KeyError(
+                        f"LazyStackedTensorDictStore: {shown} is new (or changes kind); write "
+                        "every element."
                     )
-                relayout[key] = {"kind": "json", "value": data[0]}
+                if len(set(texts)) == 1:
+                    relayout[key] = {"kind": "json", "value": data[0]}
+                else:
+                    by_item = {str(i): t for i, t in zip(items, texts)}
+                    new.append((key, self._stack_meta(), by_item))
                 continue
             dtype = values[0].dtype
             shapes = entry["shapes"] if entry is not None and entry["kind"] == "tensor" else None
@@ -218,12 +279,30 @@ class LazyStackedTensorDictStore(TensorDictStore):
                 sizes = self._element_bytes(entry)
                 starts = [sum(sizes[:i]) for i in range(len(sizes))]
                 ranges = [(starts[i], _redis.to_bytes(v)) for v, i in zip(values, items)]
-                in_place.append((self._conn.data_key(key), sum(sizes), ranges))
+                in_place.append((self._data_key(key), sum(sizes), ranges))
             else:
                 relayout[key] = {"values": dict(zip(items, values)), "dtype": dtype}
         self._conn.write_ranges(in_place)
         if relayout:
             self._relayout(relayout, entries)
+        if new or stacks:
+            self._commit(new, stacks)
+
+    def _stack_meta(self) -> dict[str, Any]:
+        return {"kind": "stack", "shape": [self._count]}
+
+    def _element_values(self, key: _Path, values: Sequence[Any]) -> list[Any]:
+        """The JSON data of the elements' non-tensor values at ``key``."""
+        out = []
+        for v in values:
+            if isinstance(v, NonTensorStack):
+                raise TypeError(
+                    f"LazyStackedTensorDictStore: the elements' non-tensor entry "
+                    f"{self._show(key)} holds several values per element (a NonTensorStack); "
+                    "a lazy-stacked store keeps one JSON value per element."
+                )
+            out.append(v.data if isinstance(v, NonTensorData) else v)
+        return out
 
     def _relayout(self, changes: dict[_Path, dict[str, Any]], entries: dict[_Path, Any]) -> None:
         """Rewrite whole leaf strings whose element shapes or dtype change."""
@@ -257,15 +336,15 @@ class LazyStackedTensorDictStore(TensorDictStore):
 
         def build(pipe: Any) -> None:
             for p, m in new_meta.items():
-                pipe.hset(self._conn.meta_key, _redis.path_field(p), json.dumps(m))
+                pipe.hset(self._conn.meta_key, self._field(p), json.dumps(m))
                 if p in blobs:
-                    pipe.set(self._conn.data_key(p), blobs[p])
+                    pipe.set(self._data_key(p), blobs[p])
                 else:
-                    pipe.delete(self._conn.data_key(p))
+                    pipe.delete(self._data_key(p))
 
         self._conn.run(build, transaction=True)
-        if self._meta is not None:
-            self._meta.update(new_meta)
+        for p, m in new_meta.items():
+            self._remember(p, m)
 
     # ------------------------------------------------------------------ the interface
     def _skeleton(self) -> TensorDict:
@@ -284,9 +363,23 @@ class LazyStackedTensorDictStore(TensorDictStore):
                     inplace=False,
                     validated=True,
                 )
+            elif entry["kind"] == "stack":
+                value = NonTensorData(None, batch_size=self._batch_size).maybe_to_stack()
+                out._set_tuple(path, value, inplace=False, validated=True)
             else:
                 out._set_tuple(path, entry["value"], inplace=False, validated=False)
         return out
+
+    def contiguous(self) -> Any:
+        """The stack read into a local dense :class:`~tensordict.TensorDict` (as
+        ``to_local().contiguous()``: the elements' shapes must match)."""
+        return self.to_local().contiguous()
+
+    def _repr_fields(self) -> list[tuple[str, Any]]:
+        fields = super()._repr_fields()
+        at = [name for name, _ in fields].index("batch_size") + 1
+        fields[at:at] = [("count", self._count), ("stack_dim", self._stack_dim)]
+        return fields
 
     def to_local(self) -> Any:
         """The whole stack as a local :class:`~tensordict.LazyStackedTensorDict`."""
@@ -341,9 +434,13 @@ class LazyStackedTensorDictStore(TensorDictStore):
             current = self.get(path, None)
             if isinstance(current, torch.Tensor):
                 value = fit_in_place(path, value, current.dtype, current.shape)
+        if is_tensorclass(value) and not isinstance(value, NonTensorData):
+            value = value._tensordict
+        if isinstance(value, TensorDictStore):
+            value = value.to_local()
         parts = (
             value.unbind(self._stack_dim)
-            if isinstance(value, (torch.Tensor, TensorDictBase))
+            if isinstance(value, (torch.Tensor, TensorDictBase, NonTensorStack))
             else [value] * self._count
         )
         members = []
@@ -362,16 +459,24 @@ class LazyStackedTensorDictStore(TensorDictStore):
     def _relayout_new(self, path: _Path, members: list[TensorDict]) -> None:
         self._check_unlocked([path], "add")
         changes: dict[_Path, dict[str, Any]] = {}
-        for p, v in members[0].items(
+        new = []
+        for p, _ in members[0].items(
             include_nested=True, leaves_only=True, is_leaf=is_leaf_nontensor
         ):
             p = _key_tuple(p)
-            values = [m.get(p) for m in members]
+            values = [m._get_tuple(p, NO_DEFAULT) for m in members]
             if isinstance(values[0], torch.Tensor):
                 changes[p] = {"values": dict(enumerate(values)), "dtype": values[0].dtype}
+                continue
+            data = self._element_values(p, values)
+            texts = [_element_json(self._show(p), d) for d in data]
+            if len(set(texts)) == 1:
+                changes[p] = {"kind": "json", "value": data[0]}
             else:
-                changes[p] = {"kind": "json", "value": getattr(v, "data", values[0])}
+                new.append((p, self._stack_meta(), {str(i): t for i, t in enumerate(texts)}))
         self._relayout(changes, {})
+        if new:
+            self._commit(new, [])
 
     def _elements(self, index: Any) -> tuple[list[int], bool] | None:
         if self._stack_dim != 0:
@@ -391,7 +496,7 @@ class LazyStackedTensorDictStore(TensorDictStore):
 
     def __getitem__(self, index: Any) -> Any:
         if is_key(index):
-            return self.get(index)
+            return super().__getitem__(index)
         plan = self._elements(index)
         if plan is None:
             return self.to_local()[index]
