@@ -90,6 +90,15 @@ def test_handles_and_devices(backend, tmp_path):
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
+def test_contiguous_reads_into_memory(backend, tmp_path):
+    backed = BACKENDS[backend](backed_contract.sample(), tmp_path)
+    assert backed.is_contiguous() is False  # as the reference answers for HDF5
+    out = backed.contiguous()
+    assert type(out) is TensorDict and out.is_contiguous()
+    assert backed_contract.same(out, backed_contract.sample())
+
+
+@pytest.mark.parametrize("backend", sorted(BACKENDS))
 def test_memmap_of_a_backed_tensordict(backend, tmp_path):
     backed = BACKENDS[backend](backed_contract.sample(), tmp_path)
     saved = backed.memmap(tmp_path / "mm")

@@ -198,8 +198,10 @@ def test_names_lock_and_device(h5):
     assert h5.is_locked
     with pytest.raises(RuntimeError, match="locked"):
         h5["z"] = torch.zeros(3, 4)
-    with pytest.raises(RuntimeError):
-        h5.zero_()
+    h5.zero_()  # in place: allowed while locked, as for a locked TensorDict
+    assert not h5["a"].any()
+    with pytest.raises(RuntimeError, match="locked"):
+        h5.del_("a")
     h5.is_locked = False
     h5["z"] = torch.zeros(3, 4)
     view = h5.to("cpu")

@@ -219,8 +219,19 @@ class BackedTensorDict(
         """Release the backend (a file, a connection); nothing to do by default."""
 
     def _check_unlocked(self, key: Any, what: str = "add") -> None:
+        """Refuse adding, replacing or removing ``key`` while locked (writes into existing
+        entries stay allowed, as for a locked ``TensorDict``)."""
         if self._is_locked:
             raise lock_error(key, what)
+        self._writable()
+
+    def _check_set(self, key: Any, inplace: bool) -> None:
+        """The lock rule of ``_set_str``: an in-place write into an existing entry is
+        allowed while locked; adding or replacing one is not."""
+        if self._is_locked:
+            exists = self._exists(_key_tuple(key))
+            if not (inplace and exists):
+                raise lock_error(key, "replace" if exists else "add")
         self._writable()
 
     # ------------------------------------------------------------------ keys and reads
@@ -275,7 +286,7 @@ class BackedTensorDict(
         ):
             self.set(index, value)
             return
-        self._check_unlocked("*", "replace")
+        self._writable()  # rows are written in place: allowed while locked
         if is_tensorclass(value):
             value = value._tensordict
         if not isinstance(value, (TensorDictBase, dict)):
@@ -306,8 +317,9 @@ class BackedTensorDict(
         return False
 
     def is_contiguous(self) -> bool:
-        """True: what a backend reads comes back as contiguous tensors."""
-        return True
+        """False, as the reference answers for a file or a server: the entries are not
+        tensors in memory (:meth:`contiguous` reads them)."""
+        return False
 
     def contiguous(self) -> TensorDict:
         """The content read into memory (:meth:`to_tensordict`)."""
@@ -322,7 +334,9 @@ class BackedTensorDict(
     @device.setter
     def device(self, value: torch.device | str | None) -> None:
         self._device = None if value is None else torch.device(value)
-        self._children.clear()
+        children = self.__dict__.get("_children")
+        if children:
+            children.clear()
 
     def clear_device_(self) -> Any:
         """Forget the device: entries are read to the CPU."""
@@ -621,8 +635,8 @@ class BackedTensorDict(
             source = source._tensordict
         if keys_to_update is not None:
             source = _as_td(source, self._batch_size).select(*keys_to_update, strict=False)
-        if self._is_locked and not ignore_lock:
-            raise lock_error(next(iter(source.keys()), "?"))
+        if self._is_locked and not ignore_lock and not inplace:
+            raise lock_error(next(iter(source.keys()), "?"), "add")
         self._writable()
         if update_batch_size and isinstance(source, TensorDictBase):
             self._update_batch_size(source)
@@ -780,10 +794,9 @@ class BackedTensorDict(
         )
 
     def pin_memory(self, num_threads: int | None = None, inplace: bool = False) -> Any:
-        """The content read into memory, pinned (``inplace=True`` is refused)."""
-        if inplace:
-            return self.pin_memory_()
-        return self.to_tensordict().pin_memory(num_threads)
+        """Refused (``RuntimeError``), as the reference refuses it: the entries live in a
+        backend; ``to_tensordict().pin_memory()`` pins a copy."""
+        return self.pin_memory_()
 
 
 families.install(BackedTensorDict, TensorDict)

@@ -105,7 +105,7 @@ READS: list[tuple[str, Case]] = [
     ("items_len", lambda td: (len(list(td.items(True, True))), len(td))),
     ("eq", lambda td: td == td.to_tensordict()),
     ("names", lambda td: td.names),
-    ("is_contiguous", lambda td: td.is_contiguous()),
+    ("bytes", lambda td: (td.bytes(), td.param_count())),
     ("contiguous", lambda td: td.contiguous()),
 ]
 
@@ -143,6 +143,14 @@ WRITES: list[tuple[str, Case]] = [
     ("names", lambda td: td.refine_names("x", "y")),
     ("names_bad", lambda td: td.refine_names("x", "y", "z")),
     ("lock_set", lambda td: td.lock_().set("c", torch.ones(3, 4))),
+    ("lock_replace", lambda td: td.lock_().set("a", torch.ones(3, 4, 2))),
+    ("lock_set_", lambda td: td.lock_().set_("a", torch.ones(3, 4, 2))),
+    ("lock_add_", lambda td: td.lock_().add_(1)),
+    ("lock_update_", lambda td: td.lock_().update_({"a": torch.ones(3, 4, 2)})),
+    ("lock_row", lambda td: td.lock_().__setitem__(1, td[0].clone().exclude("label"))),
+    ("lock_del", lambda td: td.lock_().del_("a")),
+    ("lock_rename", lambda td: td.lock_().rename_key_("a", "z")),
+    ("lock_clear", lambda td: td.lock_().clear()),
     ("lock_then_unlock", lambda td: td.lock_().unlock_().set("c", torch.ones(3, 4))),
 ]
 

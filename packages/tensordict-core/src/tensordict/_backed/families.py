@@ -6,7 +6,9 @@ for, as tables (see :class:`~tensordict._backed.base.BackedTensorDict`):
 * :data:`VIEWS`: views (``view``, ``permute``, ``unsqueeze``…) raise ``RuntimeError``: an
   entry in a file or on a server has no view (``reshape`` copies, and works);
 * :data:`WRITE_BACK`: in-place elementwise ops: computed on the content read into
-  memory, then written back into the existing entries.
+  memory, then written back into the existing entries;
+* :data:`FROM_METADATA`: sizes answered from the structure (``_skeleton()``, tensors as
+  ``meta`` tensors): nothing is read.
 
 >>> from tensordict._backed.families import IN_MEMORY, VIEWS
 >>> "reshape" in IN_MEMORY, "view" in VIEWS
@@ -34,6 +36,21 @@ WRITE_BACK = tuple(
     log2_ log_ masked_fill_ maximum_ minimum_ mul_ neg_ pow_ reciprocal_ round_ sigmoid_
     sign_ sin_ sinh_ sqrt_ sub_ tan_ tanh_ trunc_ zero_""".split()
 )
+
+
+#: sizes answered from the structure, without reading data
+FROM_METADATA = ("bytes", "param_count")
+
+
+def from_metadata(name: str, template: Callable[..., Any]) -> Callable[..., Any]:
+    """``name`` run on ``self._skeleton()`` (the structure, tensors on the meta device)."""
+
+    @functools.wraps(template)
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return getattr(self._skeleton(), name)(*args, **kwargs)
+
+    run.__doc__ = f"``TensorDict.{name}``, answered from the metadata (nothing is read)."
+    return run
 
 
 def in_memory(name: str, template: Callable[..., Any]) -> Callable[..., Any]:
@@ -76,7 +93,7 @@ def written_back(name: str, template: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(template)
     def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        self._check_unlocked("*", "replace")
+        self._writable()  # in place: allowed while locked, as for a TensorDict
         content = self.to_tensordict()
         getattr(content, name)(*args, **kwargs)
         self.update_(content)
@@ -90,9 +107,15 @@ def written_back(name: str, template: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def install(cls: type, template: type) -> None:
-    """Put the three families on ``cls`` (where it does not define the name itself),
+    """Put the four families on ``cls`` (where it does not define the name itself),
     taking names and signatures from ``template`` (``TensorDict``)."""
-    for names, make in ((IN_MEMORY, in_memory), (VIEWS, refused_view), (WRITE_BACK, written_back)):
+    tables = (
+        (IN_MEMORY, in_memory),
+        (VIEWS, refused_view),
+        (WRITE_BACK, written_back),
+        (FROM_METADATA, from_metadata),
+    )
+    for names, make in tables:
         for name in names:
             if name not in vars(cls):
                 setattr(cls, name, make(name, getattr(template, name)))

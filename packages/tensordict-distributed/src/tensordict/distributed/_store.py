@@ -34,6 +34,7 @@ import torch
 
 from tensordict import TensorDict, is_leaf_nontensor
 from tensordict._plugins.api import (
+    BackedTensorDict,
     InplaceWriteError,
     NonTensorData,
     NonTensorStack,
@@ -100,7 +101,7 @@ def _unpickle_store(settings: dict[str, Any], handle: dict[str, Any]) -> Any:
         store = store._view(tuple(handle["path"]))
         store._batch_size = torch.Size(handle["batch_size"])
         store._names = handle["names"]
-    store._locked = handle["locked"]
+    store._is_locked = handle["locked"]
     return store
 
 
@@ -132,7 +133,7 @@ def fit_in_place(path: Any, value: torch.Tensor, dtype: torch.dtype, shape: Any)
     return fitted
 
 
-class TensorDictStore(StoreOps, TensorDictBase):
+class TensorDictStore(StoreOps, BackedTensorDict):
     """A tensordict kept on a Redis-compatible server (``pip install
     tensordict-distributed[redis]``).
 
@@ -461,7 +462,7 @@ class TensorDictStore(StoreOps, TensorDictBase):
         view._meta = None  # unused: a view reads its store's cache
         view._batch_size = self._batch_size
         view._names = self._names
-        view._locked = self._locked
+        view._is_locked = self._is_locked
         return view
 
     def __reduce_ex__(self, protocol: Any) -> Any:
@@ -476,7 +477,7 @@ class TensorDictStore(StoreOps, TensorDictBase):
             "path": list(self._path),
             "batch_size": list(self._batch_size),
             "names": self._names,
-            "locked": self._locked,
+            "locked": self._is_locked,
         }
         return _unpickle_store, (settings, handle)
 
@@ -559,6 +560,36 @@ class TensorDictStore(StoreOps, TensorDictBase):
                 value = NonTensorData(entry["value"], batch_size=self._batch_size)
             out._set_tuple(path, value, inplace=False, validated=True)
         return out
+
+    # ------------------------------------------------------------------ storage-backed primitives
+    def _members(self) -> Iterator[tuple[str, str]]:
+        kinds: dict[str, str] = {}
+        for path, entry in self._entries().items():
+            kind = "group" if len(path) > 1 else entry["kind"]
+            kinds.setdefault(path[0], kind if kind in ("group", "tensor") else "non_tensor")
+        return iter(kinds.items())
+
+    def _child(self, key: str) -> TensorDictStore:
+        return self._view((key,))
+
+    def _leaf_meta(self, key: str) -> tuple[torch.Size, torch.dtype] | None:
+        entry = self._entries().get((key,))
+        if entry is None or entry["kind"] != "tensor":
+            return None
+        return torch.Size(entry["shape"]), _redis.parse_dtype(entry["dtype"], (key,))
+
+    def _remove(self, key: str) -> None:
+        self._delete([(key,)])
+
+    def _read_names(self) -> list[str | None] | None:
+        return self._names
+
+    def _write_names(self, names: list[str | None] | None) -> None:
+        self._names = names
+        self._write_info()
+
+    def _where(self) -> str:
+        return f"the {self.backend} server at {self._conn.where} (td_id {self.td_id!r})"
 
     # ------------------------------------------------------------------ the primitives
     @property
@@ -647,7 +678,7 @@ class TensorDictStore(StoreOps, TensorDictBase):
         gone = [p for p in self._entries() if any(p[: len(q)] == q for q in paths)]
         if not gone:
             return
-        self._check_unlocked(gone, "delete")
+        self._check_paths_unlocked(gone, "delete")
         fields = [self._field(p) for p in gone]
         datas = [self._data_key(p) for p in gone]
 
@@ -868,7 +899,10 @@ class TensorDictStore(StoreOps, TensorDictBase):
         if inplace:
             flat = [(p, self._fit_in_place(p, v, entries.get(p))) for p, v in flat]
         leaves = [(p, *self._leaf_entry(p, v)) for p, v in flat]
-        self._check_unlocked([p for p, _, _ in leaves if p not in entries], "add")
+        # locked: writes into existing entries pass; adding or replacing one does not
+        self._check_paths_unlocked([p for p, _, _ in leaves if p not in entries], "add")
+        if not inplace:
+            self._check_paths_unlocked([p for p, _, _ in leaves], "replace")
         tensors = [(p, m, d) for p, m, d in leaves if m["kind"] == "tensor"]
         if inplace and all(entries.get(p) == m for p, m, _ in tensors):
             self._conn.write_ranges(
@@ -1033,7 +1067,7 @@ class TensorDictStore(StoreOps, TensorDictBase):
                 op = self._non_tensor_rows(path, entry, v, rows, drop)
                 if op is not None:
                     stacks.append(op)
-        self._check_unlocked([p for p, _, _ in new], "add")
+        self._check_paths_unlocked([p for p, _, _ in new], "add")
         self._conn.write_ranges(ranges)
         if new or stacks:
             self._commit(new, stacks)

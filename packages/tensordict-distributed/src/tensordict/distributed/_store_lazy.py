@@ -457,7 +457,7 @@ class LazyStackedTensorDictStore(TensorDictStore):
         return self
 
     def _relayout_new(self, path: _Path, members: list[TensorDict]) -> None:
-        self._check_unlocked([path], "add")
+        self._check_paths_unlocked([path], "add")
         changes: dict[_Path, dict[str, Any]] = {}
         new = []
         for p, _ in members[0].items(

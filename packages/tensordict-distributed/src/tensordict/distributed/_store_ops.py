@@ -1,22 +1,20 @@
-"""The ``TensorDict`` methods of the stores, in terms of their server primitives.
+"""What the stores do beyond their storage-backed base, in terms of their server primitives.
 
-A store (:class:`~tensordict.TensorDictStore`, :class:`~tensordict.LazyStackedTensorDictStore`)
-offers every method of a :class:`~tensordict.TensorDict`, under three rules:
+The stores (:class:`~tensordict.TensorDictStore`, :class:`~tensordict.LazyStackedTensorDictStore`)
+are storage-backed tensordicts: their base (``BackedTensorDict``, from core) answers
+metadata questions, refuses views, reads into memory what makes new data and carries
+locking, names and devices. A server adds three things of its own:
 
-* **Metadata questions** (``get_item_shape``, ``entry_class``, ``sorted_keys``, ``depth``,
-  ``is_empty``, ``bytes``, ``param_count``) are answered from the keys, dtypes and shapes
-  kept beside the data: nothing is downloaded.
-* **Methods that make new data** (``to``, ``clone`` of the data, ``select``, ``reshape``,
-  ``split``, ``unbind``, ``consolidate``, ``state_dict`` … see :data:`ON_LOCAL_COPY`)
-  run on a local copy (:meth:`~TensorDictStore.to_local`) and return local results;
-  ``select``/``exclude`` download only the entries they keep. Views (``view``,
-  ``permute``, ``unsqueeze`` …) raise ``RuntimeError``: a tensor on a server has no view.
+* ``to``/``cpu``/``cuda``, ``state_dict``, ``pad`` … (:data:`ON_LOCAL_COPY`) run on a
+  local copy (:meth:`~TensorDictStore.to_local`) and return local results;
+  ``select``/``exclude`` download only the entries they keep in one round trip.
 * **Methods that change the tensordict in place** (``update_``, ``copy_``,
-  ``rename_key_``, ``clear``, ``load_state_dict``, ``separates``, ``split_keys(inplace=True)``
+  ``rename_key_``, ``load_state_dict``, ``separates``, ``split_keys(inplace=True)``
   … see :data:`IN_PLACE`) apply to a local copy, then write back what changed in one
   round trip (changed leaves are found by identity and by the tensors' version counter);
   row writes (``set_at_``, ``update_at_``, ``copy_at_``) are written in place on the
-  server. ``lock_()`` makes the handle refuse new keys and deletions.
+  server.
+* ``clone`` makes a copy under a new ``td_id`` on the same server.
 
 .. code-block:: python
 
@@ -40,18 +38,11 @@ from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 _Path = tuple[str, ...]
 
-#: Methods that return new data: run on a local copy of the store.
-ON_LOCAL_COPY = tuple(
-    """broadcast_to chunk consolidate cpu cuda data_ptr empty expand expand_as flatten
-    flatten_keys flip fliplr flipud narrow pad rename repeat replace reshape split
-    state_dict tensor_split to to_padded_tensor unbind unflatten unflatten_keys""".split()
-)
+#: Methods that return new data, beyond the storage-backed base's families: run on a
+#: local copy of the store (``to``/``cpu``/``cuda`` included: the result is local).
+ON_LOCAL_COPY = tuple("cpu cuda data_ptr pad replace state_dict to to_padded_tensor".split())
 #: Methods that change the tensordict in place: applied to a local copy, written back.
 IN_PLACE = tuple("""copy_ load_state_dict rename_key_ separates split_keys update_""".split())
-#: Methods answered from the metadata (a skeleton of meta tensors), without downloading.
-FROM_METADATA = tuple("bytes entry_class get_item_shape is_empty param_count".split())
-#: Views: a tensor on a server has none.
-VIEWS = tuple("movedim moveaxis permute squeeze swapaxes swapdims transpose unsqueeze view".split())
 
 
 def _on_local_copy(name: str) -> Callable[..., Any]:
@@ -86,31 +77,6 @@ def _in_place(name: str) -> Callable[..., Any]:
     return run
 
 
-def _from_metadata(name: str) -> Callable[..., Any]:
-    method = getattr(TensorDict, name)
-
-    @functools.wraps(method)
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self._skeleton(), name)(*args, **kwargs)
-
-    run.__doc__ = f"``TensorDict.{name}``, answered from the store's metadata (no download)."
-    return run
-
-
-def _no_view(name: str) -> Callable[..., Any]:
-    method = getattr(TensorDict, name)
-
-    @functools.wraps(method)
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError(
-            f"{type(self).__name__}.{name}: a tensordict on a server has no views; call "
-            f"store.to_local().{name}(...) for a local result."
-        )
-
-    run.__doc__ = f"Raises ``RuntimeError``: ``{name}`` makes a view, which a store cannot."
-    return run
-
-
 def _leaf_state(td: Any) -> dict[Any, Any]:
     """``{key: (id, version)}`` of every leaf (``-1`` as the version of non-tensor leaves);
     for a lazy stack, one such pair per member."""
@@ -128,17 +94,12 @@ def _leaf_state(td: Any) -> dict[Any, Any]:
 class StoreOps:
     """Mixin of the stores: the ``TensorDict`` methods beyond the primitives."""
 
-    _locked = False
     _names: list[str | None] | None = None
 
     for _name in ON_LOCAL_COPY:
         locals()[_name] = _on_local_copy(_name)
     for _name in IN_PLACE:
         locals()[_name] = _in_place(_name)
-    for _name in FROM_METADATA:
-        locals()[_name] = _from_metadata(_name)
-    for _name in VIEWS:
-        locals()[_name] = _no_view(_name)
     del _name
 
     # ------------------------------------------------------------------ writing back
@@ -155,7 +116,8 @@ class StoreOps:
 
     def _write_changed(self: Any, local: Any, keys: list[Any]) -> None:
         """Upload the leaves ``keys`` of the local copy ``local`` (one round trip)."""
-        self.update(local.select(*keys, strict=False))
+        # locked: written in place (allowed), so a new key or another shape still raises
+        self.update(local.select(*keys, strict=False), inplace=self._is_locked)
 
     # ------------------------------------------------------------------ new handles
     def clone(self: Any, recurse: bool = True, **kwargs: Any) -> Any:
@@ -255,92 +217,18 @@ class StoreOps:
                 )
 
     # ------------------------------------------------------------------ keys
-    def __delitem__(self: Any, key: Any) -> None:
-        self.del_(key)
-
     def clear(self: Any) -> Any:
         """Delete every entry on the server (the store itself stays: see
         :meth:`clear_redis` to delete it)."""
         self._delete([_key_tuple(k) for k in self.keys()])
         return self
 
-    @property
-    def sorted_keys(self: Any) -> list[str]:
-        """The top-level keys, sorted."""
-        return sorted(self.keys())
-
-    @property
-    def depth(self: Any) -> int:
-        """The depth of the deepest entry (0 for top-level leaves only)."""
-        return self._skeleton().depth
-
     # ------------------------------------------------------------------ locking
-    @property
-    def is_locked(self: Any) -> bool:
-        """Whether this handle refuses new keys and deletions."""
-        return self._locked
-
-    @is_locked.setter
-    def is_locked(self: Any, value: bool) -> None:
-        self._locked = bool(value)
-
-    def lock_(self: Any) -> Any:
-        """Refuse new keys and deletions through this handle (writes into existing entries
-        are allowed)."""
-        self._locked = True
-        return self
-
-    def unlock_(self: Any) -> Any:
-        """Allow new keys and deletions again."""
-        self._locked = False
-        return self
-
-    def _check_unlocked(self: Any, paths: list[_Path], what: str) -> None:
-        if self._locked and paths:
+    def _check_paths_unlocked(self: Any, paths: list[_Path], what: str) -> None:
+        """Refuse adding or removing ``paths`` while locked (writes into existing entries
+        stay allowed, as for a locked ``TensorDict``)."""
+        if self._is_locked and paths:
             raise lock_error(paths[0][0] if len(paths[0]) == 1 else paths[0], what)
-
-    # ------------------------------------------------------------------ names and devices
-    @property
-    def names(self: Any) -> list[str | None]:
-        """The names of the batch dimensions (kept on the server)."""
-        return list(self._names) if self._names is not None else [None] * self.batch_dims
-
-    @names.setter
-    def names(self: Any, value: Any) -> None:
-        probe = TensorDict(batch_size=self.batch_size, names=value)
-        self._names = probe.names if value is not None else None
-        self._write_info()
-
-    def refine_names(self: Any, *names: Any) -> Any:
-        """Name the batch dimensions (existing names cannot change)."""
-        self.names = self._names_probe().refine_names(*names).names
-        return self
-
-    def rename_(self: Any, *names: Any, **rename_map: str) -> Any:
-        """Rename the batch dimensions."""
-        self.names = self._names_probe().rename_(*names, **rename_map).names
-        return self
-
-    def _names_probe(self: Any) -> TensorDict:
-        return TensorDict(batch_size=self.batch_size, names=self._names)
-
-    def auto_batch_size_(
-        self: Any, batch_dims: int | None = None, keep_compliant_size: bool = False
-    ) -> Any:
-        """Set the batch size to the longest leading shape all entries share."""
-        skeleton = self._skeleton()
-        skeleton.auto_batch_size_(batch_dims, keep_compliant_size)
-        self.batch_size = skeleton.batch_size
-        return self
-
-    def auto_device_(self: Any) -> Any:
-        """Reads stay where they go (the server has no device): returns the store."""
-        return self
-
-    def clear_device_(self: Any) -> Any:
-        """Reads go to the CPU from now on."""
-        self._device = None
-        return self
 
     # ------------------------------------------------------------------ memory
     def is_consolidated(self: Any) -> bool:
@@ -352,24 +240,6 @@ class StoreOps:
         """:meth:`TensorDict.from_consolidated <tensordict.TensorDict.from_consolidated>`
         (a local tensordict)."""
         return TensorDict.from_consolidated(*args, **kwargs)
-
-    def share_memory_(self: Any) -> Any:
-        """Raises ``NotImplementedError``: a store's data is on the server."""
-        raise NotImplementedError(
-            f"{type(self).__name__}: the data is on the server, not in this process's memory; "
-            "call store.to_local().share_memory_()."
-        )
-
-    def pin_memory(self: Any, num_threads: int | None = None, inplace: bool = False) -> Any:
-        """Raises ``RuntimeError``: a store's data is on the server."""
-        raise RuntimeError(
-            f"{type(self).__name__}: the data is on the server and cannot be pinned; call "
-            "store.to_local().pin_memory()."
-        )
-
-    def pin_memory_(self: Any, num_threads: int = 0) -> Any:
-        """Raises ``RuntimeError``: a store's data is on the server."""
-        return self.pin_memory(num_threads, inplace=True)
 
     def record_stream(self: Any, stream: Any) -> Any:
         """Raises ``RuntimeError``: a store's data is on the server."""

@@ -317,11 +317,6 @@ class PersistentTensorDict(H5Writes, BackedTensorDict):
 
     def _writable(self) -> None:
         self._group  # noqa: B018 - raises once the file is closed
-        if self._is_locked:
-            raise RuntimeError(
-                f"{self.file.filename!r}{self._group.name}: this PersistentTensorDict is "
-                "locked; call unlock_() to write to it."
-            )
         if self.file.mode == "r":
             raise RuntimeError(
                 f"{self.file.filename!r} is open read-only (mode='r'); open it with mode='r+' "
@@ -407,7 +402,7 @@ class PersistentTensorDict(H5Writes, BackedTensorDict):
     def _set_str(
         self, key: str, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
     ) -> PersistentTensorDict:
-        self._writable()
+        self._check_set(key, inplace)
         name = self._name(key)
         if is_tensorclass(value):
             value = value._tensordict

@@ -36,7 +36,7 @@ class H5Writes:
     _children: dict[str, Any]
     _group: Any
     file: Any
-    _check_unlocked: Callable[..., None]
+    _writable: Callable[[], None]
     _get_str: Callable[..., Any]
     _set_str: Callable[..., Any]
     _name: Callable[[str], str]
@@ -55,17 +55,17 @@ class H5Writes:
     ) -> None:
         """Check an indexed in-place write of the entry ``key`` (``set_at_``,
         ``update_at_``, ``update_``…) and append the write to the file to ``plan``."""
-        self._check_unlocked(unravel_key(path), "replace")
+        self._writable()  # in place: allowed while locked, as for a TensorDict
         name = self._name(key)
         target = self._group.get(name)
         if target is None and key in self._meta().get("non_tensor", {}):
             if index is Ellipsis:
-                plan.append(lambda: self._set_str(key, value, inplace=False, validated=True))
+                plan.append(lambda: self._set_str(key, value, inplace=True, validated=True))
                 return
             current = self._get_str(key, NO_DEFAULT)
             updated = current.clone()
             updated[index] = value
-            plan.append(lambda: self._set_str(key, updated, inplace=False, validated=True))
+            plan.append(lambda: self._set_str(key, updated, inplace=True, validated=True))
             return
         if target is None or not hasattr(target, "dtype"):
             raise KeyError(

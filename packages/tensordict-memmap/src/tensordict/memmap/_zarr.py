@@ -29,7 +29,6 @@ from tensordict._plugins.api import (
     InplaceWriteError,
     _check_at,
     import_extra,
-    unravel_key,
 )
 from tensordict._plugins.api import kinds as _kinds
 from tensordict._plugins.api import tabular as _tabular
@@ -135,10 +134,6 @@ class ZarrTensorDict(BackedTensorDict):
         self._group.attrs[ATTR] = meta
 
     def _writable(self) -> None:
-        if self._is_locked:
-            raise RuntimeError(
-                f"{self._path()!r}: this ZarrTensorDict is locked; call unlock_() to write to it."
-            )
         if self._group.read_only:
             raise RuntimeError(
                 f"the zarr store {self._path()!r} is open read-only (mode='r'); open it with "
@@ -221,7 +216,7 @@ class ZarrTensorDict(BackedTensorDict):
         if meta is None or isinstance(value, (NonTensorData, NonTensorStack)):
             super()._plan_at(key, path, value, index, plan, non_blocking)
             return
-        self._check_unlocked(unravel_key(path), "replace")
+        self._writable()  # in place: allowed while locked
         _check_at(path, torch.empty(meta[0], dtype=torch.uint8, device="meta"), value, index)
         node = self._group[_node_name(key)]
         data = torch.as_tensor(value).detach().cpu()
@@ -334,7 +329,7 @@ class ZarrTensorDict(BackedTensorDict):
     def _set_str(
         self, key: str, value: Any, *, inplace: bool, validated: bool, non_blocking: bool = False
     ) -> ZarrTensorDict:
-        self._writable()
+        self._check_set(key, inplace)
         write_entry(
             self._group,
             key,
