@@ -295,3 +295,17 @@ def test_from_schema_on_a_redis_server(redis_server):
     assert again["n", "r"].dtype == torch.float64 and again["n", "r"].shape == (3,)
     assert not again["obs"].any() and not again["n", "r"].any()
     store.clear_redis()
+
+
+def test_in_place_ops_write_back_non_tensor_values(store):
+    # update_/copy_ change non-tensor values in place on the local copy: they still reach
+    # the server (the oracle: the same calls on a local TensorDict)
+    local = sample()
+    store.update_({"label": "run-2"})
+    local.update_({"label": "run-2"})
+    assert reopen(store)["label"] == local["label"] == "run-2"
+    source = sample()
+    source.set_non_tensor("label", "run-3")
+    store.copy_(source)
+    local.copy_(source)
+    assert reopen(store)["label"] == local["label"] == "run-3"

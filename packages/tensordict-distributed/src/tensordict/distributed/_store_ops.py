@@ -78,17 +78,22 @@ def _in_place(name: str) -> Callable[..., Any]:
 
 
 def _leaf_state(td: Any) -> dict[Any, Any]:
-    """``{key: (id, version)}`` of every leaf (``-1`` as the version of non-tensor leaves);
-    for a lazy stack, one such pair per member."""
+    """``{key: (id, version)}`` of every leaf; a non-tensor leaf's version is its values
+    (written in place, it keeps its identity); for a lazy stack, one pair per member."""
     members = lazy_members(td)
     if members is not None:
         states = [_leaf_state(m) for m in members]
         keys = set().union(*states) if states else set()
         return {key: tuple(state.get(key) for state in states) for key in keys}
     return {
-        key: (id(value), value._version if isinstance(value, torch.Tensor) else -1)
+        key: (id(value), value._version if isinstance(value, torch.Tensor) else _values(value))
         for key, value in td.items(include_nested=True, leaves_only=True, is_leaf=is_leaf_nontensor)
     }
+
+
+def _values(value: Any) -> str:
+    """A non-tensor leaf's values, as text (compared before and after an in-place op)."""
+    return repr(value.tolist() if hasattr(value, "tolist") else value)
 
 
 class StoreOps:
