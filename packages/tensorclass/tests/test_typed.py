@@ -61,8 +61,9 @@ def test_missing_required_field_is_named():
 
 
 def test_unexpected_field_is_named():
-    with pytest.raises(TypeError, match=r"^State\(\) got unexpected field\(s\): Y, lock;"):
-        State(eta=torch.zeros(5, 3), X=torch.zeros(5, 4), Y=1, lock=True)
+    # lock= and non_blocking= are constructor keywords, as in the reference
+    with pytest.raises(TypeError, match=r"^State\(\) got unexpected field\(s\): Y, Z;"):
+        State(eta=torch.zeros(5, 3), X=torch.zeros(5, 4), Y=1, Z=2, lock=True)
 
 
 def test_errors_raised_while_building_are_not_renamed():
@@ -380,3 +381,23 @@ def test_assigning_an_undeclared_attribute_is_refused():
         s._foo = 1
     assert not hasattr(s, "foo") and _entries(s).keys() == before.keys()
     assert all(_entries(s)[k] is v for k, v in before.items())
+
+
+def test_constructor_takes_a_mapping_and_the_references_keywords():
+    class Pair(TypedTensorDict):
+        x: torch.Tensor
+        y: torch.Tensor
+
+    x, y = torch.arange(3.0), torch.ones(3)
+    from_map = Pair({"x": x, "y": y}, batch_size=[3])
+    assert torch.equal(from_map.x, x) and torch.equal(from_map.y, y)
+    mixed = Pair({"x": x}, y=y * 2, batch_size=[3])  # keywords complete the mapping
+    assert torch.equal(mixed.y, y * 2)
+    from_td = Pair(TensorDict(x=x, y=y, batch_size=[3]), batch_size=[3])
+    assert torch.equal(from_td.x, x)
+    locked = Pair(x=x, y=y, batch_size=[3], lock=True, non_blocking=False)
+    assert locked.is_locked and not Pair(x=x, y=y, batch_size=[3]).is_locked
+    with pytest.raises(TypeError, match="missing required field"):
+        Pair({"x": x}, batch_size=[3])
+    with pytest.raises(TypeError, match="unexpected field"):
+        Pair({"x": x, "y": y, "z": y}, batch_size=[3])

@@ -35,7 +35,7 @@ from tensordict.tensorclass._wrapper import _Wrapper
 
 _OPTIONS = ("shadow", "frozen")
 _IGNORED = ("autocast", "nocast", "tensor_only")
-_CONSTRUCTOR_KEYWORDS = ("batch_size", "device", "names")
+_CONSTRUCTOR_KEYWORDS = ("batch_size", "device", "names", "lock", "non_blocking")
 
 
 class TypedTensorDict(SelfReturning, _Wrapper, metaclass=TypedTensorDictMeta):  # type: ignore[misc]
@@ -469,6 +469,13 @@ def _checked_init(cls: Any, init: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(init)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if len(args) == 1 and isinstance(args[0], (Mapping, TensorDictBase)):
+            # S({"x": ...}, batch_size=...) as the reference: the mapping's entries are
+            # the fields (keywords given as well win)
+            kwargs = {**{str(k): v for k, v in args[0].items()}, **kwargs}
+            args = ()
+        lock = kwargs.pop("lock", False)
+        kwargs.pop("non_blocking", None)  # a transfer hint: nothing is transferred here
         try:
             init(self, *args, **kwargs)
         except TypeError:
@@ -477,6 +484,8 @@ def _checked_init(cls: Any, init: Callable[..., None]) -> Callable[..., None]:
             if problem is None:  # raised while building (a value a field refuses ...)
                 raise
             raise TypeError(problem) from None
+        if lock:
+            self.lock_()
 
     return __init__
 
