@@ -86,7 +86,20 @@ def test_handles_and_devices(backend, tmp_path):
         with pytest.raises(RuntimeError, match="locked"):
             backed.set("d", torch.ones(3, 4))
     backed.set("d", torch.ones(3, 4))  # the block restored the lock state
-    assert "Tensor" not in repr(backed) or type(backed).__name__ in repr(backed)
+    text = repr(backed)
+    assert text.startswith(type(backed).__name__) and all(k in text for k in ("a", "n", "label"))
+    assert str(tmp_path) in text  # where the data lives
+
+
+def test_context_manager_closes_the_file(tmp_path):
+    h5 = _h5(backed_contract.sample(), tmp_path)
+    with h5:
+        assert h5["a"].shape == (3, 4, 2)
+    with pytest.raises(RuntimeError, match="closed"):
+        h5.get("a")
+    reopened = PersistentTensorDict.from_h5(tmp_path / "data.h5")
+    assert backed_contract.same(reopened.to_tensordict(), backed_contract.sample())
+    reopened.close()
 
 
 @pytest.mark.parametrize("backend", sorted(BACKENDS))
