@@ -105,3 +105,22 @@ def _reassigned(p, o):
 def _nested(p, o):
     p.nested = TensorDict(z=o * 3, batch_size=[4])
     return p
+
+
+def test_nested_compile_region_takes_and_returns_instances():
+    # the region flattens the instance as a pytree; the class and its non-tensor field
+    # come back (the eager call is the expectation)
+    def step(pair):
+        return pair.apply(lambda x: x * 2 + 1)
+
+    region = torch.compiler.nested_compile_region(step)
+
+    @torch.compile(fullgraph=True, backend="eager")
+    def twice(pair):
+        return region(region(pair))
+
+    pair = Pair(obs=torch.arange(3.0), reward=torch.ones(3, 2), label="run", batch_size=[3])
+    out = twice(pair)
+    expected = step(step(pair))
+    assert type(out) is Pair and out.label == "run"
+    assert_same_data(out, expected)

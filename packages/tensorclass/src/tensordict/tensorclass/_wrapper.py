@@ -17,6 +17,7 @@ from types import FunctionType
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
+from torch._ops import HigherOrderOperator
 
 from tensordict import LazyStackedTensorDict, TensorDict, TensorDictBase
 from tensordict._plugins.api import (
@@ -627,6 +628,9 @@ class _Wrapper(TensorDictBase):
         else:
             impl = TD_HANDLED_FUNCTIONS.get(func)
         if impl is None:
+            if isinstance(func, HigherOrderOperator):  # invoke_subgraph & co.: they
+                with torch._C.DisableTorchFunctionSubclass():  # flatten instances
+                    return func(*args, **(kwargs or {}))  # as pytrees themselves
             return NotImplemented
         args = tuple([_unwrap_deep(a) for a in args])
         if kwargs:

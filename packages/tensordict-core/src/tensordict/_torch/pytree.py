@@ -26,6 +26,7 @@ from tensordict._kinds import kinds as _kinds
 from tensordict._kinds.kinds import is_tensor_collection
 from tensordict._leaves.nontensor import (
     DATA_TYPES,
+    NON_TENSOR_TYPES,
     NonTensorData,
     is_non_tensor,
 )
@@ -36,6 +37,7 @@ from tensordict._torch.pytree_td import (
     flatten_with_keys,
     from_dumpable_context,
     make_unflatten,
+    prime_kinds,
     register_unbatched_in_vmap,
     to_dumpable_context,
     vmap_level,
@@ -322,6 +324,8 @@ def register_defaults() -> None:
     ``LazyStackedTensorDict``."""
     register(_kinds.Dense)
     register_unbatched_in_vmap()
+    # the types a tensordict usually holds, cached before any compiled code reads the cache
+    prime_kinds(torch.Tensor, torch.nn.Parameter, torch.nn.Buffer, _kinds.Dense, *NON_TENSOR_TYPES)
     vmap_dims.install()
     lazy_module = sys.modules.get("tensordict._lazy.stack")
     lazy_cls = getattr(lazy_module, "LazyStackedTensorDict", None)

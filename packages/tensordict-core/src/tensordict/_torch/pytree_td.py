@@ -29,14 +29,13 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Iterable, Iterator
-from operator import itemgetter
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
 from tensordict._kinds import kinds as _kinds
-from tensordict._leaves.nontensor import DATA_TYPES, NON_TENSOR_TYPES, NonTensorStack
+from tensordict._leaves.nontensor import DATA_TYPES, NON_TENSOR_TYPES, NonTensorData, NonTensorStack
 from tensordict._leaves.unbatched import UNBATCHED_TYPES, UnbatchedTensorInVmap, as_unbatched
 from tensordict._torch.traced import compiled_tree, symbolic, traced_level
 
@@ -117,6 +116,13 @@ def _same_carried(v1: Any, v2: Any) -> bool:
         return False
 
 
+def _field(index: int) -> Any:
+    """A field of :class:`LevelSpec` read by name (a Python getter: Dynamo traces it where
+    a spec is read inside compiled code, as in ``nested_compile_region``; it cannot wrap
+    ``operator.itemgetter``)."""
+    return property(lambda spec: tuple.__getitem__(spec, index))
+
+
 class LevelSpec(tuple):  # type: ignore[type-arg]
     """What one level of a flattened tensordict was, beside its leaves.
 
@@ -138,23 +144,25 @@ class LevelSpec(tuple):  # type: ignore[type-arg]
 
     # A tuple (made in one C call: flattening makes one per level, on every torch.vmap
     # call) whose fields are read by name.
-    keys: tuple[str, ...] = property(itemgetter(0))  # type: ignore[assignment]
-    layout: tuple[tuple[str, LevelSpec | None], ...] | None = property(itemgetter(1))  # type: ignore[assignment]
-    batch_size: torch.Size = property(itemgetter(2))  # type: ignore[assignment]
-    device: torch.device | None = property(itemgetter(3))  # type: ignore[assignment]
-    names: tuple[Any, ...] | None = property(itemgetter(4))  # type: ignore[assignment]
-    carried: tuple[tuple[str, Any], ...] | None = property(itemgetter(5))  # type: ignore[assignment]
-    level: int = property(itemgetter(6))  # type: ignore[assignment]
+    keys: tuple[str, ...] = _field(0)
+    layout: tuple[tuple[str, LevelSpec | None], ...] | None = _field(1)
+    batch_size: torch.Size = _field(2)
+    device: torch.device | None = _field(3)
+    names: tuple[Any, ...] | None = _field(4)
+    carried: tuple[tuple[str, Any], ...] | None = _field(5)
+    level: int = _field(6)
     #: how many children the level and its merged levels take
-    size: int = property(itemgetter(7))  # type: ignore[assignment]
+    size: int = _field(7)
     #: tensors and merged levels only, none without children, no names, nothing
     #: carried, here and below: the whole tree can be rebuilt in one go
-    plain: bool = property(itemgetter(8))  # type: ignore[assignment]
+    plain: bool = _field(8)
     #: the level was locked: rebuilt locked when its leaves cross a ``torch.vmap`` level
     #: (writes inside the function raise as outside); a hint, ignored by ``==``
-    locked: bool = property(itemgetter(9))  # type: ignore[assignment]
+    locked: bool = _field(9)
 
     def __eq__(self, other: object) -> bool:
+        if type(other) is tuple and len(other) == 10:  # made in compiled code
+            other = level_spec(other)
         if not isinstance(other, LevelSpec):
             return NotImplemented
         if (
@@ -202,6 +210,30 @@ class LevelSpec(tuple):  # type: ignore[type-arg]
 _spec = functools.partial(tuple.__new__, LevelSpec)
 
 
+#: marks a ``NonTensorData`` carried as ``(_NON_TENSOR, data, batch_size)`` in compiled code
+_NON_TENSOR = "tensordict.NonTensorData"
+
+
+def level_spec(spec: Any) -> Any:
+    """``spec`` as a :class:`LevelSpec`: compiled code makes specs as plain tuples (Dynamo
+    rebuilds a tree spec's context only from constants), nested levels included, with a
+    carried ``NonTensorData`` as ``(_NON_TENSOR, data, batch_size)``."""
+    if type(spec) is not tuple or len(spec) != 10:
+        return spec
+    layout, carried = spec[1], spec[5]
+    if layout is not None:
+        layout = tuple((key, None if sub is None else level_spec(sub)) for key, sub in layout)
+    if carried is not None:
+        carried = tuple((key, _carried_value(value)) for key, value in carried)
+    return _spec((spec[0], layout, *spec[2:5], carried, *spec[6:]))
+
+
+def _carried_value(value: Any) -> Any:
+    if type(value) is tuple and len(value) == 3 and value[0] == _NON_TENSOR:
+        return NonTensorData(value[1], batch_size=value[2])
+    return value
+
+
 class NestedKey(pytree.MappingKey):  # type: ignore[type-arg]
     """The key path entry of a leaf of a merged nested level: a mapping key whose key is
     the nested key tuple (``td[("a", "b")]`` reads the leaf, so ``torch.export`` finds
@@ -225,6 +257,8 @@ def flatten(td: Any) -> tuple[list[Any], LevelSpec]:
     """The children of ``td`` (tensor leaves of every merged level, other collections)
     and its spec."""
     children: list[Any] = []
+    if _compiling():  # plain tuples: constants Dynamo can rebuild (nested_compile_region)
+        return children, _flatten_level(td, children, tuple)
     return children, _flatten_level(td, children)
 
 
@@ -237,25 +271,36 @@ _TENSOR_TYPES: set[type] = set()
 
 def _kind(cls: type) -> int:
     """How a value of type ``cls`` is taken: a tensor child, a merged ``TensorDict``, a
-    carried entry, an unbatched tensor (carried unless transformed) or another child."""
+    carried entry, an unbatched tensor (carried unless transformed) or another child.
+    Cached per type, but not in compiled code: a cache filled while tracing would change
+    what the guards saw and recompile (:func:`prime_kinds` fills it for the usual types)."""
     kind = _KINDS.get(cls)
     if kind is None:
-        if cls is _kinds.Dense:
-            kind = _DENSE
-        elif cls in NON_TENSOR_TYPES:
-            kind = _CARRIED
-        elif cls in UNBATCHED_TYPES:
-            kind = _UNBATCHED
-        elif issubclass(cls, _Tensor):
-            kind = _TENSOR
-            _TENSOR_TYPES.add(cls)
-        else:
-            kind = _OTHER
-        _KINDS[cls] = kind
+        kind = _kind_of(cls)
+        if not _compiling():
+            _KINDS[cls] = kind
+            if kind == _TENSOR:
+                _TENSOR_TYPES.add(cls)
     return kind
 
 
-def _flatten_level(td: Any, children: list[Any]) -> LevelSpec:
+def _kind_of(cls: type) -> int:
+    if cls is _kinds.Dense:
+        return _DENSE
+    if cls in NON_TENSOR_TYPES:
+        return _CARRIED
+    if cls in UNBATCHED_TYPES:
+        return _UNBATCHED
+    return _TENSOR if issubclass(cls, _Tensor) else _OTHER
+
+
+def prime_kinds(*classes: type) -> None:
+    """Fill the kind cache for ``classes`` (done at registration for the usual types)."""
+    for cls in classes:
+        _kind(cls)
+
+
+def _flatten_level(td: Any, children: list[Any], make: Any = _spec) -> LevelSpec:
     store = td._tensordict
     names = td._names
     values = store.values()
@@ -267,7 +312,7 @@ def _flatten_level(td: Any, children: list[Any]) -> LevelSpec:
             if _is_batched(first):
                 first_level = _functorch.maybe_get_level(first)
             children.extend(values)
-        return _spec(
+        return make(  # type: ignore[no-any-return]
             (
                 tuple(store),
                 None,
@@ -300,17 +345,19 @@ def _flatten_level(td: Any, children: list[Any]) -> LevelSpec:
                 level = vmap_level(value)
         elif kind == 1:  # _DENSE
             only_tensors = False
-            sub = _flatten_level(value, children)
+            sub = _flatten_level(value, children, make)
             layout.append((key, sub))
-            if sub.size:
+            if sub[7]:  # size
                 if nested_level is None:
-                    nested_level = sub.level
-                plain = plain and sub.plain
+                    nested_level = sub[6]  # level
+                plain = plain and sub[8]
             else:
                 plain = False
         elif kind == 2 or (kind == 3 and not _is_wrapped(value)):  # _CARRIED, _UNBATCHED
             if carried is None:  # an unbatched result of batched operations is a leaf
                 carried = []
+            if make is tuple and type(value) is NonTensorData:  # compiled: a constant
+                value = (_NON_TENSOR, value.data, tuple(value.batch_size))
             carried.append((key, value))
             plain = only_tensors = False
         else:
@@ -324,7 +371,7 @@ def _flatten_level(td: Any, children: list[Any]) -> LevelSpec:
                 leaf = first_leaf((value,))
                 if leaf is not None:
                     nested_level = vmap_level(leaf)
-    return _spec(
+    return make(  # type: ignore[no-any-return]
         (
             tuple(store),
             None if only_tensors else tuple(layout),
@@ -342,7 +389,7 @@ def _flatten_level(td: Any, children: list[Any]) -> LevelSpec:
 
 def flatten_with_keys(td: Any) -> tuple[list[tuple[Any, Any]], LevelSpec]:
     children, spec = flatten(td)
-    return list(zip(_key_entries(spec, ()), children, strict=True)), spec
+    return list(zip(_key_entries(level_spec(spec), ()), children, strict=True)), spec
 
 
 def _key_entries(spec: LevelSpec, prefix: tuple[str, ...]) -> Iterator[Any]:
@@ -361,6 +408,8 @@ def make_unflatten(cls: type) -> Any:
             out = compiled_tree(cls, spec, children)
             if out is not None:
                 return out
+        if type(spec) is tuple:
+            spec = level_spec(spec)
         if spec[8] and children:  # plain: the two rebuilds of every vmap call, in one go
             first = children[0]
             out = None
@@ -859,7 +908,7 @@ def _dumpable(spec: LevelSpec) -> dict[str, Any]:
 
 def to_dumpable_context(spec: LevelSpec) -> str:
     try:
-        return json.dumps(_dumpable(spec))
+        return json.dumps(_dumpable(level_spec(spec)))
     except TypeError as err:
         if "UnbatchedTensor" in str(err):
             raise

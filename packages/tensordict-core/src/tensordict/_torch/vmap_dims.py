@@ -37,7 +37,7 @@ from typing import Any
 import torch._functorch.vmap as _vmap
 
 from tensordict._kinds import kinds as _kinds
-from tensordict._torch.pytree_td import LevelSpec
+from tensordict._torch.pytree_td import LevelSpec, level_spec
 from tensordict._torch.traced import VMAP_MODE
 
 #: what torch.vmap is doing, with the count of lazy stacks flattened when it began: "in"
@@ -71,7 +71,7 @@ def _walk(spec: Any, out: list[Any], pos: int, mode: str, dim: int | None) -> in
             out[pos] = dim
         return pos + 1
     size: int = spec.num_leaves
-    context = spec.context
+    context = spec.context if _is_lazy(spec) else level_spec(spec.context)
     if dim is None and isinstance(context, LevelSpec):
         dim = _batch_dim(out[pos : pos + size], context.batch_size, mode)
         if dim is None:  # a structured prefix, or nothing mapped: as torch does
