@@ -50,4 +50,7 @@ from tensordict.nn.distributions import *
 from tensordict.nn.distributions.composite import *
 from tensordict.nn.distributions.truncated_normal import *
 from tensordict.utils import *  # last: the public unravel_key is utils', not _keys'
+# the star imports bring `annotations` (a __future__ feature object) from modules that use
+# `from __future__ import annotations`; doctest would then compile every example with it
+globals().pop("annotations", None)
 """
