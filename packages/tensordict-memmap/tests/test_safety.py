@@ -336,8 +336,10 @@ def test_non_json_values_are_pickled_and_need_allow_pickle_to_load(
     kwargs = {} if save_flag is None else {"allow_pickle": save_flag}
     td.memmap(tmp_path / "d", **kwargs)  # the reference's memmap takes no flag: pickles
     assert (tmp_path / "d" / "v" / "other.pickle").is_file()
-    with pytest.raises(RuntimeError, match="allow_pickle=True"):
+    pickled = str(tmp_path / "d" / "v" / "other.pickle")
+    with pytest.raises(RuntimeError, match="allow_pickle=True") as refused:
         TensorDict.load_memmap(tmp_path / "d")
+    assert str(refused.value).startswith(f"{pickled!r} holds pickled data")  # named once
     with pytest.raises(RuntimeError, match="allow_pickle=True"):
         TensorDict.load_memmap(tmp_path / "d", allow_pickle=False)
     assert TensorDict.load_memmap(tmp_path / "d", allow_pickle=True)["v"] == value

@@ -305,6 +305,18 @@ def test_memmap_refresh_sees_entries_added_by_others(tmp_path):
     assert (td["b", "c"] == 4).all() and td.is_locked
 
 
+def test_memmap_refresh_after_append_takes_the_new_rows(tmp_path):
+    from tensordict.memmap import append_memmap
+
+    td = TensorDict({"a": torch.zeros(2), "n": {"b": torch.zeros(2, 3)}}, [2]).memmap(tmp_path)
+    append_memmap(tmp_path, TensorDict({"a": torch.ones(1), "n": {"b": torch.ones(1, 3)}}, [1]))
+    td.memmap_refresh_()  # it raised: the folder's batch size had grown
+    expected = TensorDict.load_memmap(tmp_path)
+    assert td.batch_size == (3,) and td.is_locked
+    assert torch.equal(td["a"], torch.tensor([0.0, 0.0, 1.0]))
+    assert torch.equal(td["n", "b"], expected["n", "b"]) and td["n"].batch_size == (3,)
+
+
 def test_make_memmap_family(tmp_path):
     td = TensorDict().memmap_(tmp_path)
     td.make_memmap("a", shape=[3, 4], dtype=torch.float32).fill_(1)

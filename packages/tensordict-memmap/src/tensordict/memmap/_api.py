@@ -45,7 +45,8 @@ def memmap(
     """Write ``data`` to ``prefix`` and return a memory-mapped copy (locked).
 
     Without ``prefix`` the copy lives in anonymous shared memory. With a prefix ending in
-    ``.tdz`` (or ``archive=True``) the result is a single-file archive. The save is atomic
+    ``.tdz`` (or ``archive=True``) the result is a single-file archive, and what is
+    returned is what loading it gives: unlocked, its writes copy-on-write (in memory). The save is atomic
     and durable by default (``atomic=False`` writes in place, faster but not crash safe).
     Non-tensor values are stored as JSON; others are pickled (``allow_pickle=False``
     refuses them), and loading those needs ``allow_pickle=True``.
@@ -359,14 +360,15 @@ def td_load_(td: Any, prefix: str | Path, *args: Any, **kwargs: Any) -> Any:
 
 def td_memmap_refresh_(td: Any, *, allow_pickle: bool | None = None) -> Any:
     """``TensorDict.memmap_refresh_``: re-read the saved folder of ``td`` (entries added or
-    changed on disk by other processes appear)."""
+    changed on disk by other processes appear; rows appended with ``append_memmap`` give
+    ``td`` the grown batch size)."""
     path = td_saved_path(td)
     fresh = load_memmap(path, allow_pickle=allow_pickle)
     locked = td.is_locked
     if locked:
         td.unlock_()
     try:
-        td.update(fresh)
+        td.update(fresh, update_batch_size=fresh.batch_size != td.batch_size)
     finally:
         if locked:
             td.lock_()

@@ -91,18 +91,20 @@ def pickle_or_refuse(value: Any, allow_pickle: bool, where: str, shown: Any = No
     return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def unpickle_or_refuse(path: Path, allow_pickle: bool, read: Any = None) -> Any:
+def unpickle_or_refuse(path: Path | str, allow_pickle: bool, read: Any = None) -> Any:
     """The value pickled in ``path``, only if ``allow_pickle``; RuntimeError otherwise.
 
+    ``path`` is a file, or (a ``str``) a source's description of one, shown as it is.
     ``read`` (optional) returns the file's bytes (archives read members themselves).
     """
+    shown = repr(str(path)) if isinstance(path, Path) else path
     if not allow_pickle:
         raise RuntimeError(
-            f"{str(path)!r} holds pickled data, which can run code when loaded. Pass "
+            f"{shown} holds pickled data, which can run code when loaded. Pass "
             "allow_pickle=True to load it if you trust its origin."
         )
     data = read() if read is not None else Path(path).read_bytes()
     try:
         return pickle.loads(data)
     except Exception as err:
-        raise RuntimeError(f"cannot unpickle {str(path)!r}: {err}") from err
+        raise RuntimeError(f"cannot unpickle {shown}: {err}") from err
