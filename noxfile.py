@@ -264,8 +264,9 @@ def build(session: nox.Session) -> None:
 
 @nox.session
 def bench(session: nox.Session) -> None:
-    """python benchmarks/run.py (arguments after -- go to it)."""
-    install(session, *workspace(), "pytest-benchmark")
+    """python benchmarks/run.py (arguments after -- go to it). matplotlib is installed for
+    benchmarks/plot.py, which draws the benchmarks' --json results."""
+    install(session, *workspace(), "pytest-benchmark", "matplotlib")
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
