@@ -14,6 +14,7 @@ and a test module imports and runs :func:`main`, so every line is working code.
 from __future__ import annotations
 
 import sys
+from typing import Any
 
 import torch
 
@@ -107,6 +108,8 @@ def typed_tensordict() -> None:
     state = State(eta=torch.zeros(5, 3), X=torch.zeros(5, 4), batch_size=[5])
     assert_type(state.eta, torch.Tensor)
     assert_type(state[0], State)
+    assert_type(state["eta"], Any)  # an entry read by key: not the class
+    assert (state["eta"] == 0).all()
     assert_type(state.clone(), State)
     try:
         State(torch.zeros(5, 3), torch.zeros(5, 4))  # type: ignore[call-arg, arg-type]  # pyright: ignore[reportCallIssue]  # keyword-only fields
