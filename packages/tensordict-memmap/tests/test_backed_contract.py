@@ -108,6 +108,8 @@ def test_contiguous_reads_into_memory(backend, tmp_path):
     assert backed.is_contiguous() is False  # as the reference answers for HDF5
     out = backed.contiguous()
     assert type(out) is TensorDict and out.is_contiguous()
+    with pytest.raises(RuntimeError, match=r"contiguous\(inplace=True\).*to_tensordict"):
+        backed.contiguous(inplace=True)
     assert backed_contract.same(out, backed_contract.sample())
 
 

@@ -322,9 +322,16 @@ class BackedTensorDict(
         tensors in memory (:meth:`contiguous` reads them)."""
         return False
 
-    def contiguous(self) -> TensorDict:
-        """The content read into memory (:meth:`to_tensordict`)."""
-        return self.to_tensordict()
+    def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> TensorDict:
+        """The content read into memory (:meth:`to_tensordict`, then ``contiguous``);
+        ``inplace=True`` is refused: the entries stay where they live."""
+        if inplace:
+            raise RuntimeError(
+                f"contiguous(inplace=True): a {type(self).__name__} reads its entries from "
+                f"{self._where()}; call to_tensordict() for a contiguous copy in memory."
+            )
+        out: TensorDict = self.to_tensordict().contiguous(canonical=canonical)
+        return out
 
     # ------------------------------------------------------------------ device and names
     @property

@@ -1281,10 +1281,6 @@ class TensorDictStore(StoreOps, BackedTensorDict):
         """``False``: the store's leaves are on the server (see :meth:`contiguous`)."""
         return False
 
-    def contiguous(self) -> Any:
-        """A local copy of the store (:meth:`to_local`), whose tensors are contiguous."""
-        return self.to_local()
-
     def __len__(self) -> int:
         return self._batch_size[0] if self._batch_size else 0
 

@@ -370,10 +370,12 @@ class LazyStackedTensorDictStore(TensorDictStore):
                 out._set_tuple(path, entry["value"], inplace=False, validated=False)
         return out
 
-    def contiguous(self) -> Any:
+    def contiguous(self, *, canonical: bool = False, inplace: bool = False) -> Any:
         """The stack read into a local dense :class:`~tensordict.TensorDict` (as
         ``to_local().contiguous()``: the elements' shapes must match)."""
-        return self.to_local().contiguous()
+        if inplace:
+            return super().contiguous(inplace=True)  # refused, naming the store
+        return self.to_local().contiguous(canonical=canonical)
 
     def _repr_fields(self) -> list[tuple[str, Any]]:
         fields = super()._repr_fields()
