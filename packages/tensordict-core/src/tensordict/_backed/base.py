@@ -330,7 +330,8 @@ class BackedTensorDict(
                 f"contiguous(inplace=True): a {type(self).__name__} reads its entries from "
                 f"{self._where()}; call to_tensordict() for a contiguous copy in memory."
             )
-        out: TensorDict = self.to_tensordict().contiguous(canonical=canonical)
+        content: Any = self.to_tensordict()
+        out: TensorDict = content.contiguous(canonical=canonical)
         return out
 
     # ------------------------------------------------------------------ device and names
