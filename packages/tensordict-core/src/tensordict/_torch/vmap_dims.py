@@ -113,8 +113,9 @@ def _batch_dim(dims: list[Any], batch_size: Any, mode: str) -> int | None:
         size = list(batch_size)
         raise ValueError(
             f"vmap: {what}={dim} is not a batch dimension of a tensordict of batch size "
-            f"{size}{' (inside the function)' if mode == 'out' else ''}: expected "
-            f"{-n} <= {what} < {n}. A tensordict is mapped along its batch dims only."
+            f"{size}{' (inside the function)' if mode == 'out' else ''}: a negative "
+            f"{what} counts from the last batch dim, so it must be >= {-n} (a dim past the "
+            "batch dims is each leaf's own dim, counted from its first)."
         )
     return dim % n
 
