@@ -310,14 +310,29 @@ class DictOps:
         """``select`` for nested keys: copy the containers along each path, share leaves."""
         out = self._new_unsafe({}, self._batch_size, self._device, self._names)
         store, out_store = self._tensordict, out._tensordict
+        dense = _kinds.Dense
         for key in keys:
             if type(key) is str and key in store:
                 out_store[key] = store[key]
                 continue
             path = _key_tuple(key)
+            last = len(path) - 1
             src, dst = self, out
             for i, part in enumerate(path):
                 value = src._tensordict.get(part)
+                if i == last and value is not None:  # the entry (a leaf or a whole level)
+                    dst._tensordict[part] = value
+                    break
+                if type(value) is dense:  # the common level on the way: copy the container
+                    sub = dst._tensordict.get(part)
+                    if sub is value:  # the whole nested tensordict is already selected
+                        break
+                    if sub is None:
+                        sub = dst._tensordict[part] = value._new_unsafe(
+                            {}, value._batch_size, value._device, value._names
+                        )
+                    src, dst = value, sub
+                    continue
                 nested = isinstance(value, TensorDictBase) and not isinstance(value, _kinds.Dense)
                 if nested and i < len(path) - 1:  # a lazy stack selects the rest itself
                     rest = unravel_key(path[i + 1 :])
