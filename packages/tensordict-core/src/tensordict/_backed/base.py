@@ -411,11 +411,7 @@ class BackedTensorDict(
         ``batch_dims``); ``keep_compliant_size`` keeps the current one when it fits."""
         if keep_compliant_size and self._batch_size:
             return self
-        common: list[int] | None = None
-        for shape in self._shapes():
-            common = list(shape) if common is None else _prefix(common, list(shape))
-        new = (common or [])[:batch_dims] if batch_dims is not None else (common or [])
-        self.batch_size = torch.Size(new)
+        self.batch_size = torch.Size(common_leading(self._shapes(), batch_dims))
         return self
 
     # ------------------------------------------------------------------ new tensordicts
@@ -635,13 +631,26 @@ def _paths(keys: Sequence[Any]) -> list[_Path]:
     return [_key_tuple(k) for k in keys]
 
 
-def _prefix(a: list[int], b: list[int]) -> list[int]:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return a[:n]
+def common_leading(shapes: Sequence[Sequence[int]], limit: int | None = None) -> list[int]:
+    """The leading sizes every shape of ``shapes`` shares (at most ``limit`` of them): the
+    batch size a backend's entries allow.
+
+    >>> common_leading([(3, 4, 2), (3, 4), (3, 5)]), common_leading([(3, 4)], limit=1)
+    ([3], [3])
+    """
+    common: list[int] | None = None
+    for shape in shapes:
+        if common is None:
+            common = list(shape)
+            continue
+        n = 0
+        for a, b in zip(common, shape):
+            if a != b:
+                break
+            n += 1
+        common = common[:n]
+    common = common or []
+    return common[:limit] if limit is not None else common
 
 
 def _under(path: _Path, prefix: _Path) -> bool:

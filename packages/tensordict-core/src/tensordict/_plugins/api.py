@@ -24,7 +24,8 @@ This module imports all of core; core itself never imports it.
 from __future__ import annotations
 
 from tensordict._backed import contract as backed_contract
-from tensordict._backed.base import BackedTensorDict
+from tensordict._backed import families as backed_families
+from tensordict._backed.base import BackedTensorDict, common_leading
 from tensordict._dense.dict_ops import with_entries
 from tensordict._engine.ops import CASTS, QUANTIZED_CASTS, _cast
 from tensordict._formats import tabular
@@ -92,6 +93,8 @@ __all__ = [
     "_cast",
     "_check_at",
     "backed_contract",
+    "backed_families",
+    "common_leading",
     "_td_repr",
     "_unpickle_consolidated",
     "consolidated_buffer",

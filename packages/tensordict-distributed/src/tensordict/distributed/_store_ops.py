@@ -33,7 +33,7 @@ from typing import Any
 import torch
 
 from tensordict import TensorDict, is_leaf_nontensor
-from tensordict._plugins.api import lazy_members, lock_error
+from tensordict._plugins.api import backed_families, lazy_members, lock_error
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 
 _Path = tuple[str, ...]
@@ -43,20 +43,6 @@ _Path = tuple[str, ...]
 ON_LOCAL_COPY = tuple("cpu cuda data_ptr pad replace state_dict to to_padded_tensor".split())
 #: Methods that change the tensordict in place: applied to a local copy, written back.
 IN_PLACE = tuple("""copy_ load_state_dict rename_key_ separates split_keys update_""".split())
-
-
-def _on_local_copy(name: str) -> Callable[..., Any]:
-    method = getattr(TensorDict, name)
-
-    @functools.wraps(method)
-    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
-        return getattr(self.to_local(), name)(*args, **kwargs)
-
-    run.__doc__ = (
-        f"``TensorDict.{name}`` on a local copy of the store (the result is local; the "
-        "store is unchanged)."
-    )
-    return run
 
 
 def _in_place(name: str) -> Callable[..., Any]:
@@ -102,7 +88,7 @@ class StoreOps:
     _names: list[str | None] | None = None
 
     for _name in ON_LOCAL_COPY:
-        locals()[_name] = _on_local_copy(_name)
+        locals()[_name] = backed_families.in_memory(_name, getattr(TensorDict, _name))
     for _name in IN_PLACE:
         locals()[_name] = _in_place(_name)
     del _name

@@ -24,7 +24,12 @@ import numpy as np
 import torch
 
 from tensordict import NonTensorData, NonTensorStack, TensorDict
-from tensordict._plugins.api import BackedTensorDict, InplaceWriteError, is_tensorclass
+from tensordict._plugins.api import (
+    BackedTensorDict,
+    InplaceWriteError,
+    common_leading,
+    is_tensorclass,
+)
 from tensordict._plugins.api import tabular as _tabular
 from tensordict.base import NO_DEFAULT, TensorDictBase
 from tensordict.memmap import _codec, _fs
@@ -40,22 +45,6 @@ def _h5py() -> Any:
     except ModuleNotFoundError as err:
         raise ModuleNotFoundError(f"HDF5 support needs the 'h5py' package: {_EXTRA}") from err
     return h5py
-
-
-def _common_leading(shapes: list[tuple[int, ...]], limit: int | None) -> list[int]:
-    common: list[int] | None = None
-    for shape in shapes:
-        if common is None:
-            common = list(shape)
-            continue
-        n = 0
-        for a, b in zip(common, shape):
-            if a != b:
-                break
-            n += 1
-        common = common[:n]
-    common = common or []
-    return common[:limit] if limit is not None else common
 
 
 class PersistentTensorDict(H5Writes, BackedTensorDict):
@@ -126,7 +115,7 @@ class PersistentTensorDict(H5Writes, BackedTensorDict):
             if isinstance(stored, list):
                 batch_size = stored
             elif not validate_batch_size:
-                batch_size = _common_leading(self._shapes(), None)
+                batch_size = common_leading(self._shapes(), None)
             else:
                 batch_size = []
         self._batch_size = torch.Size(batch_size)
@@ -169,7 +158,7 @@ class PersistentTensorDict(H5Writes, BackedTensorDict):
             if isinstance(stored, list) and not auto_batch_size:
                 out._batch_size = torch.Size(stored)
             else:
-                out._batch_size = torch.Size(_common_leading(out._shapes(), batch_dims))
+                out._batch_size = torch.Size(common_leading(out._shapes(), batch_dims))
                 out._infer_batch = True
             out._check_batch(out._batch_size)
         return out
@@ -334,7 +323,7 @@ class PersistentTensorDict(H5Writes, BackedTensorDict):
                 if self._infer_batch:  # its own largest batch size (at least the parent's)
                     shapes = _dataset_shapes(group)
                     if shapes:
-                        meta_batch = _common_leading(shapes, None)
+                        meta_batch = common_leading(shapes, None)
             child = PersistentTensorDict(
                 group=group,
                 batch_size=meta_batch,

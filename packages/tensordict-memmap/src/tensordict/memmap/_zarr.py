@@ -28,6 +28,7 @@ from tensordict._plugins.api import (
     BackedTensorDict,
     InplaceWriteError,
     _check_at,
+    common_leading,
     import_extra,
 )
 from tensordict._plugins.api import kinds as _kinds
@@ -56,22 +57,6 @@ def _node_name(key: str) -> str:
 def _is_string(array: Any) -> bool:
     kind = np.dtype(array.dtype).kind if isinstance(array.dtype, np.dtype) else None
     return kind in ("U", "S", "O", "T") or kind is None
-
-
-def _common_leading(shapes: list[tuple[int, ...]], limit: int | None) -> list[int]:
-    common: list[int] | None = None
-    for shape in shapes:
-        if common is None:
-            common = list(shape)
-            continue
-        n = 0
-        for a, b in zip(common, shape):
-            if a != b:
-                break
-            n += 1
-        common = common[:n]
-    common = common or []
-    return common[:limit] if limit is not None else common
 
 
 class ZarrTensorDict(BackedTensorDict):
@@ -619,7 +604,7 @@ def from_zarr(
         allow_pickle=allow_pickle,
     )
     if batch_size is None and infer:
-        out._batch_size = torch.Size(_common_leading(out._shapes(), batch_dims))
+        out._batch_size = torch.Size(common_leading(out._shapes(), batch_dims))
         out._check_batch(out._batch_size)
     return out
 
