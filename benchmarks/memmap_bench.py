@@ -18,6 +18,16 @@ tensors (default 1 GiB in 64 leaves), and ``--small-leaves`` tiny tensors (defau
   (summing every leaf), ``torch.load``, ``safetensors.torch.load_file``, the raw
   ``read()`` of the file, and that read followed by the same summing.
 
+A third case, ``durable save`` (``--durable-repeat`` rounds, default 7; ``0`` skips it),
+measures the default save against the physical floor of a durable write: the same
+``--leaves`` tensors written to one new file each and ``fsync``-ed, then the folder. The
+contestants run alternately, each round starting with the next one, medians and minima
+reported; ``td.memmap`` into a new folder and
+over the previous save (the checkpoint loop), beside ``torch.save`` (no fsync) and
+``atomic=False`` (in place, no fsync). Every contestant's setup (not timed) deletes what it
+replaces, waits for the deletions the saves left to a background thread, and flushes the
+disk (``sync``), so that no round pays for another's writeback.
+
 Reads run on files that are in the page cache (they were just written), for every
 contestant alike. Ratios (``x`` = time / reference time) are printed against the named
 reference in the same run. Rounds are interleaved (each round runs every contestant once)
@@ -26,6 +36,7 @@ and the best round counts. Timings vary with the machine's load: run twice and c
     python benchmarks/memmap_bench.py                     # 1 GiB / 64 leaves, 10k leaves
     python benchmarks/memmap_bench.py --total-mb 256 --small-leaves 2000 --repeat 2
     python benchmarks/memmap_bench.py --json out.json --dir /some/disk
+    python benchmarks/memmap_bench.py --small-leaves 0 --repeat 0   # durable save only
 """
 
 from __future__ import annotations
@@ -35,6 +46,7 @@ import gc
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -45,6 +57,7 @@ from typing import Any
 import torch
 
 from tensordict import TensorDict
+from tensordict.memmap._fs import wait_for_removals
 
 
 def interleaved(
@@ -181,6 +194,92 @@ def run_case(name: str, td: TensorDict, work: Path, repeat: int) -> list[dict]:
     ]
 
 
+def raw_files_fsync(folder: Path, tensors: list[torch.Tensor]) -> None:
+    """:func:`raw_files`, then every file and the folder ``fsync``-ed: the floor of a
+    durable one-file-per-leaf save."""
+    os.mkdir(folder)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+    fds = []
+    try:
+        for i, t in enumerate(tensors):
+            fd = os.open(folder / f"{i}.bin", flags, 0o644)
+            fds.append(fd)
+            os.write(fd, memoryview(t.view(torch.uint8).numpy()))
+        for fd in fds:
+            os.fsync(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def durable_case(td: TensorDict, work: Path, repeat: int) -> list[dict]:
+    """The default (durable) save against a raw write + fsync of the same bytes, rounds
+    alternating, medians and minima (see the module doc)."""
+    tensors = [t.contiguous() for t in td.values(True, True)]
+    as_dict = {str(k): v for k, v in td.items(True, True)}
+    raw, new, over, inplace, pt = (
+        work / "raw",
+        work / "new",
+        work / "over",
+        work / "inplace",
+        work / "data.pt",
+    )
+    floor = "raw write + fsync, one file per leaf"
+
+    def removing(path: Path | None) -> Callable[[], None]:
+        def setup() -> None:
+            if path is not None:
+                shutil.rmtree(path, ignore_errors=True)
+                if path.exists():
+                    path.unlink()
+            wait_for_removals()
+            gc.collect()
+            os.sync()
+
+        return setup
+
+    plan: list[tuple[str, Callable[[], Any], Callable[[], Any], str | None]] = [
+        (floor, lambda: raw_files_fsync(raw, tensors), removing(raw), None),
+        ("td.memmap (default) into a new folder", lambda: td.memmap(new), removing(new), floor),
+        ("td.memmap (default) over the last save", lambda: td.memmap(over), removing(None), floor),
+        ("torch.save (no fsync)", lambda: torch.save(as_dict, pt), removing(pt), floor),
+        (
+            "td.memmap (atomic=False) over the last save",
+            lambda: td.memmap(inplace, atomic=False),
+            removing(None),
+            "torch.save (no fsync)",
+        ),
+    ]
+    td.memmap(over)
+    td.memmap(inplace, atomic=False)
+    times: dict[str, list[float]] = {what: [] for what, _, _, _ in plan}
+    for round_ in range(repeat):
+        shift = round_ % len(plan)  # each round starts with the next contestant
+        for what, fn, setup, _ in plan[shift:] + plan[:shift]:
+            setup()
+            start = time.perf_counter()
+            fn()
+            times[what].append(time.perf_counter() - start)
+    for path in (raw, new, over, inplace, pt):
+        removing(path)()
+    return [
+        {
+            "case": "durable save",
+            "what": what,
+            "seconds": statistics.median(times[what]),
+            "min": min(times[what]),
+            "rounds": [round(t, 4) for t in times[what]],
+            "ref": ref,
+        }
+        for what, _, _, ref in plan
+    ]
+
+
 def main(argv: list[str] | None = None) -> list[dict]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--total-mb", type=float, default=1024)
@@ -188,6 +287,9 @@ def main(argv: list[str] | None = None) -> list[dict]:
     parser.add_argument("--small-leaves", type=int, default=10_000)
     parser.add_argument("--small-numel", type=int, default=100)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--durable-repeat", type=int, default=7, help="rounds of the durable-save case (0: skip)"
+    )
     parser.add_argument("--dir", default=None, help="where to write (default: a temporary folder)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args(argv)
@@ -200,25 +302,36 @@ def main(argv: list[str] | None = None) -> list[dict]:
     )
     rows: list[dict] = []
     try:
-        rows += run_case(f"{args.total_mb:g} MiB in {args.leaves} leaves", big, work, args.repeat)
-        rows += run_case(f"{args.small_leaves} small leaves", small, work, args.repeat)
+        if args.repeat:
+            name = f"{args.total_mb:g} MiB in {args.leaves} leaves"
+            rows += run_case(name, big, work, args.repeat)
+            if args.small_leaves:
+                rows += run_case(f"{args.small_leaves} small leaves", small, work, args.repeat)
+        if args.durable_repeat:
+            rows += durable_case(big, work, args.durable_repeat)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     by_key = {(r["case"], r["what"]): r["seconds"] for r in rows}
+    min_by_key = {(r["case"], r["what"]): r.get("min") for r in rows}
     print(f"torch {torch.__version__}, python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     case = None
     for r in rows:
         if r["case"] != case:
             case = r["case"]
             print(f"\n{case}")
-            print(f"  {'':34s} {'seconds':>9s}  vs reference")
+            column = "median (min)" if "min" in r else "best"
+            print(f"  {'':44s} {column:>16s}  vs reference")
         ref = r["ref"]
         text = ""
         if ref is not None and (case, ref) in by_key:
             text = f"{r['seconds'] / by_key[(case, ref)]:6.2f}x {ref}"
+            ref_min = min_by_key[(case, ref)]
+            if r.get("min") is not None and ref_min:
+                text += f" (min {r['min'] / ref_min:.2f}x)"
         if r["what"].startswith("td.") and (case, "torch.save") in by_key:
             text += f"; torch.save / this = {by_key[(case, 'torch.save')] / r['seconds']:.2f}"
-        print(f"  {r['what']:34s} {r['seconds']:9.4f}  {text}")
+        seconds = f"{r['seconds']:.4f}" + (f" ({r['min']:.3f})" if "min" in r else "")
+        print(f"  {r['what']:44s} {seconds:>16s}  {text}")
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return rows

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ import torch.multiprocessing as mp
 from memmap_helpers import ROOT
 
 from tensordict import NonTensorStack, TensorDict, append_memmap
+from tensordict.memmap import _fs
 
 WRITERS = 4
 ROWS_EACH = 25
@@ -114,7 +116,8 @@ def _crash_script():
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("leaves", "leaf_mb"),
-    [(8, "0.5"), (300, "0.004")],  # per-file fsyncs; one syncfs (256 files or more)
+    # per-file fsyncs; files freed in the background (1 MiB or more); one syncfs (256+ files)
+    [(8, "0.5"), (4, "2"), (300, "0.004")],
 )
 def test_kill_9_during_an_overwrite_never_loads_wrong_data(tmp_path, leaves, leaf_mb):
     """A quick version of benchmarks/crash_save.py (100 trials there, README figures)."""
@@ -135,3 +138,64 @@ def test_kill_9_during_an_overwrite_never_loads_wrong_data(tmp_path, leaves, lea
     assert report["wrong"] == 0, report["examples"]
     assert report["old"] + report["new"] + report["error"] == 10
     assert json.loads((tmp_path / "r.json").read_text())["trials"] == 10
+
+
+def _deleted_files_held_open() -> list[str]:
+    """Files this process holds open that are no longer in any folder (Linux)."""
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.endswith(" (deleted)") and _fs.OLD_MARK in target:
+            found.append(target)
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc (Linux)")
+def test_an_overwrite_leaves_no_name_behind_and_frees_the_old_files_in_the_background(
+    tmp_path,
+):
+    big = 1 << 19  # float32: 2 MiB per leaf, past the size whose freeing is deferred
+    TensorDict({f"k{i}": torch.zeros(big) for i in range(3)}, []).memmap(tmp_path / "data")
+    new = TensorDict({f"k{i}": torch.full((big,), float(i)) for i in range(3)}, [])
+    new.memmap(tmp_path / "data")
+    # the names are gone when the save returns: a listing or an rmtree cannot race it
+    assert sorted(os.listdir(tmp_path)) == ["data"]
+    loaded = TensorDict.load_memmap(tmp_path / "data")
+    for i in range(3):
+        assert torch.equal(loaded[f"k{i}"], torch.full((big,), float(i)))
+    _fs.wait_for_removals()
+    assert _deleted_files_held_open() == []
+
+
+def test_a_previous_content_left_by_a_killed_save_is_removed_by_the_next_one(tmp_path):
+    TensorDict({"a": torch.zeros(2)}, [2]).memmap(tmp_path / "data")
+    # what a process killed between the exchange and the deletion leaves next to the target
+    leftover = tmp_path / f"{_fs.OLD_MARK}data-{'0' * 12}"
+    (leftover / "sub").mkdir(parents=True)
+    (leftover / "sub" / "a.memmap").write_bytes(b"\0" * 8)
+    # not previous contents of "data": another target's, and a save still writing
+    other = tmp_path / f"{_fs.OLD_MARK}data2-{'0' * 12}"
+    staging = tmp_path / f"{_fs.TMP_MARK}data-{'0' * 12}"
+    other.mkdir()
+    staging.mkdir()
+    TensorDict({"a": torch.ones(2)}, [2]).memmap(tmp_path / "data")
+    assert sorted(os.listdir(tmp_path)) == sorted(["data", other.name, staging.name])
+    assert torch.equal(TensorDict.load_memmap(tmp_path / "data")["a"], torch.ones(2))
+
+
+def test_deleting_an_old_content_never_follows_a_link_out_of_it(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "big.bin").write_bytes(b"\1" * (2 << 20))
+    old = tmp_path / "old"
+    (old / "level").mkdir(parents=True)
+    (old / "level" / "link").symlink_to(outside, target_is_directory=True)
+    (old / "file-link").symlink_to(outside / "big.bin")
+    (old / "level" / "own.bin").write_bytes(b"\2" * (2 << 20))
+    _fs.discard_tree(old)
+    _fs.wait_for_removals()
+    assert not old.exists()
+    assert (outside / "big.bin").read_bytes() == b"\1" * (2 << 20)

@@ -6,11 +6,14 @@
   folder: overlong names are shortened with a hash, and reserved names are escaped.
 * :func:`create_file` opens a file for writing without following symlinks.
 * :func:`commit_directory` replaces a folder with a fully written staging folder in one
-  atomic step where the kernel allows it (``renameat2(RENAME_EXCHANGE)`` on Linux).
+  atomic step where the kernel allows it (``renameat2(RENAME_EXCHANGE)`` on Linux). The
+  previous content is then deleted by :func:`discard_tree`: its names at once, the
+  freeing of its large files (as long as a third of writing them) in a background thread.
 """
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import ctypes.util
 import errno
@@ -18,7 +21,9 @@ import hashlib
 import os
 import re
 import shutil
+import stat
 import sys
+import threading
 import uuid
 from pathlib import Path
 
@@ -34,6 +39,9 @@ RESERVED_DIR_NAMES = frozenset({"meta.json", "pickle.pkl", "other.pickle"})
 #: Prefix of the temporary names this package creates; encoded keys never start with it
 #: (a ``%`` from a key is always written ``%25``).
 TMP_MARK = "%tmp-"
+#: Prefix of a target's previous content once a commit has moved it aside: nothing reads
+#: such a folder, so any one found (left by a process killed while deleting it) is removed.
+OLD_MARK = "%old-"
 
 
 def _escape_char(char: str) -> str:
@@ -262,9 +270,9 @@ def commit_directory(staging: Path, target: Path, keep: frozenset[str] = frozens
     """Make the fully written folder ``staging`` appear at ``target`` atomically.
 
     A reader of ``target`` sees either its previous content or the new one, never a mix.
-    When ``target`` already exists its entries that were not written by the previous save
-    (not in ``keep``'s complement: ``keep`` names the entries to carry over) are moved
-    into the new folder afterwards, and the old content is deleted.
+    When ``target`` already exists, its entries named in ``keep`` (a user's own files) are
+    moved into the new folder afterwards; the rest of the old content is moved aside under
+    an ``%old-`` name and deleted (see :func:`discard_tree`).
     """
     parent = target.parent
     if not target.exists() and not target.is_symlink():
@@ -275,10 +283,10 @@ def commit_directory(staging: Path, target: Path, keep: frozenset[str] = frozens
         os.rename(staging, target)  # an empty folder is replaced atomically
         fsync_dir(parent)
         return
+    old = old_path(target)
     if exchange(staging, target):
-        old = staging
+        os.rename(staging, old)  # the old content, under a name no save or load uses
     else:
-        old = staging_path(target)
         os.rename(target, old)
         os.rename(staging, target)
     fsync_dir(parent)
@@ -287,7 +295,123 @@ def commit_directory(staging: Path, target: Path, keep: frozenset[str] = frozens
         dst = target / name
         if (src.exists() or src.is_symlink()) and not (dst.exists() or dst.is_symlink()):
             os.rename(src, dst)
-    remove_tree(old)
+    discard_tree(old)
+    for stale in _leftovers(parent, target.name):
+        discard_tree(stale)
+
+
+def old_path(target: Path) -> Path:
+    """A fresh sibling name for ``target``'s previous content (see :data:`OLD_MARK`)."""
+    return target.parent / f"{OLD_MARK}{target.name[:60]}-{uuid.uuid4().hex[:12]}"
+
+
+def _leftovers(parent: Path, name: str) -> list[Path]:
+    """Previous contents of ``parent / name`` that a killed process did not finish deleting."""
+    head = f"{OLD_MARK}{name[:60]}-"
+    try:
+        with os.scandir(parent) as entries:
+            found = [
+                Path(entry.path)
+                for entry in entries
+                if entry.name.startswith(head) and len(entry.name) == len(head) + 12
+            ]
+    except OSError:
+        return []
+    return found
+
+
+_removals: set[threading.Thread] = set()
+_removals_lock = threading.Lock()
+#: Files at least this large are unlinked while held open, and closed in the background.
+_HOLD_BYTES = 1 << 20
+#: At most this many files per removal are held open (the rest are deleted at once).
+_HOLD_FILES = 256
+
+
+def discard_tree(path: Path) -> None:
+    """Delete the folder (or file) ``path``, which nothing reads any more, leaving the
+    kernel's freeing of its large files to a background thread.
+
+    Every name under ``path`` is gone when this returns, so nothing a caller lists or
+    deletes afterwards can meet a half-deleted folder. Large files are opened before they
+    are unlinked; closing them (which frees their pages and blocks, as long as a third of
+    the time it took to write them) happens in a daemon thread that
+    :func:`wait_for_removals` joins, and that the interpreter joins at exit (a process
+    that dies first has the kernel close them).
+    """
+    held: list[int] = []
+    try:
+        if path.is_dir() and not path.is_symlink():
+            for root, dirs, files in os.walk(path, topdown=False):
+                for name in files:
+                    _unlink_holding(os.path.join(root, name), held)
+                for name in dirs:
+                    _remove_dir(os.path.join(root, name))
+            _remove_dir(str(path))
+        else:
+            _unlink_holding(str(path), held)
+    except BaseException:
+        _close_all(held)
+        raise
+    if not held:
+        return
+
+    def close() -> None:
+        try:
+            _close_all(held)
+        finally:
+            with _removals_lock:
+                _removals.discard(thread)
+
+    thread = threading.Thread(target=close, name="tensordict-memmap-free", daemon=True)
+    with _removals_lock:
+        _removals.add(thread)
+    thread.start()
+
+
+def _unlink_holding(path: str, held: list[int]) -> None:
+    """Unlink ``path``; a large regular file is first opened and its fd added to ``held``."""
+    try:
+        if len(held) < _HOLD_FILES:
+            info = os.lstat(path)
+            if info.st_size >= _HOLD_BYTES and stat.S_ISREG(info.st_mode):
+                held.append(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)))
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+def _remove_dir(path: str) -> None:
+    try:
+        if os.path.islink(path):
+            os.unlink(path)
+        else:
+            os.rmdir(path)
+    except FileNotFoundError:
+        pass
+
+
+def _close_all(fds: list[int]) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def wait_for_removals() -> None:
+    """Wait until the kernel has freed the files that saves deleted (see
+    :func:`discard_tree`).
+
+    >>> wait_for_removals()  # nothing pending: returns at once
+    """
+    with _removals_lock:
+        threads = list(_removals)
+    for thread in threads:
+        thread.join()
+
+
+atexit.register(wait_for_removals)
 
 
 def remove_tree(path: Path) -> None:

@@ -6,9 +6,11 @@ then all files are ``fsync``-ed in parallel threads, which the filesystem batche
 256 files on, one ``syncfs`` of the filesystem replaces the per-file calls on Linux),
 and the staging folder then replaces the target in one rename (an atomic
 exchange on Linux). A process killed at any instant leaves either the previous complete
-content or the new one — never a mix. Entries of an existing target that the previous
-save did not write (a user's own files) are carried over. ``atomic=False`` writes in
-place instead, as the reference library does by default (faster, not crash safe).
+content or the new one — never a mix. The previous content is deleted before the call
+returns, except the kernel's freeing of its large files, left to a background thread.
+Entries of an existing target that the previous save did not write (a user's own files)
+are carried over. ``atomic=False`` writes in place instead, as the reference library does
+by default (faster, not crash safe).
 """
 
 from __future__ import annotations
