@@ -243,6 +243,43 @@ def test_select(td):
     assert set(td.keys(True)) == {"z", "a", ("a", "y"), ("a", "b"), ("a", "b", "c"), "s"}
 
 
+@pytest.mark.parametrize(
+    ("keys", "expected"),
+    [
+        # a path then its whole level, and the reverse: the whole level wins either way
+        ((("a", "y"), "a"), {"a": "whole"}),
+        (("a", ("a", "y")), {"a": "whole"}),
+        # two paths through one level share one copied container, in key order
+        ((("a", "b", "c"), ("a", "y"), "z"), {"a": ["b", "y"], "z": "leaf"}),
+        ((("a", "b"), ("a", "b", "c")), {"a": ["b"]}),
+    ],
+)
+def test_select_paths_through_shared_levels(td, keys, expected):
+    out = td.select(*keys)
+    assert list(out.keys()) == list(expected)
+    for key, what in expected.items():
+        if what == "whole":
+            assert out[key] is td[key]
+        elif what == "leaf":
+            assert out[key] is td[key]
+        else:
+            assert out[key] is not td[key]  # a new container, the original untouched
+            assert list(out[key].keys()) == what
+            assert out[key].batch_size == td[key].batch_size
+    if ("a", "b", "c") in keys:
+        assert out["a", "b", "c"] is td["a", "b", "c"]
+    assert set(td.keys(True)) == {"z", "a", ("a", "y"), ("a", "b"), ("a", "b", "c"), "s"}
+
+
+@pytest.mark.parametrize("key", [("a", "missing"), ("missing", "x"), ("z", "x"), ("a", "b", "q")])
+def test_select_missing_paths(td, key):
+    with pytest.raises(KeyError):
+        td.select("z", key)
+    out = td.select("z", key, strict=False)
+    assert out["z"] is td["z"]
+    assert key not in out.keys(True)
+
+
 def test_select_missing_strict_raises(td):
     with pytest.raises(KeyError, match="missing"):
         td.select("missing")

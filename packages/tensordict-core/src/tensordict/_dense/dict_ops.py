@@ -286,17 +286,9 @@ class DictOps:
         """
         if len(keys) == 1 and isinstance(keys[0], list):
             keys = tuple(keys[0])
-        store = self._tensordict
-        chosen = {}
-        for key in keys:  # flat keys: no key tree needed
-            if type(key) is not str:
-                out = self._select_paths(keys, strict)
-                break
-            value = store.get(key, _MISSING)
-            if value is not _MISSING:
-                chosen[key] = value
-            elif strict:
-                raise missing_key(key, self)
+        chosen = _select_simple(self, keys, strict)
+        if chosen is None:  # a key _select_simple does not walk: the general walk
+            out = self._select_paths(keys, strict)
         else:
             out = self._new_unsafe(chosen, self._batch_size, self._device, self._names)
         if inplace:
@@ -848,3 +840,47 @@ def _check_unflatten_collision(out: Any, path: tuple[str, ...], value: Any, key:
                     f"unflatten_keys: Unflattening key(s) in tensordict will override an "
                     f"existing for unflattened key {key!r} (at {unravel_key(path + a)!r})."
                 )
+
+
+def _select_simple(td: Any, keys: Sequence[NestedKey], strict: bool) -> dict | None:
+    """The entries of ``td.select(*keys)`` in one pass, when every key is a string or a
+    tuple of strings whose levels are plain dense tensordicts (the containers on the way
+    are copied, the entries shared); None as soon as a key needs the general walk
+    (:meth:`DictOps._select_paths`: lazy stacks, nested key tuples, a level that is not
+    a tensordict)."""
+    store = td._tensordict
+    dense = _kinds.Dense
+    chosen: dict = {}
+    for key in keys:
+        if type(key) is str:
+            value = store.get(key, _MISSING)
+            if value is not _MISSING:
+                chosen[key] = value
+            elif strict:
+                raise missing_key(key, td)
+            continue
+        if type(key) is not tuple or not key:
+            return None
+        src, dst = store, chosen
+        last = len(key) - 1
+        for i, part in enumerate(key):
+            if type(part) is not str:
+                return None
+            value = src.get(part, _MISSING)
+            if i == last:
+                if value is not _MISSING:
+                    dst[part] = value
+                elif strict:
+                    raise missing_key(key, td)
+                break
+            if type(value) is not dense:
+                return None
+            sub = dst.get(part)
+            if sub is value:  # the whole nested tensordict is already selected
+                break
+            if sub is None:
+                sub = dst[part] = value._new_unsafe(
+                    {}, value._batch_size, value._device, value._names
+                )
+            src, dst = value._tensordict, sub._tensordict
+    return chosen

@@ -95,6 +95,16 @@ def _parent_died(held: list[Any], watcher: weakref.ref[Any]) -> None:
     held.clear()
 
 
+def _held(parent: Any) -> list[Any]:
+    """The tensordicts the locked ``parent`` holds: those its lock counted (the walk that
+    locked it found them), or, when none were counted (a lock taken in compiled code, or
+    nothing nested), its children now."""
+    holds = parent.__dict__.get("_lock_holds")
+    if holds is not None and holds[1]:
+        return holds[1]  # (callers copy it: extend, or list() for the first level)
+    return _children(parent)
+
+
 def drop_holds(parent: Any) -> None:
     """``parent`` is unlocked: its holds were released by the unlock itself."""
     holds = parent.__dict__.get("_lock_holds")
@@ -111,13 +121,14 @@ def lock(td: Any) -> None:
         _lock_compiled(td)
         return
     td._is_locked = True
-    stack = [(td, child) for child in _children(td)]
-    while stack:
-        parent, child = stack.pop()
-        _count_hold(parent, child)
-        if not child._is_locked:
-            child._is_locked = True
-            stack.extend((child, grandchild) for grandchild in _children(child))
+    parents = [td]  # locked here, their children not yet counted (no comprehension: cheaper)
+    while parents:
+        parent = parents.pop()
+        for child in _children(parent):
+            _count_hold(parent, child)
+            if not child._is_locked:
+                child._is_locked = True
+                parents.append(child)
 
 
 def _compiled_lock_warning() -> bool:
@@ -172,7 +183,7 @@ def plan_unlock(td: Any, held_by_caller: int = 0) -> list[tuple[Any, int]]:
             "Unlock the root tensordict instead."
         )
     plan: list[tuple[Any, int]] = []
-    stack = _children(td)
+    stack = list(_held(td))
     if not stack:
         return plan
     held: dict[int, int] = {}  # tensordicts held more than once: counted
@@ -182,14 +193,14 @@ def plan_unlock(td: Any, held_by_caller: int = 0) -> list[tuple[Any, int]]:
         if child._lock_parents == 1:  # held by this parent only: released with it
             plan.append((child, 1))
             if child._is_locked:
-                stack.extend(_children(child))
+                stack.extend(_held(child))
             continue
         key = id(child)
         held[key] = held.get(key, 0) + 1
         if key not in nodes:
             nodes[key] = child
             if child._is_locked:
-                stack.extend(_children(child))
+                stack.extend(_held(child))
     for key, count in held.items():
         if nodes[key]._lock_parents > count:
             raise RuntimeError(
