@@ -464,3 +464,34 @@ def test_update_from_a_dense_source_still_refuses_new_keys_when_locked():
     with pytest.raises(RuntimeError, match="locked"):
         td.update(TensorDict({"b": torch.zeros(2)}, [2]))
     assert list(td.keys()) == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("index", "same_as"),
+    [
+        ((), ()),
+        ((0,), (0,)),
+        ((0, 1), (0, 1)),
+        ((slice(None), 2), (slice(None), 2)),
+        ((Ellipsis, 0), (slice(None), 0)),  # "..." spans the batch dims only
+        ((None, 0), (None, 0)),
+        ((torch.tensor([1, 0]),), (torch.tensor([1, 0]),)),
+    ],
+)
+def test_a_tuple_that_names_no_key_indexes_the_batch_dims(index, same_as):
+    x = torch.arange(24.0).reshape(2, 3, 4)
+    td = TensorDict({"x": x, "n": {"y": x + 1}}, [2, 3])
+    out = td[index]
+    assert torch.equal(out["x"], x[same_as])
+    assert torch.equal(out["n", "y"], (x + 1)[same_as])
+
+
+def test_tuple_keys_read_entries_and_unwrap_non_tensor_values(td):
+    assert td[("z",)] is td["z"]
+    assert td["a", "b", "c"] is td["a"]["b"]["c"]
+    assert td[("a", ("b", "c"))] is td["a"]["b"]["c"]
+    assert td[("s",)] == "text"
+    with pytest.raises(KeyError):
+        td["a", "missing"]
+    with pytest.raises(KeyError):
+        td["z", "below_a_tensor"]

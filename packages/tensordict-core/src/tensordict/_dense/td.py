@@ -544,19 +544,24 @@ class TensorDict(
                 value = self._tensordict[index]
             except KeyError:
                 raise missing_key(index, self) from None
-            if type(value) in NON_TENSOR_TYPES:
-                return unwrap_non_tensor(value)
-            return value
-        if type(index) is tuple and index and isinstance(index[0], (str, tuple)):
+            if type(value) is _Tensor or type(value) not in NON_TENSOR_TYPES:
+                return value
+            return unwrap_non_tensor(value)
+        if type(index) is tuple:
             try:  # fast path: a flat tuple of strings naming an existing entry
                 value = self
                 for part in index:
                     value = value._tensordict[part]
             except (KeyError, AttributeError, TypeError):
+                if not (index and isinstance(index[0], (str, tuple))):
+                    return self._index(index)  # (no key: an index of the batch dims)
                 value = self._get_tuple(_key_tuple(index), NO_DEFAULT)
-            if type(value) in NON_TENSOR_TYPES:
-                return unwrap_non_tensor(value)
-            return value
+            else:
+                if value is self:  # td[()]: the empty index
+                    return self._index(index)
+            if type(value) is _Tensor or type(value) not in NON_TENSOR_TYPES:
+                return value
+            return unwrap_non_tensor(value)
         return self._index(index)
 
     # ------------------------------------------------------------------ set
