@@ -383,3 +383,24 @@ def test_shape_ops_over_every_kind(any_td, op):
     vocab = sorted(set(flat))
     assert torch.equal(_label_codes(out, vocab), leaf_op(_label_codes(any_td, vocab)))
     assert leaves(out)[("tag",)] == "t"
+
+
+@pytest.mark.parametrize("batch", [[], [4], [4, 3], [2, 4]])
+@pytest.mark.parametrize("shape", [[], [4], [3], [4, 3], [4, 3, 2], [2, 4]])
+def test_a_leaf_fits_when_its_shape_starts_with_the_batch_size(batch, shape):
+    from tensordict._keys.shape import leads_with
+
+    fits = list(shape[: len(batch)]) == batch
+    assert leads_with(torch.Size(shape), torch.Size(batch)) is fits
+    value = torch.zeros(shape)
+    for build in (
+        lambda: TensorDict({"x": value}, batch),
+        lambda: TensorDict({}, batch).set("x", value),
+        lambda: TensorDict({}, batch).update({"x": value}),
+        lambda: TensorDict({"x": torch.zeros(batch)}, batch).apply(lambda _: value),
+    ):
+        if fits:
+            assert build()["x"] is value
+        else:
+            with pytest.raises(RuntimeError, match="x"):
+                build()

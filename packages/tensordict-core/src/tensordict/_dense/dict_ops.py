@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from tensordict._keys.nested import NestedKey, unravel_key
-from tensordict._keys.shape import parse_batch_size, parse_device
+from tensordict._keys.shape import leads_with, parse_batch_size, parse_device
 from tensordict._kinds import kinds as _kinds
 from tensordict._kinds.writes import write_inplace
 from tensordict._leaves.collection import data_of
@@ -67,8 +67,9 @@ class DictOps:
         >>> list(td.keys(True, True, sort=True))
         [('a', 'b'), ('a', 'c'), 'd']
         """
-        input_dict_or_td = with_entries(input_dict_or_td, kwargs)
-        if input_dict_or_td is self:  # nothing to write (as in the reference library)
+        if kwargs or input_dict_or_td is None:
+            input_dict_or_td = with_entries(input_dict_or_td, kwargs)
+        elif input_dict_or_td is self:  # nothing to write (as in the reference library)
             return self
         if update_batch_size and isinstance(input_dict_or_td, TensorDictBase):
             return self._update_batch_size(
@@ -112,18 +113,21 @@ class DictOps:
         refuse_new = self._is_locked and not ignore_lock
         if isinstance(source, TensorDictBase):
             sbs = source.batch_size
-            n = min(nb, len(sbs))
-            if sbs[:n] != bs[:n]:
-                where = f" at {unravel_key(prefix)!r}" if prefix else ""
-                raise RuntimeError(
-                    f"update(){where}: the source has batch_size={tuple(sbs)}, which does not "
-                    f"agree with the destination's batch_size={tuple(bs)}. Pass "
-                    "update_batch_size=True to give the destination the source's batch size."
-                )
+            same = sbs == bs  # the usual case: no slices to compare
+            if not same:
+                n = min(nb, len(sbs))
+                if sbs[:n] != bs[:n]:
+                    where = f" at {unravel_key(prefix)!r}" if prefix else ""
+                    raise RuntimeError(
+                        f"update(){where}: the source has batch_size={tuple(sbs)}, which does "
+                        f"not agree with the destination's batch_size={tuple(bs)}. Pass "
+                        "update_batch_size=True to give the destination the source's batch "
+                        "size."
+                    )
         if isinstance(source, _kinds.Dense):
             items: Any = source._tensordict.items()
             # the leaves of a dense source of this batch size (and device) are valid here
-            trusted = source._batch_size[:nb] == bs and (dev is None or source._device == dev)
+            trusted = (same or sbs[:nb] == bs) and (dev is None or source._device == dev)
         else:
             items = source.items()
             trusted = False
@@ -133,7 +137,7 @@ class DictOps:
                     if not trusted:
                         if dev is not None and value.device != dev:
                             value = value.to(dev)
-                        if value.shape[:nb] != bs:
+                        if not leads_with(value.shape, bs):
                             raise self._shape_error(prefix + (key,) if prefix else key, value)
                     if refuse_new and key not in store:
                         raise lock_error(unravel_key(prefix + (key,)))

@@ -24,7 +24,13 @@ from tensordict._engine.tree import TreeMapOps
 from tensordict._keys.first_class import has_dim_index, is_first_class
 from tensordict._keys.index import index_names, indexed_batch_size, normalize_index
 from tensordict._keys.nested import NestedKey, unravel_key
-from tensordict._keys.shape import broadcastable_to, nested_fits, parse_batch_size, parse_device
+from tensordict._keys.shape import (
+    broadcastable_to,
+    leads_with,
+    nested_fits,
+    parse_batch_size,
+    parse_device,
+)
 from tensordict._kinds import kinds as _kinds
 from tensordict._kinds import lock as _lock
 from tensordict._kinds import nesting as _nesting
@@ -141,12 +147,14 @@ class TensorDict(
                 )
         dev = self._device
         nb = len(bs)
+        b0 = bs[0] if nb == 1 else None
         for key, value in source.items():
             if type(key) is str and type(value) is _Tensor:  # subclasses: _validate_value
                 if dev is not None and value.device != dev:
                     value = value.to(dev, non_blocking=bool(non_blocking))
-                try:
-                    bad = value.shape[:nb] != bs
+                try:  # shape[:nb] != bs, without a torch.Size slice for one batch dim
+                    sh = value.shape
+                    bad = (not sh or sh[0] != b0) if nb == 1 else (nb != 0 and sh[:nb] != bs)
                 except RuntimeError:  # a strided nested tensor has no shape
                     bad = not nested_fits(value, bs)
                 if bad:
@@ -420,7 +428,7 @@ class TensorDict(
             if type(value) in UNBATCHED_TYPES:
                 return value._with(bs)  # any shape: it has no batch dimension
             try:
-                bad = value.shape[:nb] != bs
+                bad = not leads_with(value.shape, bs)
             except RuntimeError:  # a strided nested tensor has no shape
                 bad = not nested_fits(value, bs)
             if bad:

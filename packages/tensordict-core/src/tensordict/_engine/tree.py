@@ -34,7 +34,7 @@ import torch
 
 from tensordict._base.apply_ops import CHECKED_APPLY, DEFAULT_APPLY, ApplySpec
 from tensordict._keys.nested import unravel_key
-from tensordict._keys.shape import broadcastable_to, parse_batch_size, parse_device
+from tensordict._keys.shape import broadcastable_to, leads_with, parse_batch_size, parse_device
 from tensordict._kinds import kinds as _kinds
 from tensordict._kinds.kinds import is_nested
 from tensordict._kinds.writes import write_inplace
@@ -253,7 +253,6 @@ class TreeMapOps(_kinds.DenseMixin):
     def _apply_simple(self, fn: Callable[..., Any], checked: bool) -> _kinds.Dense:
         """``_tree_map`` for one tensordict, same batch size: the hot path of ``apply``."""
         bs = self._batch_size
-        nb = len(bs)
         device = self._device
         out = {}
         for key, value in self._tensordict.items():
@@ -264,7 +263,7 @@ class TreeMapOps(_kinds.DenseMixin):
                 if not checked and isinstance(r, _Tensor):
                     if type(r) in UNBATCHED_TYPES:
                         r = cast(UnbatchedTensor, r)._with(bs)
-                    elif r.shape[:nb] != bs:
+                    elif not leads_with(r.shape, bs):
                         raise _result_shape_error(r, (key,), bs)
                     if device is not None and r.device != device:
                         device = None

@@ -41,6 +41,19 @@ def parse_batch_size(batch_size: Sequence[int] | torch.Size | int | None) -> tor
     return out
 
 
+def leads_with(shape: torch.Size, batch_size: torch.Size) -> bool:
+    """Whether ``shape`` starts with ``batch_size``: ``shape[:n] == batch_size``, without
+    building the slice (a ``torch.Size`` slice costs several integer reads).
+
+    >>> leads_with(torch.Size([4, 3]), torch.Size([4])), leads_with(torch.Size([]), torch.Size([4]))
+    (True, False)
+    """
+    nb = len(batch_size)
+    if nb == 1:
+        return len(shape) > 0 and shape[0] == batch_size[0]
+    return nb == 0 or shape[:nb] == batch_size
+
+
 def nested_fits(value: torch.Tensor, batch_size: Sequence[int]) -> bool:
     """Whether a strided nested tensor (which has no ``shape``) starts with ``batch_size``:
     its regular dims match, ``-1`` stands for a ragged one.

@@ -284,8 +284,11 @@ def _collect_keys(
     ``keys(True, True)``)."""
     base, tensor, non_tensor = _kinds.Base, _Tensor, _kinds.NON_TENSOR
     for key, value in store.items():
+        if type(value) is tensor:  # the common case: one identity test
+            out.append(prefix + (key,) if prefix else key)
+            continue
         if not isinstance(value, base):
-            if not leaves_only or type(value) is tensor or not isinstance(value, non_tensor):
+            if not leaves_only or not isinstance(value, non_tensor):
                 out.append(prefix + (key,) if prefix else key)
             continue
         if not leaves_only:
@@ -306,8 +309,11 @@ def _collect_values(
     base, tensor, non_tensor = _kinds.Base, _Tensor, _kinds.NON_TENSOR
     later = False
     for value in store.values():
+        if type(value) is tensor:  # the common case: one identity test
+            out.append(value)
+            continue
         if not isinstance(value, base):
-            if not leaves_only or type(value) is tensor or not isinstance(value, non_tensor):
+            if not leaves_only or not isinstance(value, non_tensor):
                 out.append(value)
             continue
         if not leaves_only:
@@ -332,8 +338,11 @@ def _collect_items(
     base, tensor, non_tensor = _kinds.Base, _Tensor, _kinds.NON_TENSOR
     later = False
     for key, value in store.items():
+        if type(value) is tensor:  # the common case: one identity test
+            out.append((prefix + (key,) if prefix else key, value))
+            continue
         if not isinstance(value, base):
-            if not leaves_only or type(value) is tensor or not isinstance(value, non_tensor):
+            if not leaves_only or not isinstance(value, non_tensor):
                 out.append((prefix + (key,) if prefix else key, value))
             continue
         if not leaves_only:
