@@ -648,42 +648,46 @@ class TensorDict(
         tensor([0., 1., 2.])
         """
         if type(index) is str:
-            if type(value) is _Tensor:  # the hot path of _set_str/_validate_value
-                dev = self._device
-                if dev is not None and value.device != dev:
-                    value = value.to(dev)
-                bs = self._batch_size
-                try:
-                    bad = value.shape[: len(bs)] != bs
-                except RuntimeError:  # a strided nested tensor has no shape
-                    bad = not nested_fits(value, bs)
-                if bad:
-                    raise self._shape_error(index, value)
-                store = self._tensordict
-                if self._is_locked:
-                    raise lock_error(index, "replace" if index in store else "add")
-                store[index] = value
-            else:
-                self._set_str(index, value, inplace=False, validated=False)
-        elif type(index) is tuple and index and isinstance(index[0], (str, tuple)):
-            parent = self
-            try:  # fast path: the parent of a flat string key exists and is dense
+            parent, last = self, index
+        elif type(index) is tuple:
+            try:  # fast path: the parent of a flat string key exists
+                parent = self
                 for part in index[:-1]:
                     parent = parent._tensordict[part]
                 last = index[-1]
-                store = parent._tensordict
-            except (KeyError, AttributeError, TypeError):
-                self._set_tuple(_key_tuple(index), value, inplace=False, validated=False)
+            except (KeyError, AttributeError, TypeError, IndexError):
+                parent = last = None
+            if type(last) is not str or type(parent) is not TensorDict:
+                if index and isinstance(index[0], (str, tuple)):
+                    self._set_tuple(_key_tuple(index), value, inplace=False, validated=False)
+                else:  # no key: an index of the batch dims
+                    self._set_at_index(index, value)
                 return
-            if type(last) is str and type(parent) is TensorDict:
-                value = parent._validate_value(index, value)
-                if parent._is_locked:
-                    raise lock_error(index, "replace" if last in store else "add")
-                store[last] = value
-            else:
-                self._set_tuple(_key_tuple(index), value, inplace=False, validated=False)
         else:
             self._set_at_index(index, value)
+            return
+        if type(value) is _Tensor:  # the hot path of _set_str/_validate_value, inlined
+            dev = parent._device
+            if dev is not None and value.device != dev:
+                value = value.to(dev)
+            bs = parent._batch_size
+            nb = len(bs)
+            try:  # shape[:nb] != bs, without a torch.Size slice for one batch dim
+                sh = value.shape
+                bad = (not sh or sh[0] != bs[0]) if nb == 1 else (nb != 0 and sh[:nb] != bs)
+            except RuntimeError:  # a strided nested tensor has no shape
+                bad = not nested_fits(value, bs)
+            if bad:
+                raise parent._shape_error(index, value)
+        elif parent is self:
+            self._set_str(last, value, inplace=False, validated=False)
+            return
+        else:
+            value = parent._validate_value(index, value)
+        store = parent._tensordict
+        if parent._is_locked:
+            raise lock_error(index, "replace" if last in store else "add")
+        store[last] = value
 
     def _set_at_index(self, index: Any, value: Any) -> None:
         idx = normalize_index(index, self._batch_size)
