@@ -2,15 +2,18 @@
 """Tensorclass overhead benchmark: each op on a tensorclass against the same op on the
 equivalent TensorDict, in the same run.
 
-The tensorclass has 10 tensor fields ``f0``..``f9`` of shape ``(64, F)`` (the *flat* data
-of ``run.py``); the TensorDict twin holds the same tensors under the same keys. Each row
-times the tensorclass call and its TensorDict twin with ``run.py``'s harness (alternating
-rounds, process CPU time, minimum over rounds, minus the cost of an empty call). One more
-row compares a field read with the attribute read of a plain ``@dataclass`` holding the
-same tensors. Before timing, both sides run once and their results are compared.
+Two tensorclasses: ``Flat``, with 10 tensor fields ``f0``..``f9`` of shape ``(64, F)`` (the
+*flat* data of ``run.py``), and ``Labeled``, the same 10 tensor fields plus a non-tensor
+field with a default (``label: str = "x"``). Each one's TensorDict twin holds the same
+entries under the same keys (for ``Labeled``, ``"label"`` as a non-tensor value, given in
+the constructor's entries). Each row times the tensorclass call and its TensorDict twin
+with ``run.py``'s harness (alternating rounds, process CPU time, minimum over rounds, minus
+the cost of an empty call). One more row compares a field read with the attribute read of
+a plain ``@dataclass`` holding the same tensors. Before timing, both sides run once and
+their results are compared (non-tensor entries by value).
 
-Targets (issue 9): every op <= 1.2x its TensorDict twin; a field read <= 3x the dataclass
-attribute read.
+Targets (issues 9 and 22): every op <= 1.2x its TensorDict twin; a field read <= 3x the
+dataclass attribute read.
 
 Usage::
 
@@ -38,7 +41,13 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import run  # noqa: E402  (the shared harness)
 
-from tensordict import TensorClass, TensorDict, TensorDictBase  # noqa: E402
+from tensordict import (  # noqa: E402
+    NonTensorData,
+    NonTensorStack,
+    TensorClass,
+    TensorDict,
+    TensorDictBase,
+)
 
 TARGET_TWIN = 1.2
 TARGET_DATACLASS = 3.0
@@ -57,6 +66,22 @@ class Flat(TensorClass):
     f7: torch.Tensor
     f8: torch.Tensor
     f9: torch.Tensor
+
+
+class Labeled(TensorClass):
+    """``Flat``'s 10 tensor fields and a non-tensor field with a default."""
+
+    f0: torch.Tensor
+    f1: torch.Tensor
+    f2: torch.Tensor
+    f3: torch.Tensor
+    f4: torch.Tensor
+    f5: torch.Tensor
+    f6: torch.Tensor
+    f7: torch.Tensor
+    f8: torch.Tensor
+    f9: torch.Tensor
+    label: str = "x"
 
 
 @dataclasses.dataclass
@@ -81,14 +106,23 @@ def setup() -> SimpleNamespace:
     td = TensorDict(run.clone_nest(src), batch_size=[run.B])
     return SimpleNamespace(
         src=src,
+        src_l={**src, "label": "x"},  # the entries of a Labeled with its default label
         tc=tc,
         td=td,
         dc=FlatDataclass(**src),
         v=torch.randn(run.B, 16),
         tcs=[Flat(**run.clone_nest(src), batch_size=[run.B]) for _ in range(10)],
         tds=[TensorDict(run.clone_nest(src), batch_size=[run.B]) for _ in range(10)],
+        tcl=Labeled(**run.clone_nest(src), batch_size=[run.B]),
+        tdl=_labeled_td(src),
+        tcls=[Labeled(**run.clone_nest(src), batch_size=[run.B]) for _ in range(10)],
+        tdls=[_labeled_td(src) for _ in range(10)],
         batch=[run.B],
     )
+
+
+def _labeled_td(src: dict) -> TensorDict:
+    return TensorDict({**run.clone_nest(src), "label": "x"}, batch_size=[run.B])
 
 
 def _write_tc(s: SimpleNamespace) -> None:
@@ -106,6 +140,7 @@ class Row:
     other_fn: Callable[[SimpleNamespace], Any]
     other: str = "TensorDict"
     target: float = TARGET_TWIN
+    tc_cls: type = Flat  # the class the tensorclass side returns
 
 
 # fmt: off
@@ -120,11 +155,22 @@ ROWS: list[Row] = [
     Row("clone", lambda s: s.tc.clone(), lambda s: s.td.clone()),
     Row("torch.stack of 10", lambda s: torch.stack(s.tcs, 0), lambda s: torch.stack(s.tds, 0)),
     Row("to(float64)", lambda s: s.tc.to(torch.float64), lambda s: s.td.to(torch.float64)),
+    # Labeled: the same fields and a non-tensor one (label: str = "x")
+    Row("+label: construct (10 + default)", lambda s: Labeled(**s.src, batch_size=s.batch),
+        lambda s: TensorDict(**s.src_l, batch_size=s.batch), tc_cls=Labeled),
+    Row("+label: index int [3]", lambda s: s.tcl[3], lambda s: s.tdl[3], tc_cls=Labeled),
+    Row("+label: clone", lambda s: s.tcl.clone(), lambda s: s.tdl.clone(), tc_cls=Labeled),
+    Row("+label: torch.stack of 10", lambda s: torch.stack(s.tcls, 0),
+        lambda s: torch.stack(s.tdls, 0), tc_cls=Labeled),
+    Row("+label: to(float64)", lambda s: s.tcl.to(torch.float64),
+        lambda s: s.tdl.to(torch.float64), tc_cls=Labeled),
 ]
 # fmt: on
 
 
 def _plain(x: Any) -> Any:
+    if isinstance(x, (NonTensorData, NonTensorStack)):  # compared by value
+        return x.tolist()
     if isinstance(x, TensorDictBase):
         return {k: _plain(v) for k, v in x.items()}
     if dataclasses.is_dataclass(x):
@@ -140,8 +186,8 @@ def check(row: Row) -> str:
     ra, rb = row.tc_fn(a), row.other_fn(b)
     if ra is None:  # in-place: compare the states
         ra, rb = a.tc, b.td
-    if isinstance(rb, TensorDictBase) and not isinstance(ra, Flat):
-        return f"the tensorclass side returned a {type(ra).__name__}, not a Flat"
+    if isinstance(rb, TensorDictBase) and type(ra) is not row.tc_cls:
+        return f"the tensorclass side returned a {type(ra).__name__}, not a {row.tc_cls.__name__}"
     return run.diff(_plain(ra), _plain(rb))
 
 

@@ -13,7 +13,8 @@ from tensordict import TensorDict
 from tensordict._plugins.api import register_class
 from tensordict.tensorclass import _fields
 from tensordict.tensorclass._fields import MISSING, FieldSpec, Flags
-from tensordict.tensorclass._wrapper import _Wrapper, make_init
+from tensordict.tensorclass._init import make_init
+from tensordict.tensorclass._wrapper import _Wrapper, sync_init_state
 
 #: Field names that would hide a member of every instance (``shadow=True`` allows them).
 #: ``data`` and ``grad`` are common field names: they are allowed and hide the
@@ -76,6 +77,7 @@ def process(cls: Any, flags: Flags, *, unwrap: bool) -> None:
         cls._init_names = tuple(f.name for f in fields if f.init)
     cls._run_post_init = hasattr(cls, "__post_init__")
     cls._post_init_on_rebuild = cls._run_post_init and not flags.skip_post_init_on_rebuild
+    sync_init_state(cls)
     cls.__hash__ = object.__hash__ if flags.frozen else None
     cls.__expected_keys__ = frozenset(cls._field_specs)
     register_class(cls)  # loaders find it by name, without importing anything
@@ -121,6 +123,7 @@ def _build_specs(cls: Any, flags: Flags, hints: dict[str, Any], unwrap: bool) ->
     cls._bulk_init = (
         all(s.cast is None for s in specs.values()) and cls.__setattr__ is _Wrapper.__setattr__
     )
+    sync_init_state(cls)
 
 
 def _publish_hints(

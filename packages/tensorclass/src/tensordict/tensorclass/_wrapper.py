@@ -11,7 +11,6 @@ and lets the tensordict validate them.
 from __future__ import annotations
 
 import dataclasses
-import keyword
 from collections.abc import Callable, Iterator, Sequence
 from types import FunctionType
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -90,6 +89,8 @@ class _Wrapper(TensorDictBase):
     #: ``tensor_only`` tensorclasses through their flag), and those fields.
     _strict_fields: ClassVar[bool] = False
     _tensor_typed_names: ClassVar[tuple[str, ...]] = ()
+    #: What the generated ``__init__`` of the class reads (see :func:`make_init`).
+    _init_state: ClassVar[InitState | None] = None
 
     if TYPE_CHECKING:
 
@@ -123,6 +124,7 @@ class _Wrapper(TensorDictBase):
                 _fields.upgrade(cls, name)
                 cls._plain_names = tuple(n for n in cls._plain_names if n != name)
                 cls._plain_set = frozenset(cls._plain_names)
+                sync_init_state(cls)
 
     @classmethod
     def _rewrap(cls, td: TensorDictBase) -> Any:
@@ -161,7 +163,8 @@ class _Wrapper(TensorDictBase):
         names: Any,
         initvars: tuple[Any, ...] = (),
     ) -> None:
-        """The body of the generated ``__init__``."""
+        """The generic body of the generated ``__init__`` (see :func:`make_init` for the
+        one-pass body most classes run)."""
         cls = type(self)
         if cls._pending_namespace is not None:  # annotations that named later definitions
             from tensordict.tensorclass import _process
@@ -299,16 +302,18 @@ class _Wrapper(TensorDictBase):
         object.__setattr__(self, "_deleted", deleted | {name})
 
     def __setattr__(self, name: str, value: Any) -> None:
-        cls = type(self)
-        if type(value) is _Tensor and name in cls._fast_set:
+        # (class attributes read through the instance: a read through the class goes
+        # through its metaclass's __getattr__ hook, several times slower)
+        if type(value) is _Tensor and name in self._fast_set:
             td = self._tensordict
             if type(td) is _TD:  # the checks of TensorDict.__setitem__, inline
                 dev = td._device
                 if dev is not None and value.device != dev:
                     value = value.to(dev)
                 bs = td._batch_size
-                if value.shape[: len(bs)] != bs:
-                    raise _shape_error(cls, name, value, bs)
+                sh = value.shape  # shape[:nb] != bs, without a torch.Size slice for one dim
+                if (not sh or sh[0] != bs[0]) if len(bs) == 1 else sh[: len(bs)] != bs:
+                    raise _shape_error(type(self), name, value, bs)
                 store = td._tensordict
                 if td._is_locked and name not in store:
                     raise lock_error(name)
@@ -316,6 +321,7 @@ class _Wrapper(TensorDictBase):
                 if _is_compiling():  # Dynamo does not see that __dict__ is the store:
                     object.__setattr__(self, name, value)  # tell it the attribute too
                 return
+        cls = type(self)
         if name in cls._field_specs:
             self._set_field(name, value)
             return
@@ -763,58 +769,37 @@ _set_data = _Wrapper.__dict__["_tensordict"].__set__
 _set_dict = next(
     k.__dict__["__dict__"] for k in _Wrapper.__mro__ if "__dict__" in k.__dict__
 ).__set__
-_is_compiling = torch.compiler.is_compiling
+_is_compiling = torch.compiler.is_dynamo_compiling
 
 
 # ----------------------------------------------------------------------------- __init__
 
 
-def make_init(
-    cls: Any, specs: dict[str, FieldSpec], initvars: Sequence[dataclasses.Field[Any]]
-) -> Callable[..., Any]:
-    """The generated ``__init__``: the fields (in order, keyword-only ones after ``*``),
-    then ``batch_size``, ``device`` and ``names``."""
-    positional: list[str] = []
-    kw_only: list[str] = []
-    namespace: dict[str, Any] = {"_FACTORY": _FACTORY}
-    seen_default = False
-    all_fields = [f for f in dataclasses.fields(cls)] + list(initvars)
-    for f in all_fields:
-        if not f.init:
-            continue
-        if not f.name.isidentifier() or keyword.iskeyword(f.name):
-            raise TypeError(f"{cls.__name__}: field name {f.name!r} is not an identifier.")
-        if f.default is not MISSING:
-            namespace[f"_d_{f.name}"] = f.default
-            param = f"{f.name}=_d_{f.name}"
-        elif f.default_factory is not MISSING:
-            param = f"{f.name}=_FACTORY"
-        else:
-            param = f.name
-        if f.kw_only:
-            kw_only.append(param)
-            continue
-        if "=" in param:
-            seen_default = True
-        elif seen_default:
-            raise TypeError(f"non-default argument {f.name!r} follows default argument")
-        positional.append(param)
-    field_names = [f.name for f in dataclasses.fields(cls) if f.init]
-    initvar_names = [f.name for f in initvars if f.init]
-    # a field named like a keyword (shadow=True) takes its place in the signature
-    meta = [m for m in ("batch_size", "device", "names") if m not in field_names]
-    keyword_only = [*kw_only, *(f"{m}=None" for m in meta)]
-    params = ", ".join(["self", *positional, *(["*", *keyword_only] if keyword_only else [])])
-    values = "(" + "".join(f"{n}, " for n in field_names) + ")"
-    extra = "(" + "".join(f"{n}, " for n in initvar_names) + ")"
-    args = ", ".join(m if m in meta else "None" for m in ("batch_size", "device", "names"))
-    src = f"def __init__({params}):\n    self._init_fields({values}, {args}, {extra})\n"
-    exec(src, namespace)  # noqa: S102 - generated from the class's own field names
-    init: Callable[..., Any] = namespace["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    init.__module__ = cls.__module__
-    cls._init_names = tuple(field_names)
-    return init
+class InitState:
+    """What the generated ``__init__`` of one class reads on every call, in slots (the
+    class's own attributes are read through its metaclass, several times slower). Kept
+    equal to the class attributes by :func:`sync_init_state`."""
+
+    __slots__ = ("fast", "frozen", "post_init", "tensor_typed", "plain")
+
+    def __init__(self) -> None:
+        self.fast = False  # _bulk_init and no annotation left to resolve
+        self.frozen = False
+        self.post_init = False
+        self.tensor_typed: frozenset[str] = frozenset()
+        self.plain: frozenset[str] = frozenset()
+
+
+def sync_init_state(cls: Any) -> None:
+    """Copy the class attributes the generated ``__init__`` reads into its state."""
+    state = cls.__dict__.get("_init_state")
+    if state is None:
+        return
+    state.fast = cls._bulk_init and cls._pending_namespace is None
+    state.frozen = cls._frozen
+    state.post_init = cls._run_post_init
+    state.tensor_typed = frozenset(cls._tensor_typed_names)
+    state.plain = cls._plain_set
 
 
 LAZY_TYPES = (LazyStackedTensorDict,)
