@@ -288,7 +288,7 @@ class DictOps:
         >>> list(td.select("a", ("b", "c")).keys(True))
         ['a', 'b', ('b', 'c')]
         """
-        if len(keys) == 1 and isinstance(keys[0], list):
+        if len(keys) == 1 and type(keys[0]) is list:
             keys = tuple(keys[0])
         chosen = _select_simple(self, keys, strict)
         if chosen is None:  # a key _select_simple does not walk: the general walk
@@ -888,3 +888,4 @@ def _select_simple(td: Any, keys: Sequence[NestedKey], strict: bool) -> dict | N
                 )
             src, dst = value._tensordict, sub._tensordict
     return chosen
+
