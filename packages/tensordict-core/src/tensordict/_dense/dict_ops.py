@@ -374,7 +374,7 @@ class DictOps:
         >>> list(td.exclude(("b", "c")).keys(True))
         ['a', 'b']
         """
-        if len(keys) == 1 and isinstance(keys[0], list):
+        if len(keys) == 1 and type(keys[0]) is list:
             keys = tuple(keys[0])
         if inplace and self._is_locked:
             raise lock_error(keys, "delete")
@@ -439,13 +439,14 @@ class DictOps:
     def _flatten_into(
         self, out: dict, prefix: str, separator: str, is_leaf: Callable | None
     ) -> None:
+        # (a nested tensordict without leaves adds no flat key: walking it adds nothing)
+        dense = _kinds.Dense
         for key, value in self._tensordict.items():
             name = prefix + key
-            leaf = (
-                is_leaf(type(value)) if is_leaf is not None else not isinstance(value, _kinds.Dense)
-            )
-            if not leaf and value.is_empty():
-                continue  # a nested tensordict without leaves has no flat key
+            if is_leaf is None:
+                leaf = type(value) is _Tensor or not isinstance(value, dense)
+            else:
+                leaf = is_leaf(type(value))
             if leaf:
                 if name in out:
                     raise KeyError(
@@ -525,10 +526,11 @@ class DictOps:
         operations: their result holds the input's entries, tensors or not)."""
         bs = self._batch_size
         out: dict[str, Any] = {}
+        dense = _kinds.Dense
         for key, value in self._tensordict.items():
-            if isinstance(value, _Tensor):
+            if type(value) is _Tensor or isinstance(value, _Tensor):
                 out[key] = value
-            elif isinstance(value, _kinds.Dense):
+            elif type(value) is dense or isinstance(value, dense):
                 out[key] = value._shallow_copy(share_non_tensor)
             elif isinstance(value, NON_TENSOR):
                 # a container of its own (same shape), or the input's
