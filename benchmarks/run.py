@@ -357,16 +357,23 @@ def floor_copy(d: dict) -> dict:
 
 
 def floor_exclude(d: dict, keys: tuple) -> dict:
-    out = floor_copy(d)
+    """A new top level; nested levels copied only on the way to an excluded key (the
+    others shared, as ``TensorDict.exclude`` and the reference share them)."""
+    out = dict(d)
+    copied = {id(out)}
     for key in keys:
         if type(key) is str:
             out.pop(key, None)
             continue
         parent: Any = out
         for part in key[:-1]:
-            parent = parent.get(part)
-            if type(parent) is not dict:
+            child = parent.get(part)
+            if type(child) is not dict:
                 break
+            if id(child) not in copied:
+                child = parent[part] = dict(child)
+                copied.add(id(child))
+            parent = child
         else:
             parent.pop(key[-1], None)
     return out

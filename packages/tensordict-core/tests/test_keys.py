@@ -312,6 +312,37 @@ def test_exclude_inplace(td):
     assert "z" not in td.keys()
 
 
+def test_exclude_copies_only_the_levels_it_reaches_into():
+    # as the reference: a nested tensordict no excluded key reaches into is shared
+    inner = TensorDict({"u": torch.zeros(2)}, [2])
+    untouched = TensorDict({"v": torch.zeros(2)}, [2])
+    td = TensorDict(
+        {"a": {"b": {"c": torch.ones(2), "d": torch.ones(2)}}, "n": inner, "m": untouched}, [2]
+    )
+    out = td.exclude(("a", "b", "c"), ("a", "b", "missing"), ("n", "missing", "deeper"))
+    assert out["m"] is untouched
+    # a level an excluded key goes through is copied, even when the key is missing below
+    assert out["n"] is not inner and out["n", "u"] is inner["u"]
+    assert out["a"] is not td["a"] and out["a", "b"] is not td["a", "b"]
+    assert list(out["a", "b"].keys()) == ["d"] and out["a", "b", "d"] is td["a", "b", "d"]
+    assert set(td.keys(True, True)) == {("a", "b", "c"), ("a", "b", "d"), ("n", "u"), ("m", "v")}
+    # in place: the input's own levels lose the key
+    level = td["a", "b"]
+    assert td.exclude(("a", "b", "c"), inplace=True) is td
+    assert td["a", "b"] is level and list(level.keys()) == ["d"]
+
+
+def test_exclude_reaches_into_a_lazy_stack_without_changing_it():
+    from tensordict import LazyStackedTensorDict
+
+    members = [TensorDict({"x": torch.zeros(2), "y": torch.ones(2)}, [2]) for _ in range(3)]
+    td = TensorDict({"s": LazyStackedTensorDict(*members, stack_dim=0)}, [3])
+    out = td.exclude(("s", "x"))
+    assert set(out["s"].keys()) == {"y"}
+    assert all(set(m.keys()) == {"x", "y"} for m in members)
+    assert set(td["s"].keys()) == {"x", "y"}
+
+
 # ---------------------------------------------------------------- rename_key_
 def test_rename_key_(td):
     c = td["a", "b", "c"]

@@ -365,30 +365,50 @@ class DictOps:
         return out
 
     def exclude(self, *keys: NestedKey, inplace: bool = False) -> TensorDict:
-        """A tensordict without ``keys`` (missing keys are ignored; entries are shared, the
-        non-tensor ones too, as for :meth:`select`).
+        """A tensordict without ``keys`` (missing keys are ignored). Entries are shared,
+        the non-tensor ones too, as for :meth:`select`; so are the nested tensordicts no
+        excluded key reaches into (as the reference does): only the containers on the way
+        to an excluded key are new.
 
         >>> import torch
         >>> from tensordict import TensorDict
-        >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(())}})
-        >>> list(td.exclude(("b", "c")).keys(True))
-        ['a', 'b']
+        >>> td = TensorDict({"a": torch.zeros(()), "b": {"c": torch.zeros(())}, "d": {}})
+        >>> out = td.exclude(("b", "c"))
+        >>> list(out.keys(True)), out["d"] is td["d"], out["b"] is td["b"]
+        (['a', 'b', 'd'], True, False)
         """
         if len(keys) == 1 and type(keys[0]) is list:
             keys = tuple(keys[0])
-        if inplace and self._is_locked:
-            raise lock_error(keys, "delete")
-        out = self if inplace else self._shallow_copy(share_non_tensor=True)
+        if inplace:
+            if self._is_locked:
+                raise lock_error(keys, "delete")
+            out = self
+        else:
+            out = _level_copy(self)
+        dense = _kinds.Dense
         for key in keys:
             if type(key) is str:
                 out._tensordict.pop(key, None)
                 continue
             path = _key_tuple(key)
-            parent = out._get_tuple(path[:-1], None) if len(path) > 1 else out
-            if isinstance(parent, _kinds.Dense):
-                parent._tensordict.pop(path[-1], None)
-            elif isinstance(parent, TensorDictBase):  # a lazy stack (already copied)
-                parent.exclude(path[-1], inplace=True)
+            src, dst = self, out  # the input's level and the result's, walked together
+            for i, part in enumerate(path[:-1]):
+                child = dst._tensordict.get(part)
+                if type(child) is dense or isinstance(child, dense):
+                    orig = None if src is None else src._tensordict.get(part)
+                    if child is orig and not inplace:  # still the input's: copy it
+                        child = dst._tensordict[part] = _level_copy(child)
+                    src, dst = orig, child
+                    continue
+                if isinstance(child, TensorDictBase):  # a lazy stack excludes the rest itself
+                    rest = unravel_key(path[i + 1 :])
+                    if inplace:
+                        child.exclude(rest, inplace=True)
+                    else:
+                        dst._tensordict[part] = child.exclude(rest)
+                break  # missing, or a leaf: nothing to exclude below it
+            else:
+                dst._tensordict.pop(path[-1], None)
         return out
 
     def rename_key_(self, old_key: NestedKey, new_key: NestedKey, safe: bool = False) -> TensorDict:
@@ -846,6 +866,14 @@ def _check_unflatten_collision(out: Any, path: tuple[str, ...], value: Any, key:
                     f"unflatten_keys: Unflattening key(s) in tensordict will override an "
                     f"existing for unflattened key {key!r} (at {unravel_key(path + a)!r})."
                 )
+
+
+def _level_copy(td: Any) -> Any:
+    """A new container for ``td``'s entries (the entries themselves shared)."""
+    names = td._names
+    return td._new_unsafe(
+        dict(td._tensordict), td._batch_size, td._device, None if names is None else list(names)
+    )
 
 
 def _select_simple(td: Any, keys: Sequence[NestedKey], strict: bool) -> dict | None:
