@@ -123,6 +123,14 @@ class TensorDictBase(
 
     _is_locked: bool = False
     _last_op: Any = None
+    # Bookkeeping that few tensordicts carry, read as class defaults and written on the
+    # instance (never through ``__dict__``: reading an object's ``__dict__`` turns its
+    # attribute storage into a plain dict, which makes every later attribute read slower)
+    _consolidated: Any = None  # {"storage", "metadata"} of a consolidated tensordict
+    _consolidate_lock: bool = False  # locked by consolidate(), not by the user
+    _lock_holds: Any = None  # (watcher, held) of a locked parent (see _kinds.lock)
+    _ctx_ops: Any = None  # the undo stack of ``with td.op():`` blocks
+    _legacy_origin: Any = None  # the shape op a legacy view came from
     # ``TensorDict[str, torch.Tensor]`` in annotations, as for other mappings
     __class_getitem__: Any = classmethod(GenericAlias)
     __array_priority__ = 1000  # numpy defers binary operators to us
@@ -746,13 +754,16 @@ class TensorDictBase(
 
     # ------------------------------------------------------------------ context manager
     def __enter__(self) -> Self:
-        stack = self.__dict__.setdefault("_ctx_ops", [])
+        stack = self._ctx_ops
+        if stack is None:
+            stack = []
+            object.__setattr__(self, "_ctx_ops", stack)  # (past a subclass's __setattr__)
         stack.append(self._last_op)
         self._last_op = None
         return self
 
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
-        op = self.__dict__["_ctx_ops"].pop()
+        op = self._ctx_ops.pop()
         if op is None:
             return
         op[1](*op[2:])  # (name, undo, *undo_args)

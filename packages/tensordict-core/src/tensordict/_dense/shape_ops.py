@@ -587,7 +587,7 @@ def _undone_by(td: Any, accept: Any) -> Any:
     permuting back gives the original), else ``None``."""
     if not lazy_legacy():
         return None
-    last = td.__dict__.get("_legacy_origin") or td.__dict__.get("_last_op")
+    last = td._legacy_origin or td._last_op
     if not last or len(last) != 7:
         return None
     source = last[3]()

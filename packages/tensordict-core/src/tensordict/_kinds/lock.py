@@ -77,12 +77,12 @@ def _count_hold(parent: Any, child: Any) -> None:
     """``parent`` (locked) holds ``child``: count it, and remember it so that the hold is
     released if ``parent`` is garbage-collected while locked."""
     child._lock_parents = child._lock_parents + 1
-    holds = parent.__dict__.get("_lock_holds")
+    holds = parent._lock_holds
     if holds is None:
         held: list[Any] = []
         watcher = weakref.ref(parent, partial(_parent_died, held))
         _WATCHERS.add(watcher)
-        holds = parent.__dict__["_lock_holds"] = (watcher, held)
+        holds = parent._lock_holds = (watcher, held)
     holds[1].append(child)  # the locked parent holds it anyway: no weak reference needed
 
 
@@ -99,7 +99,7 @@ def _held(parent: Any) -> list[Any]:
     """The tensordicts the locked ``parent`` holds: those its lock counted (the walk that
     locked it found them), or, when none were counted (a lock taken in compiled code, or
     nothing nested), its children now."""
-    holds = parent.__dict__.get("_lock_holds")
+    holds = parent._lock_holds
     if holds is not None and holds[1]:
         return holds[1]  # (callers copy it: extend, or list() for the first level)
     return _children(parent)
@@ -107,7 +107,7 @@ def _held(parent: Any) -> list[Any]:
 
 def drop_holds(parent: Any) -> None:
     """``parent`` is unlocked: its holds were released by the unlock itself."""
-    holds = parent.__dict__.get("_lock_holds")
+    holds = parent._lock_holds
     if holds is not None:
         holds[1].clear()
 

@@ -905,7 +905,7 @@ class LazyMemberOps(_kinds.LazyMixin):
                 "to(batch_size=...) cannot set the batch size of a LazyStackedTensorDict (its "
                 "members keep theirs); make it dense first with td.contiguous()."
             )
-        if "_consolidated" in self.__dict__:
+        if self._consolidated is not None:
             return consolidated_to(self, args, kwargs, self._to_members)
         return self._to_members(*args, **kwargs)
 

@@ -149,7 +149,7 @@ class _Plan:
             "batch_size": list(td.batch_size),
             "device": None if dense._device is None else str(dense._device),
             "names": None if dense._names is None else list(dense._names),
-            "locked": bool(td._is_locked) and "_consolidate_lock" not in td.__dict__,
+            "locked": bool(td._is_locked) and not td._consolidate_lock,
             "entries": entries,
         }
 
@@ -527,7 +527,7 @@ def consolidate(
             leaf.requires_grad_(False)
     if inplace:
         _adopt(td, out)
-        td.__dict__["_consolidated"] = out.__dict__["_consolidated"]
+        object.__setattr__(td, "_consolidated", out._consolidated)
         return cast("_kinds.Dense", _lock(td))
     return cast("_kinds.Dense", _lock(out))
 
@@ -547,7 +547,7 @@ def _mark_unlocked(td: Any) -> None:
             _mark_unlocked(member)
         return
     if not td._is_locked:
-        td.__dict__["_consolidate_lock"] = True
+        object.__setattr__(td, "_consolidate_lock", True)
     for value in td._tensordict.values():
         value = data_of(value)  # a tensorclass: its data (its __dict__ is that storage)
         if isinstance(value, _kinds.Base) and not is_non_tensor(value):
@@ -662,7 +662,7 @@ def consolidated_buffer(td: Any, buffer: _Tensor | None = None) -> _Tensor | Non
 
     ``buffer`` checks against that buffer instead of the one ``td`` records."""
     if buffer is None:
-        info = td.__dict__.get("_consolidated")
+        info = td._consolidated
         if info is None:
             return None
         buffer = info["storage"]
@@ -695,7 +695,7 @@ def current_metadata(
         "format": "tensordict-consolidated",
         "version": FORMAT_VERSION,
         "nbytes": int(
-            td.__dict__["_consolidated"]["metadata"]["nbytes"] if nbytes is None else nbytes
+            td._consolidated["metadata"]["nbytes"] if nbytes is None else nbytes
         ),
         "td": node,
     }
@@ -777,7 +777,7 @@ def consolidated_to(
         return out
     out = plain_to(*args, **kwargs)
     if out is not td and consolidated_buffer(out, buffer) is not None:
-        nbytes = td.__dict__["_consolidated"]["metadata"]["nbytes"]
+        nbytes = td._consolidated["metadata"]["nbytes"]
         meta = current_metadata(out, buffer, for_pickle=False, nbytes=nbytes)
         out._consolidated = {"storage": buffer, "metadata": meta}
     return out
@@ -926,7 +926,7 @@ class ConsolidatedState(_kinds.SharedMixin):
     it calls the kind's own ``to`` and pickling through ``super()``."""
 
     def to(self, *args: Any, **kwargs: Any) -> Self:
-        if "_consolidated" not in self.__dict__:  # the common case: one dict lookup
+        if self._consolidated is None:  # the common case: one attribute read
             return super().to(*args, **kwargs)
         return cast("Self", consolidated_to(self, args, kwargs, super().to))
 

@@ -291,7 +291,7 @@ def _rebuild(
             f"before the metadata trailer, but the metadata describes {limit} bytes of data."
         )
     out = _build(_kinds.Dense, metadata["td"], buffer, limit, allow_pickle, (), trusted)
-    out.__dict__["_consolidated"] = {"storage": buffer, "metadata": metadata}
+    object.__setattr__(out, "_consolidated", {"storage": buffer, "metadata": metadata})
     return out
 
 
