@@ -51,11 +51,26 @@ def _dtype(name: Any, path: tuple[str, ...]) -> torch.dtype:
     return dtype
 
 
-def _view_trusted(buffer: _Tensor, entry: dict[str, Any]) -> _Tensor:
-    """The leaf described by metadata this library just wrote (no checks)."""
+def _view_trusted(
+    buffer: _Tensor, entry: dict[str, Any], typed: dict[torch.dtype, _Tensor] | None = None
+) -> _Tensor:
+    """The leaf described by metadata this library just wrote (no checks). ``typed``
+    caches the buffer viewed as each dtype, so that a leaf is one ``as_strided`` of it
+    (instead of a slice, a dtype view and an ``as_strided``)."""
+    dtype = _DTYPES[entry["dtype"]]
+    size = dtype.itemsize
     offset = entry["offset"]
-    region = buffer[offset : offset + entry["nbytes"]].view(_DTYPES[entry["dtype"]])
-    view = region.as_strided(entry["shape"], entry["stride"])
+    base = None if typed is None else typed.get(dtype)
+    if base is None and typed is not None and buffer.storage_offset() % size == 0:
+        whole = buffer.numel() - buffer.numel() % size
+        base = typed[dtype] = buffer[:whole].view(dtype)
+    if base is not None and offset % size == 0:
+        view = base.as_strided(
+            entry["shape"], entry["stride"], base.storage_offset() + offset // size
+        )
+    else:
+        region = buffer[offset : offset + entry["nbytes"]].view(dtype)
+        view = region.as_strided(entry["shape"], entry["stride"])
     if entry["requires_grad"]:
         view.requires_grad_()
     return view
@@ -115,7 +130,10 @@ def _build(
     allow_pickle: bool,
     path: tuple[str, ...],
     trusted: bool = False,
+    typed: dict[torch.dtype, _Tensor] | None = None,
 ) -> _kinds.Dense:
+    if trusted and typed is None:
+        typed = {}  # the buffer as each dtype (see _view_trusted), for the whole tree
     if not isinstance(node, dict) or not isinstance(node.get("entries"), dict):
         raise ValueError(
             f"from_consolidated: malformed metadata at {unravel_key(path) or '<root>'!r}."
@@ -128,7 +146,7 @@ def _build(
                 f"from_consolidated: cannot rebuild the lazy stack at "
                 f"{unravel_key(path) or '<root>'!r}."
             )
-        built = [_build(cls, m, buffer, limit, allow_pickle, path, trusted) for m in members]
+        built = [_build(cls, m, buffer, limit, allow_pickle, path, trusted, typed) for m in members]
         kwargs: dict[str, Any] = {}
         if not built:  # an empty stack: the members' batch size (the stack's less its dim)
             full = _batch_size_of(node, path)
@@ -157,7 +175,7 @@ def _build(
         if kind == "njt":
             store[key] = _build_njt(buffer, entry, sub, limit, trusted)
         elif kind == "tensor" and trusted:
-            store[key] = _view_trusted(buffer, entry)
+            store[key] = _view_trusted(buffer, entry, typed)
         elif kind == "tensor":
             value = _view(buffer, entry, sub, limit)
             if value.shape[: len(batch_size)] != batch_size:
@@ -167,7 +185,7 @@ def _build(
                 )
             store[key] = value
         elif kind == "tensordict":
-            inner = _build(cls, entry, buffer, limit, allow_pickle, sub, trusted)
+            inner = _build(cls, entry, buffer, limit, allow_pickle, sub, trusted, typed)
             store[key] = inner if entry.get("class") is None else _wrap(inner, entry, sub)
         elif kind == "stack":
             store[key] = _build_stack(entry, sub, allow_pickle, batch_size, device)
