@@ -543,7 +543,7 @@ class DenseShapeOps:
     def _split_entries(self, fn: Any, n: int, shapes: list, names: list | None) -> tuple:
         parts: list[dict] = [{} for _ in range(n)]
         for key, value in self._tensordict.items():
-            if is_carried(value):  # one value / no batch dimension: carried whole
+            if type(value) is not _Tensor and is_carried(value):  # one value / no batch dim
                 for i in range(n):
                     parts[i][key] = value._with(shapes[i])
                 continue
@@ -560,6 +560,8 @@ class DenseShapeOps:
 def _split_leaf(x: Any, arg: Any, sizes: list[int], d: int) -> Any:
     """``x.split(arg, d)``; a nested tensor, which cannot be split along its batch dim
     0, is regrouped from its components."""
+    if type(x) is _Tensor and not x.is_nested:  # the sizes are known: no Python wrapper
+        return x.split_with_sizes(sizes, d)
     if isinstance(x, _Tensor) and x.is_nested and d == 0:
         parts = x.unbind(0)
         out, start = [], 0
