@@ -60,8 +60,8 @@ from tensordict import TensorDict, TensorDictBase
 B = 64  # batch size
 BS = torch.Size([B])
 FLAT_FEATURES = (16, 4, 1, 1, 8, 8, 2, 3, 5, 1)  # 10 leaves
-FLAG = 3.0  # flag threshold on the ratio
-TARGET_GEOMEAN = 1.5
+FLAG = 3.0  # flag threshold on the ratio (issue 22: no op above it)
+TARGET_GEOMEAN = 1.35  # issue 22: and no op above FLAG
 
 
 def _rand(*shape: int) -> torch.Tensor:
