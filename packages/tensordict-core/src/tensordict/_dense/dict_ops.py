@@ -918,4 +918,3 @@ def _select_simple(td: Any, keys: Sequence[NestedKey], strict: bool) -> dict | N
                 )
             src, dst = value._tensordict, sub._tensordict
     return chosen
-

@@ -647,6 +647,8 @@ class TensorDict(
         >>> td["x"][:, 0]
         tensor([0., 1., 2.])
         """
+        parent: Any
+        last: Any
         if type(index) is str:
             parent, last = self, index
         elif type(index) is tuple:

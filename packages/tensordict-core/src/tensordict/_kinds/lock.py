@@ -101,7 +101,8 @@ def _held(parent: Any) -> list[Any]:
     nothing nested), its children now."""
     holds = parent._lock_holds
     if holds is not None and holds[1]:
-        return holds[1]  # (callers copy it: extend, or list() for the first level)
+        held: list[Any] = holds[1]
+        return held  # (callers copy it: extend, or list() for the first level)
     return _children(parent)
 
 

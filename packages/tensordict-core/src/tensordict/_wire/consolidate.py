@@ -694,9 +694,7 @@ def current_metadata(
     return {
         "format": "tensordict-consolidated",
         "version": FORMAT_VERSION,
-        "nbytes": int(
-            td._consolidated["metadata"]["nbytes"] if nbytes is None else nbytes
-        ),
+        "nbytes": int(td._consolidated["metadata"]["nbytes"] if nbytes is None else nbytes),
         "td": node,
     }
 
