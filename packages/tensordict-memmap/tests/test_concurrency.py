@@ -199,3 +199,32 @@ def test_deleting_an_old_content_never_follows_a_link_out_of_it(tmp_path):
     _fs.wait_for_removals()
     assert not old.exists()
     assert (outside / "big.bin").read_bytes() == b"\1" * (2 << 20)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_while_old_files_are_held_does_not_keep_them(tmp_path):
+    import threading
+
+    path = tmp_path / "old.memmap"
+    path.write_bytes(b"\0" * (2 << 20))
+    fd = os.open(path, os.O_RDONLY)
+    os.unlink(path)
+    pending = threading.Thread(target=lambda: None)  # a removal that has not closed yet
+    with _fs._removals_lock:
+        _fs._removals[pending] = [fd]
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: its copy of the descriptor is closed by the fork hook
+            try:
+                os.fstat(fd)
+                code = 1
+            except OSError:
+                code = 0 if not _fs._removals else 2
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert os.fstat(fd).st_nlink == 0  # the parent's is still open, for its thread
+    finally:
+        with _fs._removals_lock:
+            _fs._removals.pop(pending, None)
+        os.close(fd)

@@ -320,7 +320,8 @@ def _leftovers(parent: Path, name: str) -> list[Path]:
     return found
 
 
-_removals: set[threading.Thread] = set()
+#: The removals in flight: each thread and the descriptors it has still to close.
+_removals: dict[threading.Thread, list[int]] = {}
 _removals_lock = threading.Lock()
 #: Files at least this large are unlinked while held open, and closed in the background.
 _HOLD_BYTES = 1 << 20
@@ -332,12 +333,15 @@ def discard_tree(path: Path) -> None:
     """Delete the folder (or file) ``path``, which nothing reads any more, leaving the
     kernel's freeing of its large files to a background thread.
 
-    Every name under ``path`` is gone when this returns, so nothing a caller lists or
-    deletes afterwards can meet a half-deleted folder. Large files are opened before they
-    are unlinked; closing them (which frees their pages and blocks, as long as a third of
-    the time it took to write them) happens in a daemon thread that
-    :func:`wait_for_removals` joins, and that the interpreter joins at exit (a process
-    that dies first has the kernel close them).
+    Every name under ``path`` is gone when this returns (best effort, as ``rmtree`` with
+    ``ignore_errors``: what cannot be deleted stays, under its ``%old-`` name, for the
+    next save to remove), so nothing a caller lists or deletes afterwards can meet a
+    half-deleted folder. Large files are opened before they are unlinked; closing them
+    (which frees their pages and blocks, as long as a third of the time it took to write
+    them) happens in a daemon thread that :func:`wait_for_removals` joins, and that the
+    interpreter joins at exit. A process forked meanwhile closes its copies at once, so
+    that it does not keep the old files alive; a process that dies has the kernel close
+    them.
     """
     held: list[int] = []
     try:
@@ -358,14 +362,22 @@ def discard_tree(path: Path) -> None:
 
     def close() -> None:
         try:
-            _close_all(held)
+            while True:
+                with _removals_lock:  # (a fork waits for this: see _after_fork_in_child)
+                    if not held:
+                        break
+                    fd = held.pop()
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
         finally:
             with _removals_lock:
-                _removals.discard(thread)
+                _removals.pop(thread, None)
 
     thread = threading.Thread(target=close, name="tensordict-memmap-free", daemon=True)
     with _removals_lock:
-        _removals.add(thread)
+        _removals[thread] = held
     thread.start()
 
 
@@ -377,8 +389,8 @@ def _unlink_holding(path: str, held: list[int]) -> None:
             if info.st_size >= _HOLD_BYTES and stat.S_ISREG(info.st_mode):
                 held.append(os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)))
         os.unlink(path)
-    except FileNotFoundError:
-        pass
+    except OSError:
+        pass  # gone already, or not ours to delete: left for the next save
 
 
 def _remove_dir(path: str) -> None:
@@ -387,8 +399,8 @@ def _remove_dir(path: str) -> None:
             os.unlink(path)
         else:
             os.rmdir(path)
-    except FileNotFoundError:
-        pass
+    except OSError:
+        pass  # gone already, or not empty (a file could not be deleted)
 
 
 def _close_all(fds: list[int]) -> None:
@@ -397,6 +409,24 @@ def _close_all(fds: list[int]) -> None:
             os.close(fd)
         except OSError:
             pass
+    fds.clear()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child got copies of the descriptors still to close: close them now
+    (their threads do not exist in the child)."""
+    for held in _removals.values():
+        _close_all(held)
+    _removals.clear()
+    _removals_lock.release()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(
+        before=_removals_lock.acquire,
+        after_in_parent=_removals_lock.release,
+        after_in_child=_after_fork_in_child,
+    )
 
 
 def wait_for_removals() -> None:
