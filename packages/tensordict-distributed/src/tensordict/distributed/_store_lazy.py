@@ -25,12 +25,8 @@ from tensordict._plugins.api import NonTensorData, NonTensorStack, is_tensorclas
 from tensordict.base import NO_DEFAULT, TensorDictBase, _key_tuple
 from tensordict.distributed import _redis
 from tensordict.distributed._redis import StoreDataLostError
-from tensordict.distributed._store import (
-    TensorDictStore,
-    _element_json,
-    fit_in_place,
-    is_key,
-)
+from tensordict.distributed._store import TensorDictStore
+from tensordict.distributed._store_values import _element_json, fit_in_place, is_key
 
 _Path = tuple[str, ...]
 
