@@ -306,7 +306,6 @@ class DictOps:
         """``select`` for nested keys: copy the containers along each path, share leaves."""
         out = self._new_unsafe({}, self._batch_size, self._device, self._names)
         store, out_store = self._tensordict, out._tensordict
-        dense = _kinds.Dense
         for key in keys:
             if type(key) is str and key in store:
                 out_store[key] = store[key]
@@ -316,21 +315,8 @@ class DictOps:
             src, dst = self, out
             for i, part in enumerate(path):
                 value = src._tensordict.get(part)
-                if i == last and value is not None:  # the entry (a leaf or a whole level)
-                    dst._tensordict[part] = value
-                    break
-                if type(value) is dense:  # the common level on the way: copy the container
-                    sub = dst._tensordict.get(part)
-                    if sub is value:  # the whole nested tensordict is already selected
-                        break
-                    if sub is None:
-                        sub = dst._tensordict[part] = value._new_unsafe(
-                            {}, value._batch_size, value._device, value._names
-                        )
-                    src, dst = value, sub
-                    continue
                 nested = isinstance(value, TensorDictBase) and not isinstance(value, _kinds.Dense)
-                if nested and i < len(path) - 1:  # a lazy stack selects the rest itself
+                if nested and i < last:  # a lazy stack selects the rest itself
                     rest = unravel_key(path[i + 1 :])
                     sub = dst._tensordict.get(part)
                     kept = (
@@ -341,7 +327,7 @@ class DictOps:
                     if sub is not value:
                         dst._tensordict[part] = value.select(*kept, rest, strict=strict)
                     break
-                if value is None or (i < len(path) - 1 and not isinstance(value, _kinds.Dense)):
+                if value is None or (i < last and not isinstance(value, _kinds.Dense)):
                     if not strict:
                         break
                     if value is None:
@@ -351,7 +337,7 @@ class DictOps:
                         f"{unravel_key(path[: i + 1])!r} is a {type(value).__name__}, "
                         "not a tensordict."
                     )
-                if i == len(path) - 1:
+                if i == last:
                     dst._tensordict[part] = value
                     break
                 sub = dst._tensordict.get(part)
@@ -540,21 +526,18 @@ class DictOps:
             return self._map_tensors(torch.clone)
         return self._shallow_copy()
 
-    def _shallow_copy(self, share_non_tensor: bool = False) -> TensorDict:
+    def _shallow_copy(self) -> TensorDict:
         """New containers all the way down, the same tensors (see :meth:`copy`); non-tensor
-        entries get containers of their own unless ``share_non_tensor`` (the structural
-        operations: their result holds the input's entries, tensors or not)."""
+        entries get containers of their own (same shape)."""
         bs = self._batch_size
         out: dict[str, Any] = {}
-        dense = _kinds.Dense
         for key, value in self._tensordict.items():
-            if type(value) is _Tensor or isinstance(value, _Tensor):
+            if isinstance(value, _Tensor):
                 out[key] = value
-            elif type(value) is dense or isinstance(value, dense):
-                out[key] = value._shallow_copy(share_non_tensor)
+            elif isinstance(value, _kinds.Dense):
+                out[key] = value._shallow_copy()
             elif isinstance(value, NON_TENSOR):
-                # a container of its own (same shape), or the input's
-                out[key] = value if share_non_tensor else value._with(value.batch_size)
+                out[key] = value._with(value.batch_size)
             else:
                 out[key] = value.clone(recurse=False)
         names = self._names
