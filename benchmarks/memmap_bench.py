@@ -85,15 +85,35 @@ def raw_write(path: Path, tensors: list[torch.Tensor], fsync: bool) -> None:
             os.fsync(f.fileno())
 
 
-def raw_files(folder: Path, tensors: list[torch.Tensor]) -> None:
+def raw_files(folder: Path, tensors: list[torch.Tensor], fsync: bool = False) -> None:
     """One new file per leaf, created and written with bare ``os`` calls: the floor of any
-    one-file-per-leaf layout (the reference's folder format) on this filesystem."""
+    one-file-per-leaf layout (the reference's folder format) on this filesystem. With
+    ``fsync``, every file and then the folder are ``fsync``-ed once all are written: the
+    floor of a durable one-file-per-leaf save."""
     os.mkdir(folder)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    for i, t in enumerate(tensors):
-        fd = os.open(folder / f"{i}.bin", flags, 0o644)
-        os.write(fd, memoryview(t.view(torch.uint8).numpy()))
-        os.close(fd)
+    kept = []  # (fsync: the files stay open until all are written)
+    try:
+        for i, t in enumerate(tensors):
+            fd = os.open(folder / f"{i}.bin", flags, 0o644)
+            try:
+                os.write(fd, memoryview(t.view(torch.uint8).numpy()))
+            finally:
+                if fsync:
+                    kept.append(fd)
+                else:
+                    os.close(fd)
+        for fd in kept:
+            os.fsync(fd)
+    finally:
+        for fd in kept:
+            os.close(fd)
+    if fsync:
+        dir_fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
 
 def raw_read(path: Path, nbytes: int) -> int:
@@ -194,29 +214,6 @@ def run_case(name: str, td: TensorDict, work: Path, repeat: int) -> list[dict]:
     ]
 
 
-def raw_files_fsync(folder: Path, tensors: list[torch.Tensor]) -> None:
-    """:func:`raw_files`, then every file and the folder ``fsync``-ed: the floor of a
-    durable one-file-per-leaf save."""
-    os.mkdir(folder)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
-    fds = []
-    try:
-        for i, t in enumerate(tensors):
-            fd = os.open(folder / f"{i}.bin", flags, 0o644)
-            fds.append(fd)
-            os.write(fd, memoryview(t.view(torch.uint8).numpy()))
-        for fd in fds:
-            os.fsync(fd)
-    finally:
-        for fd in fds:
-            os.close(fd)
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def durable_case(td: TensorDict, work: Path, repeat: int) -> list[dict]:
     """The default (durable) save against a raw write + fsync of the same bytes, rounds
     alternating, medians and minima (see the module doc)."""
@@ -244,7 +241,7 @@ def durable_case(td: TensorDict, work: Path, repeat: int) -> list[dict]:
         return setup
 
     plan: list[tuple[str, Callable[[], Any], Callable[[], Any], str | None]] = [
-        (floor, lambda: raw_files_fsync(raw, tensors), removing(raw), None),
+        (floor, lambda: raw_files(raw, tensors, fsync=True), removing(raw), None),
         ("td.memmap (default) into a new folder", lambda: td.memmap(new), removing(new), floor),
         ("td.memmap (default) over the last save", lambda: td.memmap(over), removing(None), floor),
         ("torch.save (no fsync)", lambda: torch.save(as_dict, pt), removing(pt), floor),

@@ -68,19 +68,9 @@ class Flat(TensorClass):
     f9: torch.Tensor
 
 
-class Labeled(TensorClass):
+class Labeled(Flat):
     """``Flat``'s 10 tensor fields and a non-tensor field with a default."""
 
-    f0: torch.Tensor
-    f1: torch.Tensor
-    f2: torch.Tensor
-    f3: torch.Tensor
-    f4: torch.Tensor
-    f5: torch.Tensor
-    f6: torch.Tensor
-    f7: torch.Tensor
-    f8: torch.Tensor
-    f9: torch.Tensor
     label: str = "x"
 
 
