@@ -75,10 +75,14 @@ MAX_ROOT_MODULES = 15
 PUBLIC = {"", "base", "utils", "tensordict", "functional"}
 
 
+#: stub-only modules that declare a layer's interface for type checkers -> that layer
+STUB_LAYER = {"_table_api": "base"}
+
+
 def _rank(module: str) -> int:
     if module == SIBLING_API:
         return len(LAYERS) + 1
-    head = module.split(".")[0]
+    head = STUB_LAYER.get(module, module).split(".")[0]
     if head in LAYERS:
         return LAYERS.index(head)
     return len(LAYERS)  # the root modules: the top
@@ -86,9 +90,13 @@ def _rank(module: str) -> int:
 
 def core_modules(core: Path = CORE) -> dict[str, Path]:
     """Dotted names (relative to ``tensordict``) of core's modules, ``__init__`` files as
-    their package's name (``""`` for the root)."""
+    their package's name (``""`` for the root). A stub-only module (a ``.pyi`` without its
+    ``.py``, such as the generated ``_table_api.pyi``) is a module too: type checkers
+    import it, so its imports count as ``TYPE_CHECKING`` ones."""
     out = {}
-    for path in sorted(core.rglob("*.py")):
+    for path in sorted([*core.rglob("*.py"), *core.rglob("*.pyi")]):
+        if path.suffix == ".pyi" and path.with_suffix(".py").exists():
+            continue
         parts = list(path.relative_to(core).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -164,8 +172,51 @@ def scan(
             nested = isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
             visit(child, in_function or nested, in_typing)
 
-        visit(tree, False, False)
+        visit(tree, False, path.suffix == ".pyi")
     return edges, typing_edges, deferred
+
+
+def find_cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """One import circle per group of modules that reach each other (each strongly
+    connected component of more than one module), so that a second circle is not hidden
+    behind the first."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def connect(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(edges.get(node, ())):
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for node in sorted(edges):
+        if node not in index:
+            connect(node)
+    cycles = []
+    for group in groups:
+        inside = {m: {t for t in edges.get(m, ()) if t in group} for m in group}
+        cycle = find_cycle(inside)
+        if cycle:
+            cycles.append(cycle)
+    return sorted(cycles)
 
 
 def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
@@ -201,8 +252,7 @@ def check_core(problems: list[str], report: bool) -> None:
     both = {m: edges[m] | typing_edges[m] for m in modules}
     for m in list(both):  # packages import their modules: not a circle through __init__
         both[m] = {t for t in both[m] if not (m and t.startswith(f"{m}."))}
-    cycle = find_cycle({m: {t for t in ts if t != ""} for m, ts in both.items() if m != ""})
-    if cycle:
+    for cycle in find_cycles({m: {t for t in ts if t != ""} for m, ts in both.items() if m != ""}):
         problems.append(
             "core import circle (TYPE_CHECKING imports included): " + " -> ".join(cycle)
         )

@@ -10,9 +10,11 @@ from typing import Any, Literal, overload
 import torch
 from typing_extensions import Self
 
-from tensordict._dense.td import TensorDict
 from tensordict._keys.nested import NestedKey
-from tensordict.base import TensorDictBase
+# the classes as tensordict._kinds.kinds binds them: a stub of base's layer imports
+# no layer above it (tools/check_imports.py)
+from tensordict._kinds.kinds import Base as TensorDictBase
+from tensordict._kinds.kinds import Dense as TensorDict
 
 class TableMethods:
     def abs(self) -> Self: ...
