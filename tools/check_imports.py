@@ -65,7 +65,7 @@ SIBLING_API = "_plugins.api"
 #: (importing module, imported module) -> why it is an upward (or function-level) import.
 UPWARD: dict[tuple[str, str], str] = {
     ("base", "_combine.functional"): "TensorDictBase.stack/cat/lazy_stack/maybe_dense_stack",
-    ("_formats.convert", "_combine.functional"): "TensorDict.from_list stacks its rows",
+    ("_formats.from_python", "_combine.functional"): "TensorDict.from_list stacks its rows",
 }
 #: at most this many upward imports (counted per statement)
 MAX_UPWARD = 5

@@ -50,7 +50,7 @@ from tensordict._engine import ops as _ops
 from tensordict._engine import ops_batch as _ops_batch
 from tensordict._engine import ops_reduce as _ops_reduce
 from tensordict._formats.arrow import from_arrow, to_arrow
-from tensordict._formats.convert import fromkeys, make_tensordict
+from tensordict._formats.from_python import fromkeys, make_tensordict
 from tensordict._formats.pack import PackLayout
 from tensordict._formats.pandas import from_pandas
 from tensordict._formats.repr import td_repr as _td_repr

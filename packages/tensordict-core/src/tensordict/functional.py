@@ -12,7 +12,7 @@ tensor([1., 1., 0.])
 from __future__ import annotations
 
 from tensordict._combine.functional import dense_stack_tds
-from tensordict._formats.convert import make_tensordict
+from tensordict._formats.from_python import make_tensordict
 from tensordict._functions.grouping import collate, group_by
 from tensordict._functions.pad import pad, pad_sequence, unpad_sequence
 from tensordict._shared.key_sets import merge_tensordicts

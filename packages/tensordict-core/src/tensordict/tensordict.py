@@ -15,7 +15,7 @@ from typing import Any
 
 from tensordict._combine.functional import dense_stack_tds
 from tensordict._dense.td import TensorDict
-from tensordict._formats.convert import make_tensordict
+from tensordict._formats.from_python import make_tensordict
 from tensordict._functions.pad import pad, pad_sequence
 from tensordict._functions.testing import assert_allclose_td
 from tensordict._keys.nested import NestedKey

@@ -16,226 +16,46 @@ non-tensor data).
 from __future__ import annotations
 
 import dataclasses
-import keyword
-import sys
-from collections import namedtuple
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import numpy as np
 import torch
 
-from tensordict._formats import pandas as _pandas
 from tensordict._formats import struct_array as _struct_array
 from tensordict._formats import tabular as _tabular
-from tensordict._keys.nested import unravel_key
+from tensordict._formats.from_python import (
+    _auto,
+    _dataclass_fields,
+    _finish,
+    _from_h5,
+    _from_list_any,
+    _from_mapping,
+    _is_dataframe,
+    _is_h5,
+    _is_namedtuple,
+    _out_cls,
+    convert,
+    from_list,
+    fromkeys,
+    make_tensordict,
+)
+from tensordict._formats.to_python import (
+    _namedtuple_cls,
+    _store,
+    _to_numpy,
+    _tolist,
+    _unbind_nested,
+)
 from tensordict._kinds import kinds as _kinds
 from tensordict._kinds.kinds import is_tensor_collection
-from tensordict._leaves.nontensor import DATA_TYPES, NON_TENSOR, NonTensorStack, is_non_tensor
+from tensordict._leaves.nontensor import DATA_TYPES, NON_TENSOR, is_non_tensor
 from tensordict._plugins import siblings as _siblings
 from tensordict._torch import pytree as _pytree
 
 _Tensor = torch.Tensor
 
-__all__ = ["ConversionOps", "convert", "from_list", "fromkeys", "make_tensordict"]
-
-
-# ---------------------------------------------------------------------- helpers
-def _tensordict_cls() -> type[_kinds.Dense]:
-    return _kinds.Dense
-
-
-def _out_cls(cls: type) -> type[_kinds.Dense]:
-    """``cls`` when it is a ``TensorDict`` subclass, else ``TensorDict`` itself."""
-    td_cls = _tensordict_cls()
-    return cls if isinstance(cls, type) and issubclass(cls, td_cls) else td_cls
-
-
-def _auto(
-    what: str,
-    auto_batch_size: bool | None,
-    batch_dims: int | None,
-    batch_size: Any,
-    exclusive: bool = False,
-) -> bool:
-    """Check the batch-size keywords of a ``from_*`` method; whether to auto-size.
-
-    ``batch_size`` with ``auto_batch_size=True`` is a ``TypeError`` when ``exclusive``
-    (``from_tuple``, ``from_namedtuple``, ``from_dataclass``, ``from_struct_array``);
-    otherwise (``from_dict``, ``from_pytree`` …) the given ``batch_size`` wins. Both as
-    in the reference; so is the ``ValueError`` of ``batch_dims`` with ``batch_size``.
-    """
-    if exclusive:  # named as the reference names it: "from_tuple", not "TensorDict.from_tuple"
-        _tabular.check_batch_keywords(what.rpartition(".")[2], auto_batch_size, batch_size)
-    if batch_size is not None and batch_dims is not None:
-        raise ValueError(
-            f"{what}: cannot pass both batch_size and batch_dims (which bounds the inferred "
-            "batch size); pass one."
-        )
-    if batch_size is not None:
-        return False
-    return bool(auto_batch_size) or batch_dims is not None
-
-
-def _is_namedtuple(obj: Any) -> bool:
-    return isinstance(obj, tuple) and hasattr(type(obj), "_fields")
-
-
-def _is_h5(obj: Any) -> bool:
-    return type(obj).__module__.partition(".")[0] == "h5py"
-
-
-def _is_dataframe(obj: Any) -> bool:
-    """Whether ``obj`` is a pandas DataFrame (without importing pandas: a DataFrame
-    exists only once pandas is imported)."""
-    pd = sys.modules.get("pandas")
-    return pd is not None and isinstance(obj, pd.DataFrame)
-
-
-def convert(
-    value: Any,
-    batch_size: Any = (),
-    device: Any = None,
-    copy_tds: bool = False,
-    path: tuple[Any, ...] = (),
-) -> Any:
-    """How ``value`` is stored inside a tensordict built by the ``from_*`` conversions.
-
-    Collections (mappings, tuples, namedtuples, dataclass instances, structured arrays)
-    become tensordicts of batch size ``batch_size``; tensordicts are kept (shallow-copied
-    when ``copy_tds``, so a later in-place batch-size change cannot reach the caller's
-    object); other values are returned unchanged. ``path`` (the key of ``value``) only
-    serves error messages.
-
-    >>> import torch
-    >>> from tensordict._formats.convert import convert
-    >>> convert({"a": (torch.zeros(2), "x")})["a", "1"]
-    'x'
-    >>> convert(3)
-    3
-    """
-    if isinstance(value, _Tensor):
-        return value
-
-    td_cls = _tensordict_cls()
-    if is_tensor_collection(value):
-        return value.copy() if copy_tds and type(value) is td_cls else value
-    if _is_h5(value):  # before Mapping: an HDF5 group is one
-        return _from_h5(value, "TensorDict.from_any")
-    if _is_dataframe(value):  # one row per element of its own batch dimension
-        return _pandas.from_pandas(value, device=device)
-    if isinstance(value, Mapping):
-        items = value
-    elif isinstance(value, tuple):
-        items = (
-            cast(Any, value)._asdict()
-            if _is_namedtuple(value)
-            else {str(i): v for i, v in enumerate(value)}
-        )
-    elif isinstance(value, np.ndarray) and value.dtype.names is not None:
-        return _struct_array.struct_to_td(value, device)
-    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
-        items = _dataclass_fields(value)
-    else:
-        return value
-    return _from_mapping(td_cls, items, batch_size, device, copy_tds, path)
-
-
-def _dataclass_fields(obj: Any) -> dict[str, Any]:
-    return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
-
-
-def _from_h5(obj: Any, what: str, **kwargs: Any) -> Any:
-    if not hasattr(obj, "keys"):  # an HDF5 dataset: its array
-        return torch.as_tensor(obj[()])
-    return _siblings.forward("memmap", "from_h5", f"{what} (HDF5 input)", obj, **kwargs)
-
-
-def _from_mapping(
-    cls: type[_kinds.Dense],
-    mapping: Any,
-    batch_size: Any,
-    device: Any,
-    copy_tds: bool,
-    path: tuple[Any, ...],
-    names: Any = None,
-) -> _kinds.Dense:
-    """A tensordict of class ``cls`` from ``mapping``, converting values recursively."""
-    source = {}
-    for key, value in mapping.items():
-        if not isinstance(value, _Tensor):
-            value = convert(value, batch_size, device, copy_tds, path + (key,))
-        source[key] = value
-    try:
-        return cls(source, batch_size=batch_size, device=device, names=names)
-    except (RuntimeError, ValueError, TypeError) as err:
-        if not path:
-            raise
-        where = path[0] if len(path) == 1 else path
-        raise type(err)(f"{err} (in the nested entry {where!r})") from None
-
-
-def _finish(
-    td: _kinds.Dense, auto: bool, batch_dims: int | None, names: Any = None
-) -> _kinds.Dense:
-    if auto:
-        td.auto_batch_size_(batch_dims)
-    if names is not None:
-        td.names = names
-    return td
-
-
-def _namedtuple_cls(keys: tuple[str, ...]) -> type:
-    """The ``GenericDict`` namedtuple class with fields ``keys`` (one class per key set)."""
-    cls = _NAMEDTUPLE_CLASSES.get(keys)
-    if cls is None:
-        for key in keys:
-            if not key.isidentifier() or keyword.iskeyword(key) or key.startswith("_"):
-                raise ValueError(
-                    f"to_namedtuple: key {key!r} cannot be a namedtuple field (fields must be "
-                    "identifiers that are not keywords and do not start with '_'); use "
-                    "to_dict() or to_pytree() instead."
-                )
-        if len(_NAMEDTUPLE_CLASSES) > 1024:
-            _NAMEDTUPLE_CLASSES.clear()
-        cls = _NAMEDTUPLE_CLASSES[keys] = namedtuple("GenericDict", keys)
-    return cls
-
-
-_NAMEDTUPLE_CLASSES: dict[tuple[str, ...], type] = {}
-
-
-def _store(td: Any) -> Mapping[str, Any]:
-    """The raw entries of a tensordict (non-tensor values still wrapped)."""
-    store = td._tensordict if isinstance(td, _kinds.Dense) else None
-    if type(store) is dict:
-        return store
-    return dict(td.items())
-
-
-def _split(tensor: Any, depth: int) -> Any:
-    """``tensor`` unbound over its first ``depth`` dimensions, as nested lists."""
-    if depth == 0:
-        return tensor
-    if depth == 1:
-        return list(tensor.unbind(0))
-    return [_split(t, depth - 1) for t in tensor.unbind(0)]
-
-
-def _zip_nested(keys: list[str], columns: list[Any], depth: int) -> Any:
-    """Turn per-key nested lists (``depth`` deep) into nested lists of dicts."""
-    if depth == 0:
-        return dict(zip(keys, columns, strict=True))
-    if not columns:
-        return []
-    n = len(columns[0])
-    return [_zip_nested(keys, [c[i] for c in columns], depth - 1) for i in range(n)]
-
-
-def _unbind_nested(td: Any, depth: int) -> Any:
-    if depth == 0:
-        return td
-    return [_unbind_nested(t, depth - 1) for t in td.unbind(0)]
+__all__ = ["ConversionOps", "convert", "from_list", "fromkeys", "make_tensordict", "to_dense"]
 
 
 # ---------------------------------------------------------------------- the mixin
@@ -815,176 +635,6 @@ class ConversionOps:
 
 
 # ---------------------------------------------------------------------- module functions
-def _to_numpy(td: Any, prefix: tuple[Any, ...]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in _store(td).items():
-        if isinstance(value, _Tensor):
-            try:
-                out[key] = value.numpy(force=True)
-            except TypeError:
-                raise TypeError(
-                    f"numpy(): entry {unravel_key(prefix + (key,))!r} has dtype {value.dtype}, "
-                    "which numpy does not support; cast it first (for instance with .float())."
-                ) from None
-        elif type(value) in DATA_TYPES:
-            out[key] = value.data
-        elif is_non_tensor(value):
-            out[key] = value.tolist()
-        elif hasattr(value, "items") and hasattr(value, "batch_size"):
-            out[key] = _to_numpy(value, prefix + (key,))
-        else:
-            out[key] = value
-    return out
-
-
-def _tolist(td: Any, nb: int, convert_tensors: bool, first: bool = True) -> Any:
-    """The body of ``tolist()``: every entry split over ``nb`` dims, then zipped. A nested
-    tensordict's extra batch dims become lists too when ``first`` (``tolist_first``)."""
-    store = td._tensordict if isinstance(td, _kinds.Dense) else None
-    if type(store) is not dict:  # other tensordict types: one element at a time
-        if nb == 0:
-            return _tolist_element(td, convert_tensors)
-        return [_tolist(sub, nb - 1, convert_tensors, first) for sub in td.unbind(0)]
-    keys = []
-    columns = []
-    for key, value in store.items():
-        keys.append(key)
-        if isinstance(value, _Tensor):
-            columns.append(value.tolist() if convert_tensors else _split(value, nb))
-        elif type(value) in DATA_TYPES:
-            columns.append(value.tolist() if nb else value.data)
-        elif is_non_tensor(value):
-            columns.append(value.tolist())
-        else:
-            sub_nb = len(value.batch_size)
-            if sub_nb == nb or (nb == 0 and first):
-                columns.append(_tolist(value, sub_nb, convert_tensors, first))
-            else:  # split the nested one over the parent's dims; it keeps its own extra dims
-                extra = sub_nb - nb if first else 0
-                columns.append(
-                    _map_depth(
-                        _unbind_nested(value, nb),
-                        nb,
-                        lambda sub, extra=extra: _tolist(sub, extra, convert_tensors, first),
-                    )
-                )
-    return _zip_nested(keys, columns, nb)
-
-
-def _map_depth(nested: Any, depth: int, fn: Any) -> Any:
-    if depth == 0:
-        return fn(nested)
-    return [_map_depth(x, depth - 1, fn) for x in nested]
-
-
-def _tolist_element(td: Any, convert_tensors: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in td.items():
-        if isinstance(value, _Tensor):
-            out[key] = value.tolist() if convert_tensors else value
-        elif type(value) in DATA_TYPES:
-            out[key] = value.data
-        elif hasattr(value, "tolist"):
-            out[key] = value.tolist(convert_tensors=convert_tensors)
-        else:
-            out[key] = value
-    return out
-
-
-def from_list(
-    input_list: Sequence[Any],
-    *,
-    auto_batch_size: bool | None = None,
-    batch_size: Sequence[int] | torch.Size | int | None = None,
-    device: torch.device | str | int | None = None,
-    batch_dims: int | None = None,
-    names: Sequence[str | None] | None = None,
-    lazy: bool | None = None,
-) -> _kinds.Dense:
-    """The body of :meth:`TensorDictBase.from_list` (see there)."""
-    what = "TensorDict.from_list"
-    auto = _auto(what, auto_batch_size, batch_dims, batch_size)
-    if not isinstance(input_list, (list, tuple)):
-        raise TypeError(f"{what} expects a list, got {type(input_list).__name__}.")
-    out = _stack_list(input_list, device, (), lazy)
-    if batch_size is not None:
-        out.batch_size = batch_size  # type: ignore[assignment]
-    return _finish(out, auto, batch_dims, names)
-
-
-def _stack_list(
-    items: Sequence[Any], device: Any, path: tuple[int, ...], lazy: bool | None = None
-) -> _kinds.Dense:
-    from tensordict._combine.functional import lazy_stack, maybe_dense_stack, stack
-
-    if not items:
-        return _tensordict_cls()(batch_size=[0], device=device)
-    tds = []
-    for i, item in enumerate(items):
-        if isinstance(item, list):
-            tds.append(_stack_list(item, device, path + (i,), lazy))
-            continue
-        td = convert(item, (), device)
-        if not is_tensor_collection(td) or is_non_tensor(td):
-            raise TypeError(
-                f"TensorDict.from_list: element {list(path + (i,))} is a {type(item).__name__}; "
-                "expected a tensordict, a dict (or another collection from_any converts) or a "
-                "list of them."
-            )
-        if device is not None and td.device != torch.device(device):
-            td = td.to(device)
-        tds.append(td)
-    if lazy is None:
-        return maybe_dense_stack(tds, 0)  # type: ignore[return-value]
-    return lazy_stack(tds, 0) if lazy else stack(tds, 0)
-
-
-def make_tensordict(
-    input_dict: Mapping[str, Any] | None = None,
-    batch_size: Sequence[int] | torch.Size | int | None = None,
-    device: torch.device | str | int | None = None,
-    auto_batch_size: bool | None = None,
-    **kwargs: Any,
-) -> _kinds.Dense:
-    """A tensordict from keyword arguments and/or a (nested) dict.
-
-    Without ``batch_size`` the batch size is the largest the entries allow (unless
-    ``auto_batch_size=False``, which gives ``[]``). Nested dicts become nested
-    tensordicts, with their own (possibly longer) batch size.
-
-    >>> import torch
-    >>> from tensordict import make_tensordict
-    >>> td = make_tensordict(a=torch.zeros(3, 4), b={"c": torch.zeros(3, 4, 5)})
-    >>> td.batch_size, td["b"].batch_size
-    (torch.Size([3, 4]), torch.Size([3, 4, 5]))
-    >>> make_tensordict({"a": torch.zeros(3, 4)}, batch_size=[3]).batch_size
-    torch.Size([3])
-    """
-    source: Any = input_dict
-    if source is not None:
-        if not hasattr(source, "items"):
-            raise TypeError(
-                f"make_tensordict expects a mapping as input_dict, got {type(source).__name__}."
-            )
-        kwargs = {**dict(source.items()), **kwargs}
-    if auto_batch_size is None:
-        auto_batch_size = batch_size is None
-    return _tensordict_cls().from_dict(
-        kwargs, batch_size=batch_size, device=device, auto_batch_size=auto_batch_size
-    )
-
-
-def fromkeys(keys: Any, value: Any = 0) -> _kinds.Dense:
-    """A new tensordict with ``keys`` (nested keys allowed) all set to ``value``.
-
-    Same as :meth:`TensorDict.fromkeys <tensordict.TensorDictBase.fromkeys>`.
-
-    >>> from tensordict import fromkeys
-    >>> td = fromkeys(["a", ("b", "c")], 1)
-    >>> td["a"], td["b", "c"]
-    (tensor(1), tensor(1))
-    """
-    return _tensordict_cls().fromkeys(keys, value)
 
 
 def to_dense(td: _kinds.Base, *, clone: bool, layout: torch.layout | None = None) -> _kinds.Dense:
@@ -1019,10 +669,3 @@ def to_dense(td: _kinds.Base, *, clone: bool, layout: torch.layout | None = None
     return _kinds.Dense._new_unsafe(out, td.batch_size, td.device, names)
 
 
-def _from_list_any(obj: list[Any], device: Any) -> Any:
-    """``from_any`` of a list: a tensor when the values make one (numbers in a regular
-    nesting), else a :class:`NonTensorStack` of the values."""
-    try:
-        return torch.tensor(obj, device=device)
-    except (TypeError, ValueError, RuntimeError):
-        return NonTensorStack.from_list(obj, device=device)
