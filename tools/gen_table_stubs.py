@@ -181,6 +181,7 @@ def render() -> str:
         "from typing_extensions import Self",
         "",
         "from tensordict._keys.nested import NestedKey",
+        "",
         "# the classes as tensordict._kinds.kinds binds them: a stub of base's layer imports",
         "# no layer above it (tools/check_imports.py)",
         "from tensordict._kinds.kinds import Base as TensorDictBase",

@@ -11,6 +11,7 @@ import torch
 from typing_extensions import Self
 
 from tensordict._keys.nested import NestedKey
+
 # the classes as tensordict._kinds.kinds binds them: a stub of base's layer imports
 # no layer above it (tools/check_imports.py)
 from tensordict._kinds.kinds import Base as TensorDictBase

@@ -667,5 +667,3 @@ def to_dense(td: _kinds.Base, *, clone: bool, layout: torch.layout | None = None
         return td
     names = list(td._names) if td._names is not None else None
     return _kinds.Dense._new_unsafe(out, td.batch_size, td.device, names)
-
-

@@ -284,4 +284,3 @@ def _from_list_any(obj: list[Any], device: Any) -> Any:
         return torch.tensor(obj, device=device)
     except (TypeError, ValueError, RuntimeError):
         return NonTensorStack.from_list(obj, device=device)
-

@@ -152,4 +152,3 @@ def _tolist_element(td: Any, convert_tensors: bool) -> dict[str, Any]:
         else:
             out[key] = value
     return out
-
