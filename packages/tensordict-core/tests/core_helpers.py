@@ -13,6 +13,7 @@ on ``sys.path``; tests are collected with ``--import-mode=importlib``).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import torch
@@ -348,3 +349,60 @@ def assert_bitwise(actual: Any, expected: Any) -> None:
                 assert torch.equal(a, b), (key, out, value)
         else:
             assert got[key] == value, (key, got[key], value)
+
+
+# --------------------------------------------------------------------------- method tables
+#: the batch size of :func:`make_table_td`
+TABLE_BS = (2, 3)
+FLOAT, INT = "float", "int"
+#: a mask over :data:`TABLE_BS`
+TABLE_MASK = torch.tensor([[True, False, True], [False, False, True]])
+
+
+def make_table_td(kind: str = FLOAT, seed: int = 0) -> TensorDict:
+    """The tensordict the method-table tests run every row on: batch (2, 3), a nested
+    tensordict with one extra batch dim (5), mixed dtypes (float32/float64 for ``FLOAT``,
+    int64/int32 for ``INT``), a non-tensor entry."""
+    g = torch.Generator().manual_seed(seed)
+    first, second = (torch.float32, torch.float64) if kind == FLOAT else (torch.int64, torch.int32)
+
+    def r(*shape: int, dtype: torch.dtype = first) -> torch.Tensor:
+        if dtype.is_floating_point:
+            return torch.rand(*shape, generator=g, dtype=dtype) + 0.5
+        return torch.randint(1, 7, shape, generator=g, dtype=dtype)
+
+    return TensorDict(
+        {
+            "a": r(2, 3),
+            "b": r(2, 3, 4, dtype=second),
+            "n": TensorDict({"c": r(2, 3, 5, 2), "m": {"d": r(2, 3, 5)}}, [2, 3, 5]),
+            "s": "label",
+        },
+        TABLE_BS,
+    )
+
+
+def holder_dims(td: Any) -> dict[tuple[str, ...], int]:
+    """Key -> batch dims of the tensordict holding that leaf."""
+    return {k: (td if len(k) == 1 else td[k[:-1]]).batch_dims for k in tensor_leaves(td)}
+
+
+def assert_leaf_close(actual: torch.Tensor, expected: torch.Tensor) -> None:
+    """Same shape, same dtype, values close (NaNs equal; float-reduction tolerances)."""
+    assert actual.shape == expected.shape, (actual.shape, expected.shape)
+    assert actual.dtype == expected.dtype, (actual.dtype, expected.dtype)
+    torch.testing.assert_close(actual, expected, equal_nan=True, rtol=1e-5, atol=1e-6)
+
+
+#: the method-table checks: ``fn(key, leaf)``, tolerances of float reductions, any batch size
+table_check_leafwise = partial(check_leafwise, keyed=True, batch_size=None, rtol=1e-5, atol=1e-6)
+
+
+def raises_for_some_leaf(td: Any, fn: Any) -> bool:
+    """Whether ``fn`` raises (as torch does for an unsupported dtype) on some leaf of ``td``."""
+    for value in tensor_leaves(td).values():
+        try:
+            fn(value)
+        except (RuntimeError, TypeError, ValueError, NotImplementedError):
+            return True
+    return False
