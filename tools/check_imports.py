@@ -15,14 +15,18 @@ tensordict-core's private modules live in folders by concept, ranked bottom to t
 5. The siblings (memmap, nn, distributed, tensorclass) import core only through the
    public modules and :data:`SIBLING_API` (``tensordict._plugins.api``), at module level
    or inside functions; and the module-level imports inside each sibling form no circle.
+6. ``ARCHITECTURE.md``'s core map is the one the code gives (folders, their modules, the
+   first sentence of each folder's docstring), and every folder of core is a layer.
 
     python tools/check_imports.py            # exit status 1 and one line per problem
     python tools/check_imports.py --report   # the layers, counts and upward imports
+    python tools/check_imports.py --write-map  # redraw ARCHITECTURE.md's core map
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -343,8 +347,66 @@ def _unnumbered(problem: str) -> str:
     return f"{module}{sep}{rest}" if colon and line.isdigit() else problem
 
 
+#: the repository's architecture map; the block between these markers is generated
+ARCHITECTURE = ROOT / "ARCHITECTURE.md"
+MAP_START, MAP_END = "<!-- core map: start -->", "<!-- core map: end -->"
+
+
+def _first_sentence(doc: str) -> str:
+    """The first sentence of a docstring, as Markdown (Sphinx roles become plain code)."""
+    text = " ".join(doc.split()).replace("/ ", "/")
+    text = re.sub(r":\w+:`~?([\w.]+)`", lambda m: f"``{m.group(1).rsplit('.', 1)[-1]}``", text)
+    for end in (". ", ": "):
+        if end in text:
+            text = text[: text.index(end) + 1].rstrip(":") + ("." if end == ": " else "")
+            break
+    return text.replace("|", "\\|")
+
+
+def core_map(core: Path = CORE) -> str:
+    """Core's folders as a table, top layer first: each folder's modules and the first
+    sentence of its ``__init__.py`` docstring (what lives there)."""
+    rows = ["| layer | folder | modules | what lives there |", "|---|---|---|---|"]
+    for rank, layer in reversed(list(enumerate(LAYERS))):
+        if layer == "base":
+            doc = "``TensorDictBase``, the abstract base every kind derives from (with its mixins in ``_base/``)."
+            rows.append(f"| {rank} | `base.py` | `base` | {doc.replace('``', '`')} |")
+            continue
+        folder = core / layer
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
+        modules = sorted(
+            p.stem for p in [*folder.glob("*.py"), *folder.glob("*.pyi")] if p.stem != "__init__"
+        )
+        what = _first_sentence(doc).replace("``", "`")
+        rows.append(f"| {rank} | `{layer}/` | {', '.join(f'`{m}`' for m in modules)} | {what} |")
+    return "\n".join(rows) + "\n"
+
+
+def check_map(problems: list[str], write: bool) -> None:
+    """ARCHITECTURE.md's core map is the one the code gives (``--write-map`` rewrites it);
+    every folder of core is a layer."""
+    folders = {p.parent.name for p in CORE.glob("*/__init__.py")}
+    for folder in sorted(folders - set(LAYERS) - {"prototype"}):
+        problems.append(f"core folder {folder}/ is not in LAYERS (tools/check_imports.py)")
+    text = ARCHITECTURE.read_text() if ARCHITECTURE.exists() else ""
+    if MAP_START not in text or MAP_END not in text:
+        problems.append(f"{ARCHITECTURE.name}: no core map between {MAP_START} and {MAP_END}")
+        return
+    head, rest = text.split(MAP_START, 1)
+    _old, tail = rest.split(MAP_END, 1)
+    new = f"{head}{MAP_START}\n{core_map()}{MAP_END}{tail}"
+    if write:
+        ARCHITECTURE.write_text(new)
+    elif new != text:
+        problems.append(
+            f"{ARCHITECTURE.name}'s core map differs from the code: "
+            "python tools/check_imports.py --write-map"
+        )
+
+
 def main(argv: list[str]) -> int:
     problems: list[str] = []
+    check_map(problems, "--write-map" in argv)
     check_core(problems, "--report" in argv)
     check_siblings(problems)
     known = DEBT.read_text().splitlines() if DEBT.exists() else []
