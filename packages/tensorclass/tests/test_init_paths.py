@@ -91,3 +91,40 @@ def test_a_subclass_init_calling_super():
 
     obj = Child(torch.zeros(2), torch.ones(2))
     assert obj.label == "child" and type(obj) is Child and obj[1:].batch_size == (1,)
+
+
+def test_reserved_names_cover_what_the_generated_constructor_uses():
+    """Every local and global name of the generated fast constructor, but the fields' own,
+    is in the list that sends a class with such a field name to the plain constructor."""
+    from tensordict.tensorclass._init import _INIT_NAMES
+
+    class Probe(TensorClass):
+        a: torch.Tensor
+        b: torch.Tensor = None
+        c: str = "x"
+
+    code = Probe.__init__.__code__
+    assert code.co_nlocals > code.co_argcount + code.co_kwonlyargcount  # the fast body
+    used = set(code.co_varnames) | (set(code.co_names) & set(Probe.__init__.__globals__))
+    own = {"a", "b", "c"} | {n for n in used if n.startswith(("_d_", "_f_"))}
+    assert used - own <= _INIT_NAMES, sorted(used - own - _INIT_NAMES)
+
+
+@pytest.mark.parametrize("name", ["_source", "_bs", "_td", "_Tensor", "_st"])
+def test_a_field_named_like_a_constructor_name(name):
+    """Such a class gets the plain constructor: same instance as the generic body."""
+    from tensordict import tensorclass
+
+    cls = tensorclass(
+        type(f"F{name}", (), {"__annotations__": {name: torch.Tensor, "b": torch.Tensor}})
+    )
+    code = cls.__init__.__code__  # the plain constructor: no local but its parameters
+    assert code.co_nlocals == code.co_argcount + code.co_kwonlyargcount
+    x, y = torch.arange(3.0), torch.ones(3, 2)
+    obj = cls(x, y, batch_size=[3])
+    ref = _generic(cls, x, y, batch_size=[3])
+    assert torch.equal(getattr(obj, name), x) and torch.equal(obj.b, y)
+    assert obj.batch_size == ref.batch_size == (3,)
+    assert list(obj._tensordict.keys()) == list(ref._tensordict.keys()) == [name, "b"]
+    with pytest.raises(RuntimeError, match=name):  # the shape check names the field
+        cls(torch.zeros(2), y, batch_size=[3])
