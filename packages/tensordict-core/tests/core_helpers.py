@@ -8,14 +8,21 @@ on ``sys.path``; tests are collected with ``--import-mode=importlib``).
 * :func:`check_leafwise` — a result holds ``fn(leaf)`` for every tensor leaf of its input;
 * :func:`non_tensor_containers` — the stored non-tensor containers (to test sharing);
 * :func:`make_any_td` / :data:`ANY_TD_KINDS` — the tensordicts of the ``any_td`` fixture:
-  dense, nested, lazy stacks on dims 0 and 1, and an indexed view, each with non-tensors.
+  dense, nested, lazy stacks on dims 0 and 1, and an indexed view, each with non-tensors;
+* :func:`make_table_td` and its companions — what the ``test_method_tables_*`` modules share;
+* :func:`load_tool` — a script of the repository's ``tools/`` folder, as a module.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from functools import partial
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
+import pytest
 import torch
 
 from tensordict import (
@@ -352,6 +359,13 @@ def assert_bitwise(actual: Any, expected: Any) -> None:
 
 
 # --------------------------------------------------------------------------- method tables
+#: the ``pytestmark`` of the method-table modules: the warnings torch gives for some rows
+#: (std/var over one element, complex32 and quantized dtypes)
+TABLE_WARNINGS = [
+    pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning"),
+    pytest.mark.filterwarnings("ignore:ComplexHalf support:UserWarning"),
+    pytest.mark.filterwarnings("ignore:.*quantize_per_tensor:UserWarning"),
+]
 #: the batch size of :func:`make_table_td`
 TABLE_BS = (2, 3)
 FLOAT, INT = "float", "int"
@@ -396,6 +410,8 @@ def assert_leaf_close(actual: torch.Tensor, expected: torch.Tensor) -> None:
 
 #: the method-table checks: ``fn(key, leaf)``, tolerances of float reductions, any batch size
 table_check_leafwise = partial(check_leafwise, keyed=True, batch_size=None, rtol=1e-5, atol=1e-6)
+#: the method-table checks over ``any_td`` (dense, nested, lazy stacks, indexed; float leaves)
+table_check_any = partial(check_leafwise, rtol=1e-5, atol=1e-6)
 
 
 def raises_for_some_leaf(td: Any, fn: Any) -> bool:
@@ -406,3 +422,18 @@ def raises_for_some_leaf(td: Any, fn: Any) -> bool:
         except (RuntimeError, TypeError, ValueError, NotImplementedError):
             return True
     return False
+
+
+# --------------------------------------------------------------------------- tools
+#: the repository's ``tools/`` folder (absent when the tests run outside a source checkout)
+TOOLS = Path(__file__).resolve().parents[3] / "tools"
+
+
+def load_tool(name: str) -> ModuleType:
+    """``tools/<name>.py`` loaded as the module ``name`` (the scripts are not a package)."""
+    spec = importlib.util.spec_from_file_location(name, TOOLS / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module

@@ -4,24 +4,18 @@ the one the code gives."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from core_helpers import TOOLS, load_tool
 
-ROOT = Path(__file__).resolve().parents[3]
-TOOL = ROOT / "tools" / "check_imports.py"
-pytestmark = pytest.mark.skipif(not TOOL.exists(), reason="runs from a source checkout")
+ROOT = TOOLS.parent
+pytestmark = pytest.mark.skipif(
+    not (TOOLS / "check_imports.py").exists(), reason="runs from a source checkout"
+)
 
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("check_imports", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_imports"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("check_imports")
 
 
 def test_every_circle_is_reported(tool) -> None:

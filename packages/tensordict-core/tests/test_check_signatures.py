@@ -3,23 +3,17 @@ reference's list (no difference that the allowlist does not justify)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from core_helpers import TOOLS, load_tool
 
-TOOL = Path(__file__).resolve().parents[3] / "tools" / "check_signatures.py"
-pytestmark = pytest.mark.skipif(not TOOL.exists(), reason="runs from a source checkout")
+pytestmark = pytest.mark.skipif(
+    not (TOOLS / "check_signatures.py").exists(), reason="runs from a source checkout"
+)
 
 
 @pytest.fixture(scope="module")
 def tool():
-    spec = importlib.util.spec_from_file_location("check_signatures", TOOL)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_signatures"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("check_signatures")
 
 
 def test_parse_entry(tool) -> None:

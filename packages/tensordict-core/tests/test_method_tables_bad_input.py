@@ -1,9 +1,5 @@
-"""Table-driven checks of bad input to the method families: clear errors naming the key or batch size, data unchanged, each against the same torch operation applied leaf
-by leaf on the nested, mixed-dtype tensordict of ``core_helpers.make_table_td``.
-
-A test iterates over the tables themselves, so a new row is checked as soon as it exists;
-rows that need arguments must have an entry in the argument tables here (a test fails
-otherwise).
+"""Bad input to the method families: a clear error naming the key, the batch size or the
+expectation, of the type the reference raises, and the tensordict left unchanged.
 """
 
 from __future__ import annotations
@@ -16,9 +12,10 @@ import torch
 from core_helpers import (
     INT,
     TABLE_MASK,
+    TABLE_WARNINGS,
     make_table_td,
-    table_check_leafwise,
 )
+from core_helpers import table_check_leafwise as check_leafwise
 
 from tensordict import TensorDict
 from tensordict._engine.ops import (
@@ -26,14 +23,7 @@ from tensordict._engine.ops import (
 )
 from tensordict._engine.ops_reduce import CUMULATIVE, REDUCTIONS
 
-pytestmark = [
-    # expected torch warnings: std/var over one element, complex32 and quantized dtypes
-    pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning"),
-    pytest.mark.filterwarnings("ignore:ComplexHalf support:UserWarning"),
-    pytest.mark.filterwarnings("ignore:.*quantize_per_tensor:UserWarning"),
-]
-
-check_leafwise = table_check_leafwise
+pytestmark = TABLE_WARNINGS
 
 
 # --------------------------------------------------------------------------- bad input

@@ -1,36 +1,26 @@
-"""Table-driven checks of the batch-shape ops and ``new_*`` constructors (``tensordict._engine.ops_batch``), each against the same torch operation applied leaf
-by leaf on the nested, mixed-dtype tensordict of ``core_helpers.make_table_td``.
-
-A test iterates over the tables themselves, so a new row is checked as soon as it exists;
-rows that need arguments must have an entry in the argument tables here (a test fails
-otherwise).
+"""The batch-shape ops and ``new_*`` constructors of ``tensordict._engine.ops_batch``, each
+against the same torch operation applied leaf by leaf on ``core_helpers.make_table_td`` and
+on every kind of ``any_td``. The tests iterate over the tables, so a new row is checked as
+soon as it exists; a row needs its cases here.
 """
 
 from __future__ import annotations
-
-from functools import partial
 
 import pytest
 import torch
 from core_helpers import (
     TABLE_BS,
+    TABLE_WARNINGS,
     make_table_td,
-    table_check_leafwise,
     tensor_leaves,
 )
-from core_helpers import check_leafwise as core_check_leafwise
+from core_helpers import table_check_any as check_any
+from core_helpers import table_check_leafwise as check_leafwise
 
 from tensordict import TensorDict
 from tensordict._engine.ops_batch import BATCH_OPS, NEW
 
-pytestmark = [
-    # expected torch warnings: std/var over one element, complex32 and quantized dtypes
-    pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning"),
-    pytest.mark.filterwarnings("ignore:ComplexHalf support:UserWarning"),
-    pytest.mark.filterwarnings("ignore:.*quantize_per_tensor:UserWarning"),
-]
-
-check_leafwise = table_check_leafwise
+pytestmark = TABLE_WARNINGS
 
 
 # --------------------------------------------------------------------------- batch ops
@@ -162,8 +152,6 @@ def test_like_functions():
 
 
 # --------------------------------------------------------------------------- every kind
-#: the checks over ``any_td`` (dense, nested, lazy stacks, indexed; float leaves)
-check_any = partial(core_check_leafwise, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", list(BATCH_CASES))

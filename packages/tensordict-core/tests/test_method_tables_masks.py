@@ -1,9 +1,6 @@
-"""Table-driven checks of masks, ``where``, ``scatter``, ``gather`` and the other methods of ``tensordict._engine.ops_batch.METHODS``, each against the same torch operation applied leaf
-by leaf on the nested, mixed-dtype tensordict of ``core_helpers.make_table_td``.
-
-A test iterates over the tables themselves, so a new row is checked as soon as it exists;
-rows that need arguments must have an entry in the argument tables here (a test fails
-otherwise).
+"""Masks, ``where``, ``scatter``, ``gather`` and the other methods of
+``tensordict._engine.ops_batch.METHODS``, each against the same torch operation applied leaf
+by leaf on ``core_helpers.make_table_td``; every row of ``METHODS`` must have a test here.
 """
 
 from __future__ import annotations
@@ -13,20 +10,14 @@ import torch
 from core_helpers import (
     TABLE_BS,
     TABLE_MASK,
+    TABLE_WARNINGS,
     make_table_td,
-    table_check_leafwise,
 )
+from core_helpers import table_check_leafwise as check_leafwise
 
 from tensordict._engine.ops_batch import METHODS
 
-pytestmark = [
-    # expected torch warnings: std/var over one element, complex32 and quantized dtypes
-    pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning"),
-    pytest.mark.filterwarnings("ignore:ComplexHalf support:UserWarning"),
-    pytest.mark.filterwarnings("ignore:.*quantize_per_tensor:UserWarning"),
-]
-
-check_leafwise = table_check_leafwise
+pytestmark = TABLE_WARNINGS
 
 
 # --------------------------------------------------------------------------- masks, where, scatter

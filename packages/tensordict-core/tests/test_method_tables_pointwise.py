@@ -1,28 +1,27 @@
-"""Table-driven checks of the pointwise rows (``tensordict._engine.ops``): unary ops and their in-place twins, binary ops with tensordict/tensor/scalar operands, operators, casts, predicates, each against the same torch operation applied leaf
-by leaf on the nested, mixed-dtype tensordict of ``core_helpers.make_table_td``.
-
-A test iterates over the tables themselves, so a new row is checked as soon as it exists;
-rows that need arguments must have an entry in the argument tables here (a test fails
-otherwise).
+"""The pointwise rows of ``tensordict._engine.ops`` (unary ops and their in-place twins,
+binary ops with tensordict, tensor and scalar operands, operators, casts, predicates), each
+against the same torch operation applied leaf by leaf on ``core_helpers.make_table_td`` and
+on every kind of ``any_td``. The tests iterate over the tables, so a new row is checked as
+soon as it exists; a row that needs arguments must have an entry here.
 """
 
 from __future__ import annotations
 
 import operator
-from functools import partial
 
 import pytest
 import torch
 from core_helpers import (
     FLOAT,
     INT,
+    TABLE_WARNINGS,
     leaves,
     make_table_td,
     raises_for_some_leaf,
-    table_check_leafwise,
     tensor_leaves,
 )
-from core_helpers import check_leafwise as core_check_leafwise
+from core_helpers import table_check_any as check_any
+from core_helpers import table_check_leafwise as check_leafwise
 
 from tensordict import TensorDict, TensorDictBase
 from tensordict._engine.ops import (
@@ -35,14 +34,7 @@ from tensordict._engine.ops import (
     UNARY,
 )
 
-pytestmark = [
-    # expected torch warnings: std/var over one element, complex32 and quantized dtypes
-    pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning"),
-    pytest.mark.filterwarnings("ignore:ComplexHalf support:UserWarning"),
-    pytest.mark.filterwarnings("ignore:.*quantize_per_tensor:UserWarning"),
-]
-
-check_leafwise = table_check_leafwise
+pytestmark = TABLE_WARNINGS
 
 
 # --------------------------------------------------------------------------- pointwise
@@ -200,9 +192,6 @@ def test_type_cast():
 
 
 # --------------------------------------------------------------------------- every kind
-# --------------------------------------------------------------------------- every kind
-#: the checks over ``any_td`` (dense, nested, lazy stacks, indexed; float leaves)
-check_any = partial(core_check_leafwise, rtol=1e-5, atol=1e-6)
 _FLOAT_BINARY = [n for n in [*BINARY, *BINARY_NO_INPLACE] if not n.startswith("bitwise")]
 
 

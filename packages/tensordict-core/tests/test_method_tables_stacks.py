@@ -10,22 +10,16 @@ import torch
 from core_helpers import (
     TABLE_BS,
     TABLE_MASK,
+    TABLE_WARNINGS,
     assert_leaf_close,
     make_table_td,
-    table_check_leafwise,
     tensor_leaves,
 )
+from core_helpers import table_check_leafwise as check_leafwise
 
 from tensordict import TensorDict
 
-pytestmark = [
-    # expected torch warnings: std/var over one element, complex32 and quantized dtypes
-    pytest.mark.filterwarnings("ignore:.*degrees of freedom:UserWarning"),
-    pytest.mark.filterwarnings("ignore:ComplexHalf support:UserWarning"),
-    pytest.mark.filterwarnings("ignore:.*quantize_per_tensor:UserWarning"),
-]
-
-check_leafwise = table_check_leafwise
+pytestmark = TABLE_WARNINGS
 
 
 # --------------------------------------------------------------------------- autograd
