@@ -35,8 +35,8 @@ from tensordict._formats.from_python import (
     _is_h5,
     _is_namedtuple,
     _out_cls,
+    _stack_list,
     convert,
-    from_list,
     fromkeys,
     make_tensordict,
 )
@@ -55,7 +55,7 @@ from tensordict._torch import pytree as _pytree
 
 _Tensor = torch.Tensor
 
-__all__ = ["ConversionOps", "convert", "from_list", "fromkeys", "make_tensordict", "to_dense"]
+__all__ = ["ConversionOps", "convert", "fromkeys", "make_tensordict", "to_dense"]
 
 
 # ---------------------------------------------------------------------- the mixin
@@ -517,15 +517,14 @@ class ConversionOps:
         tensor([[0, 1],
                 [2, 3]])
         """
-        return from_list(
-            input,
-            auto_batch_size=auto_batch_size,
-            batch_size=batch_size,
-            device=device,
-            batch_dims=batch_dims,
-            names=names,
-            lazy=lazy,
-        )
+        what = "TensorDict.from_list"
+        auto = _auto(what, auto_batch_size, batch_dims, batch_size)
+        if not isinstance(input, (list, tuple)):
+            raise TypeError(f"{what} expects a list, got {type(input).__name__}.")
+        out = _stack_list(input, device, (), lazy)
+        if batch_size is not None:
+            out.batch_size = batch_size  # type: ignore[assignment]
+        return _finish(out, auto, batch_dims, names)
 
     # -------------------------------------------------------------- numpy struct arrays
     @classmethod

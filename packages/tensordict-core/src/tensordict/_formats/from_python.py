@@ -1,6 +1,6 @@
 """Reading Python objects into tensordicts: the one recursive :func:`convert` that decides
-how a value inside a collection is stored, and the builders on top of it (``from_list``,
-:func:`make_tensordict`, :func:`fromkeys`).
+how a value inside a collection is stored, and the builders on top of it (the stacking of
+``from_list``, :func:`make_tensordict`, :func:`fromkeys`).
 
 Mappings, tuples, namedtuples, dataclass instances and structured arrays become nested
 tensordicts; tensordicts (and tensorclasses) are kept; anything else is left to the
@@ -34,7 +34,7 @@ from tensordict._plugins import siblings as _siblings
 
 _Tensor = torch.Tensor
 
-__all__ = ["convert", "from_list", "fromkeys", "make_tensordict"]
+__all__ = ["convert", "fromkeys", "make_tensordict"]
 
 
 def _tensordict_cls() -> type[_kinds.Dense]:
@@ -179,27 +179,6 @@ def _finish(
     if names is not None:
         td.names = names
     return td
-
-
-def from_list(
-    input_list: Sequence[Any],
-    *,
-    auto_batch_size: bool | None = None,
-    batch_size: Sequence[int] | torch.Size | int | None = None,
-    device: torch.device | str | int | None = None,
-    batch_dims: int | None = None,
-    names: Sequence[str | None] | None = None,
-    lazy: bool | None = None,
-) -> _kinds.Dense:
-    """The body of :meth:`TensorDictBase.from_list` (see there)."""
-    what = "TensorDict.from_list"
-    auto = _auto(what, auto_batch_size, batch_dims, batch_size)
-    if not isinstance(input_list, (list, tuple)):
-        raise TypeError(f"{what} expects a list, got {type(input_list).__name__}.")
-    out = _stack_list(input_list, device, (), lazy)
-    if batch_size is not None:
-        out.batch_size = batch_size  # type: ignore[assignment]
-    return _finish(out, auto, batch_dims, names)
 
 
 def _stack_list(
