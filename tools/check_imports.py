@@ -353,32 +353,32 @@ MAP_START, MAP_END = "<!-- core map: start -->", "<!-- core map: end -->"
 
 
 def _first_sentence(doc: str) -> str:
-    """The first sentence of a docstring, as Markdown (Sphinx roles become plain code)."""
+    """The first sentence of a docstring (up to its first period or colon), as Markdown:
+    Sphinx roles become plain code."""
     text = " ".join(doc.split()).replace("/ ", "/")
     text = re.sub(r":\w+:`~?([\w.]+)`", lambda m: f"``{m.group(1).rsplit('.', 1)[-1]}``", text)
     for end in (". ", ": "):
         if end in text:
-            text = text[: text.index(end) + 1].rstrip(":") + ("." if end == ": " else "")
+            text = text[: text.index(end)] + "."
             break
     return text.replace("|", "\\|")
 
 
 def core_map(core: Path = CORE) -> str:
-    """Core's folders as a table, top layer first: each folder's modules and the first
-    sentence of its ``__init__.py`` docstring (what lives there)."""
+    """Core's layers as a table, top first: each folder's modules (as
+    :func:`core_modules` finds them) and the first sentence of its ``__init__.py``
+    docstring (``base.py``'s own for the ``base`` layer)."""
+    modules = core_modules(core)
     rows = ["| layer | folder | modules | what lives there |", "|---|---|---|---|"]
     for rank, layer in reversed(list(enumerate(LAYERS))):
-        if layer == "base":
-            doc = "``TensorDictBase``, the abstract base every kind derives from (with its mixins in ``_base/``)."
-            rows.append(f"| {rank} | `base.py` | `base` | {doc.replace('``', '`')} |")
-            continue
-        folder = core / layer
-        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text())) or ""
-        modules = sorted(
-            p.stem for p in [*folder.glob("*.py"), *folder.glob("*.pyi")] if p.stem != "__init__"
-        )
+        doc = ast.get_docstring(ast.parse(modules[layer].read_text())) or ""
         what = _first_sentence(doc).replace("``", "`")
-        rows.append(f"| {rank} | `{layer}/` | {', '.join(f'`{m}`' for m in modules)} | {what} |")
+        if layer == "base":
+            where, members = "`base.py`", ["base"]
+        else:
+            where = f"`{layer}/`"
+            members = sorted(m.split(".", 1)[1] for m in modules if m.startswith(f"{layer}."))
+        rows.append(f"| {rank} | {where} | {', '.join(f'`{m}`' for m in members)} | {what} |")
     return "\n".join(rows) + "\n"
 
 
